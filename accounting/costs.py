@@ -1,0 +1,258 @@
+"""Privacy costs and budgets with exact, conservative arithmetic.
+
+A :class:`Cost` describes what one mechanism (or a composition) spends under each
+accounting rule that applies to it:
+
+* ``epsilon`` / ``delta``: an (eps, delta)-DP bound (``delta == 0`` for pure DP);
+  ``epsilon is None`` when the mechanism has no such bound on its own (Gaussian).
+* ``rho``: a zCDP bound; ``None`` when the mechanism is not zCDP (smooth-sensitivity
+  median, which is only approximate DP).
+
+All components are stored as exact :class:`fractions.Fraction` values. A float given
+by the caller is converted to the exact rational it represents, so sums never lose
+precision: totals are exact, and whatever rounding is unavoidable (logarithms and
+square roots in conversions) is done against the user (costs and spent round up,
+budgets and remaining round down). A budget split into ``k`` equal parts with
+:func:`split_epsilon` fits exactly: each part is the largest float not above
+``total / k``, so ``k`` parts sum to at most ``total`` in exact arithmetic.
+
+See ``docs/privacy/costs-and-filter.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from accounting.errors import InvalidParameterError
+
+Number = float | int | Fraction
+
+#: Relative slack used when a conversion needs transcendental functions (log, sqrt).
+#: Float ``log``/``sqrt`` are accurate to a few ulps (~1e-16 relative); 1e-12 covers
+#: them with a wide margin while being negligible for any practical budget.
+CONVERSION_SLACK = 1e-12
+
+
+def exact(value: Number, name: str, *, allow_zero: bool = True) -> Fraction:
+    """The exact rational value of a finite, non-negative number (validated)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
+        raise InvalidParameterError(name, value, "must be a real number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidParameterError(name, value, "must be finite")
+    q = Fraction(value)
+    if q < 0 or (q == 0 and not allow_zero):
+        requirement = "must be > 0" if not allow_zero else "must be >= 0"
+        raise InvalidParameterError(name, value, requirement)
+    return q
+
+
+def round_up(q: Fraction) -> float:
+    """The smallest float not below ``q``."""
+    f = float(q)
+    if Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def round_down(q: Fraction) -> float:
+    """The largest float not above ``q``."""
+    f = float(q)
+    if Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _opt_add(a: Fraction | None, b: Fraction | None) -> Fraction | None:
+    return None if a is None or b is None else a + b
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The privacy cost of one mechanism (or of a composition) under each rule.
+
+    Composition with ``+`` is basic composition componentwise: epsilons add, deltas
+    add, rhos add; a component that is ``None`` on either side is ``None`` in the sum
+    (the composition has no bound of that kind). Both rules are valid under fully
+    adaptive composition when enforced by a filter (see :mod:`accounting.filter`).
+    """
+
+    epsilon: Fraction | None
+    delta: Fraction
+    rho: Fraction | None
+
+    def __post_init__(self) -> None:
+        for name in ("epsilon", "delta", "rho"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, Fraction) or v < 0):
+                raise InvalidParameterError(name, v, "must be a non-negative Fraction or None")
+        if self.delta >= 1:
+            raise InvalidParameterError("delta", self.delta, "must be < 1")
+        if self.epsilon is None and self.rho is None:
+            raise InvalidParameterError("cost", self, "needs an (eps, delta) or a zCDP bound")
+
+    # -- constructors ---------------------------------------------------------------
+    @classmethod
+    def zero(cls) -> Cost:
+        return cls(Fraction(0), Fraction(0), Fraction(0))
+
+    @classmethod
+    def pure(cls, epsilon: Number, *, bounded_range: bool = False) -> Cost:
+        """Pure ``eps``-DP. Its zCDP bound is ``eps^2/2`` (Bun-Steinke 2016, Prop. 1.4),
+        or ``eps^2/8`` for bounded-range mechanisms such as the exponential mechanism
+        (Cesar-Rogers 2021, Lemma 3.2)."""
+        e = exact(epsilon, "epsilon")
+        rho = e * e / (8 if bounded_range else 2)
+        return cls(e, Fraction(0), rho)
+
+    @classmethod
+    def approximate(cls, epsilon: Number, delta: Number) -> Cost:
+        """(eps, delta)-DP with no zCDP bound."""
+        e = exact(epsilon, "epsilon")
+        d = exact(delta, "delta")
+        if d >= 1:
+            raise InvalidParameterError("delta", delta, "must be in [0, 1)")
+        return cls(e, d, None)
+
+    @classmethod
+    def zcdp(cls, rho: Number) -> Cost:
+        """rho-zCDP with no pure/approximate bound of its own (e.g. Gaussian)."""
+        return cls(None, Fraction(0), exact(rho, "rho"))
+
+    # -- arithmetic -----------------------------------------------------------------
+    def __add__(self, other: Cost) -> Cost:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(
+            _opt_add(self.epsilon, other.epsilon),
+            self.delta + other.delta,
+            _opt_add(self.rho, other.rho),
+        )
+
+    def times(self, k: int) -> Cost:
+        """Basic composition of ``k`` copies (exact)."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InvalidParameterError("k", k, "must be an integer >= 0")
+        return Cost(
+            None if self.epsilon is None else self.epsilon * k,
+            self.delta * k,
+            None if self.rho is None else self.rho * k,
+        )
+
+    @property
+    def is_pure(self) -> bool:
+        return self.epsilon is not None and self.delta == 0
+
+    def dominates(self, other: Cost) -> bool:
+        """True when every bound of ``self`` is at least the corresponding bound of ``other``."""
+        eps_ok = other.epsilon is None or (
+            self.epsilon is not None and self.epsilon >= other.epsilon
+        )
+        rho_ok = other.rho is None or (self.rho is not None and self.rho >= other.rho)
+        return eps_ok and rho_ok and self.delta >= other.delta
+
+    def as_dict(self) -> dict[str, str | None]:
+        """Exact JSON-friendly form (fractions as ``"p/q"`` strings)."""
+        return {
+            "epsilon": None if self.epsilon is None else str(self.epsilon),
+            "delta": str(self.delta),
+            "rho": None if self.rho is None else str(self.rho),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, str | None]) -> Cost:
+        def parse(key: str) -> Fraction | None:
+            v = data.get(key)
+            return None if v is None else Fraction(v)
+
+        delta = parse("delta")
+        return cls(parse("epsilon"), Fraction(0) if delta is None else delta, parse("rho"))
+
+    def summary(self) -> dict[str, float | None]:
+        """Floats rounded up (for display; never feed these back into accounting)."""
+        return {
+            "epsilon": None if self.epsilon is None else round_up(self.epsilon),
+            "delta": round_up(self.delta),
+            "rho": None if self.rho is None else round_up(self.rho),
+        }
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A user-facing (eps, delta) budget: ``eps > 0`` finite, ``0 <= delta < 1``."""
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        exact(self.epsilon, "epsilon", allow_zero=False)
+        d = exact(self.delta, "delta")
+        if d >= 1:
+            raise InvalidParameterError("delta", self.delta, "must be in [0, 1)")
+
+    @property
+    def epsilon_exact(self) -> Fraction:
+        return Fraction(self.epsilon)
+
+    @property
+    def delta_exact(self) -> Fraction:
+        return Fraction(self.delta)
+
+    def rho(self, delta_reserved: Number = 0) -> Fraction:
+        """The largest zCDP rho whose conversion fits in this budget (rounded down).
+
+        Uses ``eps = rho + 2 sqrt(rho ln(1/delta'))`` (Bun-Steinke 2016, Prop. 1.3) with
+        ``delta' = delta - delta_reserved``; solving for rho gives
+        ``rho = eps^2 / (sqrt(L + eps) + sqrt(L))^2`` with ``L = ln(1/delta')``.
+        Requires ``delta' > 0``.
+        """
+        return rho_for_budget(self.epsilon_exact, self.delta_exact - exact(delta_reserved, "delta"))
+
+    def as_dict(self) -> dict[str, float]:
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+
+def rho_for_budget(epsilon: Fraction, delta: Fraction) -> Fraction:
+    """Largest rho (rounded down) with ``rho + 2 sqrt(rho ln(1/delta)) <= epsilon``."""
+    if delta <= 0:
+        raise InvalidParameterError(
+            "delta", float(delta), "the zCDP rule needs delta > 0 to convert to (eps, delta)"
+        )
+    if epsilon <= 0:
+        return Fraction(0)
+    L = math.log(1.0 / float(delta))
+    e = float(epsilon)
+    rho = e * e / (math.sqrt(L + e) + math.sqrt(L)) ** 2
+    rho *= 1.0 - CONVERSION_SLACK
+    q = Fraction(rho)
+    # Belt and braces: the conversion of the rounded-down rho must fit.
+    while zcdp_to_epsilon(q, delta) > epsilon:
+        q *= Fraction(1) - Fraction(CONVERSION_SLACK)
+    return q
+
+
+def zcdp_to_epsilon(rho: Fraction, delta: Fraction) -> Fraction:
+    """``rho + 2 sqrt(rho ln(1/delta))`` rounded up (Bun-Steinke 2016, Prop. 1.3)."""
+    if delta <= 0:
+        raise InvalidParameterError("delta", float(delta), "must be > 0 for the zCDP conversion")
+    if rho == 0:
+        return Fraction(0)
+    L = math.log(1.0 / float(delta))
+    eps = float(rho) + 2.0 * math.sqrt(float(rho) * L)
+    return Fraction(eps * (1.0 + CONVERSION_SLACK))
+
+
+def split_epsilon(total: Number, k: int) -> float:
+    """The largest float ``e`` with ``k * e <= total`` exactly: ``k`` parts always fit."""
+    t = exact(total, "total", allow_zero=False)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidParameterError("k", k, "must be an integer >= 1")
+    return round_down(t / k)
+
+
+def split_rho(total: Fraction, k: int) -> Fraction:
+    """Exact ``total / k`` (rho budgets are kept as fractions)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidParameterError("k", k, "must be an integer >= 1")
+    return total / k

@@ -1,0 +1,60 @@
+"""Exception hierarchy of the ``accounting`` package.
+
+Every error raised on bad input is an :class:`AccountingError`. Raising one never
+spends budget and never leaves a half-written ledger entry: callers validate first
+and charge afterwards.
+"""
+
+from __future__ import annotations
+
+
+class AccountingError(Exception):
+    """Base class of every error raised by ``accounting``."""
+
+
+class InvalidParameterError(AccountingError, ValueError):
+    """A mechanism, budget or cost parameter is out of its domain.
+
+    The message names the parameter, the value received and the accepted domain.
+    """
+
+    def __init__(self, parameter: str, value: object, requirement: str) -> None:
+        self.parameter = parameter
+        self.value = value
+        self.requirement = requirement
+        super().__init__(f"invalid {parameter}={value!r}: {requirement}")
+
+
+class RelationMismatchError(AccountingError):
+    """A mechanism's sensitivity was declared under a different neighbouring relation."""
+
+
+class BudgetExceededError(AccountingError):
+    """The filter refused a mechanism: admitting it would exceed the budget.
+
+    After a refusal the session is halted (halt semantics) and admits nothing more.
+    """
+
+
+class SessionHaltedError(AccountingError):
+    """The session already refused a mechanism or was closed; it admits nothing more."""
+
+
+class MechanismStateError(AccountingError):
+    """A stateful mechanism (e.g. an SVT instance) was used after it halted."""
+
+
+class StatisticError(AccountingError):
+    """The exact statistic handed to a mechanism has the wrong shape or is not finite."""
+
+
+class LedgerError(AccountingError):
+    """The ledger cannot be opened, written or read."""
+
+
+class LedgerCorruptError(LedgerError):
+    """The ledger's hash chain, totals or schema do not verify."""
+
+
+class ForeignLedgerError(LedgerError):
+    """The file is not a dpcg ledger (or belongs to another dataset than expected)."""

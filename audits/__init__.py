@@ -1,0 +1,1 @@
+"""Audits: sensitivity property tests, empirical privacy-loss checks, mutants, report."""

@@ -1,0 +1,3 @@
+from dpcg.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,59 @@
+"""The ``dpcg`` command line.
+
+Each subcommand lives in its own module ``dpcg.cli.<name>`` exposing
+``register(subparsers)``, which adds a parser whose ``func`` default is the handler
+``(argparse.Namespace) -> int``. Handlers return the process exit code; errors of the
+project's own types are printed as one line and give exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from accounting.errors import AccountingError
+from dpcg.errors import DpcgError
+
+#: Subcommand modules, in the order they appear in ``dpcg --help``.
+SUBCOMMANDS = ("discover", "datasets", "ledger", "audit", "bench")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpcg",
+        description="Differentially private causal graph discovery with an auditable ledger.",
+    )
+    from dpcg import __version__
+
+    parser.add_argument("--version", action="version", version=f"dpcg {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"dpcg.cli.{name}")
+        except ModuleNotFoundError as exc:  # subcommand not built yet
+            if exc.name != f"dpcg.cli.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        code: int = func(args)
+    except (DpcgError, AccountingError) as exc:
+        print(f"dpcg {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
