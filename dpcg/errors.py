@@ -43,3 +43,7 @@ class CITestError(DpcgError, ValueError):
 
 class AlgorithmError(DpcgError, ValueError):
     """A discovery algorithm was configured with invalid parameters."""
+
+
+class GraphError(DpcgError, ValueError):
+    """A graph was built from inconsistent nodes or edges (unknown node, self-loop, cycle, ...)."""
