@@ -1,0 +1,231 @@
+"""Stratified contingency tables in one pass.
+
+For a query ``(x, y, S)`` on a ``(p, n)`` array of category codes, every row gets one
+combined ``int64`` index: the configuration of ``S`` in mixed radix of the ``S``
+columns' declared cardinalities, then ``x``, then ``y``. One ``np.bincount`` over that
+index gives the ``(n_strata, cx, cy)`` table. Only **observed** strata (configurations
+of ``S`` that occur in the data) are kept; when the number of possible configurations
+is large compared with ``n`` the configuration index is first compressed with
+``np.unique(..., return_inverse=True)`` so that memory stays ``O(n + n_strata cx cy)``.
+
+Everything downstream (:mod:`dpcg.stats.discrete`, :mod:`dpcg.stats.kendall`,
+:mod:`dpcg.stats.spearman`) works on the 3-D table, vectorised across strata.
+
+Cardinalities are the *declared* (public) ones from the schema, never read off the
+data; codes outside ``[0, cardinality)`` raise :class:`StatisticInputError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcg.errors import StatisticInputError
+
+#: Dense bincount is used while ``n_configs * cx * cy`` is at most this many cells,
+#: or at most :data:`DENSE_CELLS_PER_ROW` cells per row; above that the observed
+#: configurations are compressed with ``np.unique`` first.
+DENSE_CELLS_MIN = 1 << 16
+DENSE_CELLS_PER_ROW = 4
+
+#: Exact integer arithmetic in int64 (concordance counts up to n^2/2) is guaranteed
+#: for n up to this many rows.
+MAX_ROWS = 2_000_000_000
+
+
+@dataclass(frozen=True)
+class StrataTable:
+    """Counts of ``(x, y)`` per observed configuration of ``S``.
+
+    * ``counts``: ``(n_strata, cx, cy)`` int64; ``n_strata >= 1`` whenever ``n >= 1``.
+    * ``cx``, ``cy``: declared cardinalities of ``x`` and ``y``.
+    * ``n_configs``: number of possible configurations of ``S`` (product of the
+      declared cardinalities; 1 for empty ``S``). Public.
+    """
+
+    counts: NDArray[np.int64]
+    cx: int
+    cy: int
+    n_configs: int
+
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return int(self.counts.sum())
+
+    @property
+    def n_strata(self) -> int:
+        """Number of observed configurations of ``S``."""
+        return int(self.counts.shape[0])
+
+    def stratum_sizes(self) -> NDArray[np.int64]:
+        return np.asarray(self.counts.sum(axis=(1, 2)), dtype=np.int64)
+
+    def x_margins(self) -> NDArray[np.int64]:
+        """``(n_strata, cx)`` counts of each x level per stratum."""
+        return np.asarray(self.counts.sum(axis=2), dtype=np.int64)
+
+    def y_margins(self) -> NDArray[np.int64]:
+        """``(n_strata, cy)`` counts of each y level per stratum."""
+        return np.asarray(self.counts.sum(axis=1), dtype=np.int64)
+
+
+def _check_cardinality(name: str, c: object) -> int:
+    if isinstance(c, bool) or not isinstance(c, int | np.integer) or int(c) < 1:
+        raise StatisticInputError(
+            f"cardinality of {name} must be a positive int (declared in the schema), got {c!r}"
+        )
+    return int(c)
+
+
+def _codes_of(name: str, col: NDArray[np.generic], card: int, check: bool) -> NDArray[np.int64]:
+    if col.dtype.kind not in "ui":
+        raise StatisticInputError(f"{name} must hold integer category codes, got {col.dtype}")
+    out = col.astype(np.int64, copy=False)
+    if check and out.size:
+        lo, hi = int(out.min()), int(out.max())
+        if lo < 0 or hi >= card:
+            raise StatisticInputError(
+                f"{name} has code {lo if lo < 0 else hi} outside its declared range [0, {card})"
+            )
+    return out
+
+
+def stratum_index(
+    codes: NDArray[np.generic],
+    cardinalities: Sequence[int | None],
+    S: Sequence[int],
+    *,
+    check: bool = True,
+) -> tuple[NDArray[np.int64], int]:
+    """Mixed-radix index of the configuration of ``S`` per row, and the number of
+    possible configurations (product of declared cardinalities)."""
+    n = int(codes.shape[1])
+    idx = np.zeros(n, dtype=np.int64)
+    n_configs = 1
+    for j in S:
+        c = _check_cardinality(f"column {j}", cardinalities[j])
+        col = _codes_of(f"column {j}", codes[j], c, check)
+        if n_configs > (1 << 62) // c:
+            raise StatisticInputError(
+                f"conditioning set {tuple(S)} has more than 2^62 configurations"
+            )
+        idx *= c
+        idx += col
+        n_configs *= c
+    return idx, n_configs
+
+
+def table_from_codes(
+    x: NDArray[np.generic],
+    y: NDArray[np.generic],
+    strata: NDArray[np.generic] | None,
+    cx: int,
+    cy: int,
+    n_configs: int = 1,
+    *,
+    check: bool = True,
+) -> StrataTable:
+    """Stratified table from 1-D code arrays ``x``, ``y`` and stratum labels in
+    ``[0, n_configs)`` (``None`` = a single stratum)."""
+    cx = _check_cardinality("x", cx)
+    cy = _check_cardinality("y", cy)
+    xa = np.asarray(x)
+    ya = np.asarray(y)
+    if xa.ndim != 1 or ya.shape != xa.shape:
+        raise StatisticInputError(
+            f"x and y must be 1-D arrays of equal length, got shapes {xa.shape} and {ya.shape}"
+        )
+    n = int(xa.shape[0])
+    if n > MAX_ROWS:
+        raise StatisticInputError(f"n={n} rows exceeds the supported maximum {MAX_ROWS}")
+    xc = _codes_of("x", xa, cx, check)
+    yc = _codes_of("y", ya, cy, check)
+    if strata is None:
+        s = np.zeros(n, dtype=np.int64)
+        n_configs = 1
+    else:
+        sa = np.asarray(strata)
+        if sa.shape != xa.shape:
+            raise StatisticInputError(
+                f"strata must have the same shape as x, got {sa.shape} and {xa.shape}"
+            )
+        s = _codes_of("strata", sa, n_configs, check)
+    return _table(s, n_configs, xc, yc, cx, cy)
+
+
+def _table(
+    s: NDArray[np.int64],
+    n_configs: int,
+    xc: NDArray[np.int64],
+    yc: NDArray[np.int64],
+    cx: int,
+    cy: int,
+) -> StrataTable:
+    n = int(xc.shape[0])
+    cells = cx * cy
+    if n == 0:
+        return StrataTable(np.zeros((0, cx, cy), dtype=np.int64), cx, cy, n_configs)
+    if n_configs == 1:
+        flat = xc * cy + yc
+        counts = np.bincount(flat, minlength=cells).reshape(1, cx, cy)
+        return StrataTable(counts.astype(np.int64, copy=False), cx, cy, n_configs)
+    dense = n_configs * cells <= max(DENSE_CELLS_MIN, DENSE_CELLS_PER_ROW * n)
+    if dense:
+        flat = s * cells
+        flat += xc * cy
+        flat += yc
+        counts = np.bincount(flat, minlength=n_configs * cells).reshape(n_configs, cx, cy)
+        keep = counts.any(axis=(1, 2))
+        counts = counts[keep]
+    else:
+        _, inverse = np.unique(s, return_inverse=True)
+        inverse = inverse.reshape(-1).astype(np.int64, copy=False)
+        k = int(inverse.max()) + 1
+        flat = inverse * cells
+        flat += xc * cy
+        flat += yc
+        counts = np.bincount(flat, minlength=k * cells).reshape(k, cx, cy)
+    return StrataTable(counts.astype(np.int64, copy=False), cx, cy, n_configs)
+
+
+def contingency_table(
+    codes: NDArray[np.generic],
+    cardinalities: Sequence[int | None],
+    x: int,
+    y: int,
+    S: Sequence[int] = (),
+    *,
+    check: bool = True,
+) -> StrataTable:
+    """The ``(n_strata, cx, cy)`` table of columns ``x``, ``y`` per observed
+    configuration of the columns ``S`` of a ``(p, n)`` code array.
+
+    ``cardinalities[j]`` is column ``j``'s declared number of categories. With
+    ``check=False`` the range check of the codes is skipped (use only on codes
+    already validated, e.g. those of a :class:`dpcg.data.Dataset`).
+    """
+    arr = np.asarray(codes)
+    if arr.ndim != 2:
+        raise StatisticInputError(f"codes must be a (p, n) array, got shape {arr.shape}")
+    p, n = arr.shape
+    if len(cardinalities) != p:
+        raise StatisticInputError(
+            f"got {len(cardinalities)} cardinalities for {p} columns"
+        )
+    if n > MAX_ROWS:
+        raise StatisticInputError(f"n={n} rows exceeds the supported maximum {MAX_ROWS}")
+    for name, j in (("x", x), ("y", y), *(("S", j) for j in S)):
+        if isinstance(j, bool) or not isinstance(j, int | np.integer) or not 0 <= j < p:
+            raise StatisticInputError(f"{name}={j!r} is not a column index in [0, {p})")
+    if x == y or x in S or y in S or len(set(S)) != len(S):
+        raise StatisticInputError(f"x={x}, y={y} and S={tuple(S)} must be distinct columns")
+    cx = _check_cardinality(f"column {x}", cardinalities[x])
+    cy = _check_cardinality(f"column {y}", cardinalities[y])
+    xc = _codes_of(f"column {x}", arr[x], cx, check)
+    yc = _codes_of(f"column {y}", arr[y], cy, check)
+    s, n_configs = stratum_index(arr, cardinalities, S, check=check)
+    return _table(s, n_configs, xc, yc, cx, cy)

@@ -1,0 +1,122 @@
+"""G^2, chi^2 and conditional mutual information on stratified tables.
+
+With ``N[s, i, j]`` the counts of a :class:`~dpcg.stats.contingency.StrataTable` and
+``E[s, i, j] = N[s, i, +] N[s, +, j] / N[s, +, +]`` the expected counts under
+conditional independence:
+
+* ``G^2 = 2 sum_{N > 0} N ln(N / E)`` (= ``2 n CMI``);
+* ``chi^2 = sum_{E > 0} (N - E)^2 / E``;
+* degrees of freedom ``sum_s (r_s - 1)(c_s - 1)`` where ``r_s`` / ``c_s`` are the
+  numbers of x / y levels observed in stratum ``s`` (rows and columns of ``E`` that are
+  zero are not counted), and the p-value is 1 when the degrees of freedom are 0.
+
+This is the convention of causal-learn's ``Chisq_or_Gsq`` (checked to 1e-9 by
+``tests/stats/test_discrete.py``). ``n CMI`` is computed in the entropy form
+``sum h(N_sxy) + sum h(N_s) - sum h(N_sx) - sum h(N_sy)`` with ``h(c) = c ln c``, the
+form its sensitivity proof (``docs/privacy/statistics-cmi.md``) works with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import chi2 as _chi2
+
+from dpcg.stats.contingency import StrataTable
+
+
+@dataclass(frozen=True)
+class ChiSquareResult:
+    """A G^2 or chi^2 statistic with its degrees of freedom and p-value."""
+
+    statistic: float
+    df: int
+    pvalue: float
+
+
+def _xlogx(c: NDArray[np.int64]) -> float:
+    """``sum c ln c`` over the entries (``0 ln 0 = 0``)."""
+    c = c[c > 1]  # 0 ln 0 = 1 ln 1 = 0
+    if c.size == 0:
+        return 0.0
+    cf = c.astype(np.float64)
+    return float(np.dot(cf, np.log(cf)))
+
+
+def degrees_of_freedom(table: StrataTable) -> int:
+    """``sum_s (r_s - 1)(c_s - 1)`` over observed strata (causal-learn's rule)."""
+    if table.n_strata == 0:
+        return 0
+    r = np.count_nonzero(table.x_margins(), axis=1)
+    c = np.count_nonzero(table.y_margins(), axis=1)
+    return int(np.dot(r - 1, c - 1))
+
+
+def n_cmi(table: StrataTable) -> float:
+    """``n`` times the plug-in conditional mutual information ``I(X; Y | S)`` in nats.
+
+    Equal to ``G^2 / 2``. Clamped at 0 against rounding (the exact value is >= 0).
+    """
+    N = table.counts
+    if N.size == 0:
+        return 0.0
+    val = (
+        _xlogx(N)
+        + _xlogx(N.sum(axis=(1, 2)))
+        - _xlogx(N.sum(axis=2))
+        - _xlogx(N.sum(axis=1))
+    )
+    return max(val, 0.0)
+
+
+def cmi(table: StrataTable) -> float:
+    """Plug-in conditional mutual information ``I(X; Y | S)`` in nats (``G^2 / 2n``)."""
+    n = table.n
+    return n_cmi(table) / n if n else 0.0
+
+
+def _expected(N: NDArray[np.int64]) -> NDArray[np.float64]:
+    ns = N.sum(axis=(1, 2)).astype(np.float64)
+    nx = N.sum(axis=2).astype(np.float64)
+    ny = N.sum(axis=1).astype(np.float64)
+    out: NDArray[np.float64] = nx[:, :, None] * ny[:, None, :] / ns[:, None, None]
+    return out
+
+
+def g2_statistic(table: StrataTable) -> float:
+    """``G^2 = 2 sum N ln(N/E)`` (cell-wise form, as in causal-learn)."""
+    N = table.counts
+    if N.size == 0:
+        return 0.0
+    E = _expected(N)
+    pos = N > 0
+    Np = N[pos].astype(np.float64)
+    return float(max(2.0 * np.dot(Np, np.log(Np / E[pos])), 0.0))
+
+
+def chi2_statistic(table: StrataTable) -> float:
+    """Pearson's ``chi^2 = sum_{E>0} (N - E)^2 / E``."""
+    N = table.counts
+    if N.size == 0:
+        return 0.0
+    E = _expected(N)
+    pos = E > 0
+    d = N[pos] - E[pos]
+    return float(np.sum(d * d / E[pos]))
+
+
+def _result(stat: float, df: int) -> ChiSquareResult:
+    p = 1.0 if df == 0 else float(_chi2.sf(stat, df))
+    return ChiSquareResult(stat, df, p)
+
+
+def g2_test(table: StrataTable) -> ChiSquareResult:
+    """The G-test of ``X _||_ Y | S`` on a stratified table."""
+    return _result(g2_statistic(table), degrees_of_freedom(table))
+
+
+def chi2_test(table: StrataTable) -> ChiSquareResult:
+    """Pearson's chi-square test of ``X _||_ Y | S`` on a stratified table."""
+    return _result(chi2_statistic(table), degrees_of_freedom(table))

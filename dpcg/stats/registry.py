@@ -1,0 +1,228 @@
+"""Registry of statistics and their proven sensitivity bounds.
+
+Every statistic that a private mechanism may release is registered here as a
+:class:`StatisticSpec`: its name, the neighbouring relation its bound is declared
+under, the bound as a function of **public** quantities only, the assumptions of the
+proof, the path of the proof note, and a reference implementation of the statistic on
+a canonical input, so that the audits can property-test every registration
+(``audits.sensitivity`` evaluates ``spec.evaluate`` on neighbouring inputs and checks
+``|difference| <= spec.bound(...)``).
+
+Canonical input of ``statistic``: three 1-D integer arrays of equal length ``n``,
+``x`` (codes in ``[0, cx)``), ``y`` (codes in ``[0, cy)``) and ``strata`` (the
+configuration of the conditioning set, codes in ``[0, n_configs)``; all zeros for an
+unconditional statistic), plus the public parameters named in ``public_params``.
+
+Public parameter names (all JSON numbers):
+
+* ``n``: number of rows. Under add/remove ``n`` is the size of the **smaller** of the
+  two neighbours (any public lower bound on it also gives a valid bound, as every
+  registered bound is non-increasing in ``n``).
+* ``cx``, ``cy``: declared cardinalities of x and y.
+* ``n_configs``: number of possible configurations of the conditioning set.
+* ``w0``: a public floor for a data-dependent normaliser.
+
+A bound that is not proven in its note is not registered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from accounting.relations import Relation
+from dpcg.errors import StatisticInputError
+
+#: Root of the repository (proof notes are given relative to it).
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+Sensitivity = Callable[..., float]
+Statistic = Callable[..., float]
+
+
+@dataclass(frozen=True)
+class StatisticSpec:
+    """One statistic with a proven sensitivity bound under one relation.
+
+    * ``sensitivity(**public) -> float``: the bound, from public parameters only.
+    * ``proof_note``: repository-relative path of the note with the claim,
+      assumptions and proof (``docs/privacy/statistics-<name>.md``).
+    * ``statistic(x, y, strata, **public) -> float``: the exact statistic on the
+      canonical input (see the module docstring).
+    * ``public_params``: the names of the public parameters both functions take.
+    """
+
+    name: str
+    relation: Relation
+    sensitivity: Sensitivity
+    assumptions: str
+    proof_note: str
+    statistic: Statistic = field(repr=False)
+    public_params: tuple[str, ...] = ()
+
+    def _public(self, public: Mapping[str, float]) -> dict[str, float]:
+        missing = [k for k in self.public_params if k not in public]
+        extra = [k for k in public if k not in self.public_params]
+        if missing or extra:
+            raise StatisticInputError(
+                f"statistic {self.name!r} takes public parameters {self.public_params}; "
+                f"missing {missing}, unexpected {extra}"
+            )
+        return dict(public)
+
+    def bound(self, **public: float) -> float:
+        """The declared sensitivity at these public parameters."""
+        return float(self.sensitivity(**self._public(public)))
+
+    def evaluate(
+        self,
+        x: NDArray[np.integer],
+        y: NDArray[np.integer],
+        strata: NDArray[np.integer] | None = None,
+        **public: float,
+    ) -> float:
+        """The statistic on the canonical input."""
+        xa = np.asarray(x)
+        s = np.zeros(xa.shape, dtype=np.int64) if strata is None else np.asarray(strata)
+        return float(self.statistic(xa, np.asarray(y), s, **self._public(public)))
+
+    def proof_path(self) -> Path:
+        return REPO_ROOT / self.proof_note
+
+
+_REGISTRY: dict[tuple[str, Relation], StatisticSpec] = {}
+
+
+def register(spec: StatisticSpec) -> StatisticSpec:
+    """Add ``spec``; a second spec with the same name and relation is an error."""
+    key = (spec.name, spec.relation)
+    if key in _REGISTRY:
+        raise StatisticInputError(
+            f"statistic {spec.name!r} is already registered under {spec.relation.value}"
+        )
+    _REGISTRY[key] = spec
+    return spec
+
+
+def get(name: str, relation: Relation | str = Relation.REPLACE_ONE) -> StatisticSpec:
+    """The spec of ``name`` under ``relation`` (default replace-one)."""
+    rel = Relation.parse(relation)
+    try:
+        return _REGISTRY[(name, rel)]
+    except KeyError:
+        known = sorted({f"{k[0]} ({k[1].value})" for k in _REGISTRY})
+        raise StatisticInputError(
+            f"no statistic {name!r} registered under {rel.value}; known: {known}"
+        ) from None
+
+
+def all_specs() -> tuple[StatisticSpec, ...]:
+    """Every registered spec, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+# ---------------------------------------------------------------------------------
+# Public-parameter helpers
+# ---------------------------------------------------------------------------------
+
+
+def _int_param(name: str, v: float, minimum: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise StatisticInputError(f"public parameter {name} must be a number, got {v!r}")
+    if not math.isfinite(float(v)) or float(v) != int(v) or int(v) < minimum:
+        raise StatisticInputError(f"public parameter {name}={v!r} must be an integer >= {minimum}")
+    return int(v)
+
+
+def _pos_param(name: str, v: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise StatisticInputError(f"public parameter {name} must be a number, got {v!r}")
+    f = float(v)
+    if not math.isfinite(f) or f <= 0:
+        raise StatisticInputError(f"public parameter {name}={v!r} must be finite and > 0")
+    return f
+
+
+def g_increment(m: float) -> float:
+    """``g(m) = (m+1) ln(m+1) - m ln m`` (``g(0) = 0``): the largest change of
+    ``n CMI`` when one row is added to ``m`` rows (docs/privacy/statistics-cmi.md)."""
+    if m <= 0:
+        return 0.0
+    return float(math.log1p(m) + m * math.log1p(1.0 / m))
+
+
+# ---------------------------------------------------------------------------------
+# Built-in registrations
+# ---------------------------------------------------------------------------------
+
+
+def _canonical_table(
+    x: NDArray[np.integer],
+    y: NDArray[np.integer],
+    strata: NDArray[np.integer],
+) -> tuple[NDArray[np.int64], int, int]:
+    """Table over the observed strata of canonical input (cardinalities from the
+    codes: only used to *evaluate* statistics in audits, never as public bounds)."""
+    from dpcg.stats.contingency import table_from_codes
+
+    xa = np.asarray(x, dtype=np.int64)
+    ya = np.asarray(y, dtype=np.int64)
+    sa = np.asarray(strata, dtype=np.int64)
+    cx = int(xa.max()) + 1 if xa.size else 1
+    cy = int(ya.max()) + 1 if ya.size else 1
+    k = int(sa.max()) + 1 if sa.size else 1
+    t = table_from_codes(xa, ya, sa, cx, cy, k)
+    return t.counts, cx, cy
+
+
+def _stat_n_cmi(
+    x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer], **_: float
+) -> float:
+    from dpcg.stats.contingency import StrataTable
+    from dpcg.stats.discrete import n_cmi
+
+    counts, cx, cy = _canonical_table(x, y, strata)
+    return n_cmi(StrataTable(counts, cx, cy, max(1, counts.shape[0])))
+
+
+def _sens_n_cmi_r1(*, n: float) -> float:
+    return 2.0 * g_increment(_int_param("n", n, 1) - 1)
+
+
+def _sens_n_cmi_ar(*, n: float) -> float:
+    return g_increment(_int_param("n", n, 0))
+
+
+_CMI_ASSUMPTIONS = (
+    "x, y, S discrete with any cardinalities; plug-in (empirical) conditional mutual "
+    "information in nats over the observed strata; n CMI = G^2/2. No assumption on "
+    "the data distribution."
+)
+
+register(
+    StatisticSpec(
+        name="n-cmi",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=_sens_n_cmi_r1,
+        assumptions=_CMI_ASSUMPTIONS + " Bound 2 g(n-1), g(m) = (m+1)ln(m+1) - m ln m.",
+        proof_note="docs/privacy/statistics-cmi.md",
+        statistic=_stat_n_cmi,
+        public_params=("n",),
+    )
+)
+register(
+    StatisticSpec(
+        name="n-cmi",
+        relation=Relation.ADD_REMOVE,
+        sensitivity=_sens_n_cmi_ar,
+        assumptions=_CMI_ASSUMPTIONS + " n = size of the smaller neighbour; bound g(n).",
+        proof_note="docs/privacy/statistics-cmi.md",
+        statistic=_stat_n_cmi,
+        public_params=("n",),
+    )
+)
