@@ -1,0 +1,339 @@
+"""The PC-stable engine (Colombo & Maathuis 2014), shared by every PC variant.
+
+Skeleton phase, level ``l = 0, 1, 2, ...``:
+
+* The adjacency is **frozen** at the start of the level; every candidate conditioning
+  set of the level is drawn from the frozen adjacency, so the result does not depend on
+  the order in which pairs are visited.
+* Each unordered adjacent pair ``{x, y}`` (always passed as ``x < y``) is tested at most
+  **once per conditioning set**: the candidates are the size-``l`` subsets of
+  ``adj(x) \\ {y}`` in lexicographic order, followed by the size-``l`` subsets of
+  ``adj(y) \\ {x}`` that were not already listed. Testing ``(x, y | S)`` and
+  ``(y, x | S)`` separately would ask (and, privately, pay for) the same question twice
+  (PRIVACY.md section 6, defect 8).
+* A pair's tests stop at its first separating set; removals are applied at the end of
+  the level. The phase stops when no adjacent pair has ``l`` other neighbours, or after
+  ``max_depth``.
+
+Two kinds of testers drive the decisions:
+
+* an :class:`EdgeTester` answers one CI question at a time (``test(x, y, S)``, the
+  :class:`dpcg.citests.CITest` protocol);
+* a :class:`LevelStrategy` decides a whole level at once:
+  ``decide_level(level, candidates)`` gets, for each pair, the conditioning sets of the
+  level and returns the removed pairs with their separating sets (EM-PC).
+
+If the tester raises :class:`accounting.errors.BudgetExceededError` or
+:class:`accounting.errors.SessionHaltedError`, the skeleton phase stops: removals
+already decided in the interrupted level are applied (their tests were answered), no
+further tests run, and orientation still runs on the graph so far. The result says
+``budget_exhausted=True``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Protocol, runtime_checkable
+
+from accounting.errors import BudgetExceededError, SessionHaltedError
+from dpcg.errors import AlgorithmError
+from dpcg.graph import CPDAG
+from dpcg.pc.background import BackgroundKnowledge
+from dpcg.pc.orientation import orient
+
+Pair = tuple[int, int]
+Sepset = tuple[int, ...]
+
+__all__ = [
+    "EdgeTester",
+    "LevelCandidates",
+    "LevelStrategy",
+    "PCResult",
+    "TestOutcome",
+    "TestRecord",
+    "candidate_sets",
+    "pc_stable",
+]
+
+
+class TestOutcome(Protocol):
+    """What a CI test returns (``dpcg.citests.CIResult`` satisfies it)."""
+
+    @property
+    def independent(self) -> bool: ...
+
+    @property
+    def statistic(self) -> float | None: ...
+
+    @property
+    def pvalue(self) -> float | None: ...
+
+
+@runtime_checkable
+class EdgeTester(Protocol):
+    """Answers one conditional-independence question: is ``x _||_ y | S``?"""
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> TestOutcome: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TestRecord:
+    """One CI test the engine ran (or a level strategy reported)."""
+
+    __test__ = False  # not a pytest test class
+
+    level: int
+    x: int
+    y: int
+    S: Sepset
+    statistic: float | None
+    pvalue: float | None
+    independent: bool
+
+
+class LevelCandidates(Mapping[Pair, tuple[Sepset, ...]]):
+    """The pairs that can still be tested at a level, each with its conditioning sets.
+
+    A read-only mapping ``(x, y) -> (S_1, S_2, ...)`` in the engine's deterministic order
+    (pairs sorted, sets in :func:`candidate_sets` order). A strategy that runs tests of
+    its own reports them with :meth:`record` so they appear in the result.
+    """
+
+    def __init__(self, level: int, sets: dict[Pair, tuple[Sepset, ...]]) -> None:
+        self.level = level
+        self._sets = sets
+        self.records: list[TestRecord] = []
+
+    def __getitem__(self, pair: Pair) -> tuple[Sepset, ...]:
+        return self._sets[pair]
+
+    def __iter__(self) -> Iterator[Pair]:
+        return iter(self._sets)
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+    def record(self, x: int, y: int, S: Sepset, outcome: TestOutcome) -> None:
+        """Report a test the strategy ran on ``(x, y | S)``."""
+        self.records.append(
+            TestRecord(self.level, x, y, tuple(S), outcome.statistic, outcome.pvalue,
+                       bool(outcome.independent))
+        )
+
+
+@runtime_checkable
+class LevelStrategy(Protocol):
+    """Decides a whole level: returns ``{(x, y): sepset}`` for the pairs it removes.
+
+    Every returned pair must be a key of ``candidates`` and its sepset one of that pair's
+    candidate sets.
+    """
+
+    def decide_level(self, level: int, candidates: LevelCandidates) -> Mapping[Pair, Sepset]: ...
+
+
+@dataclass
+class PCResult:
+    """Everything a PC run produced. Node indices refer to :attr:`names`."""
+
+    names: tuple[str, ...]
+    cpdag: CPDAG
+    adjacency: tuple[frozenset[int], ...]
+    sepsets: dict[Pair, Sepset]
+    tests: list[TestRecord]
+    budget_exhausted: bool
+    levels_completed: int
+    seconds: float
+    test_seconds: float
+    v_structures: tuple[tuple[int, int, int], ...] = ()
+    orientation_conflicts: tuple[Pair, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_tests(self) -> int:
+        return len(self.tests)
+
+    def tests_by_level(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for rec in self.tests:
+            counts[rec.level] = counts.get(rec.level, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def to_json(self, *, include_tests: bool = False) -> dict[str, Any]:
+        """JSON-compatible summary: graph, counts, sepsets, timing (tests optional)."""
+        nm = self.names
+        out: dict[str, Any] = self.cpdag.to_json()
+        out["tests"] = {
+            "count": self.n_tests,
+            "by_level": {str(k): v for k, v in self.tests_by_level().items()},
+        }
+        if include_tests:
+            out["tests"]["records"] = [
+                {"x": nm[r.x], "y": nm[r.y], "S": [nm[s] for s in r.S], "level": r.level,
+                 "statistic": r.statistic, "pvalue": r.pvalue, "independent": r.independent}
+                for r in self.tests
+            ]
+        out["sepsets"] = [
+            {"x": nm[x], "y": nm[y], "S": [nm[s] for s in sep]}
+            for (x, y), sep in sorted(self.sepsets.items())
+        ]
+        out["budget_exhausted"] = self.budget_exhausted
+        out["levels_completed"] = self.levels_completed
+        out["orientation_conflicts"] = [[nm[a], nm[b]] for a, b in self.orientation_conflicts]
+        out["timing"] = {"seconds": self.seconds, "test_seconds": self.test_seconds}
+        return out
+
+
+def candidate_sets(
+    x: int, y: int, level: int, adj: Sequence[frozenset[int]] | Sequence[set[int]]
+) -> Iterator[Sepset]:
+    """Conditioning sets of size ``level`` for the pair ``(x, y)``, each exactly once.
+
+    Subsets of ``adj(x) \\ {y}`` (lexicographic), then those subsets of
+    ``adj(y) \\ {x}`` not already produced (lexicographic).
+    """
+    ax = sorted(adj[x] - {y})
+    ay = sorted(adj[y] - {x})
+    ax_set = set(ax)
+    if level == 0:
+        yield ()
+        return
+    yield from combinations(ax, level)
+    for S in combinations(ay, level):
+        if not ax_set.issuperset(S):
+            yield S
+
+
+def _validate(names: Sequence[str], max_depth: int | None) -> tuple[str, ...]:
+    if isinstance(names, str):
+        raise AlgorithmError("names: expected a sequence of variable names, got a string")
+    nm = tuple(names)
+    if not nm:
+        raise AlgorithmError("names: need at least one variable")
+    if len(set(nm)) != len(nm):
+        raise AlgorithmError("names: variable names must be unique")
+    if max_depth is not None and (
+        isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
+    ):
+        raise AlgorithmError(
+            f"max_depth: expected a non-negative integer or None, got {max_depth!r}"
+        )
+    return nm
+
+
+def pc_stable(
+    tester: EdgeTester | LevelStrategy,
+    names: Sequence[str],
+    *,
+    max_depth: int | None = None,
+    background: BackgroundKnowledge | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> PCResult:
+    """Run PC-stable with ``tester`` on the variables ``names`` (indices ``0..p-1``).
+
+    ``progress(level, tests_so_far)`` is called after every test (edge testers) or level
+    (level strategies). See the module docstring for the algorithm and stop semantics.
+    """
+    t_start = time.perf_counter()
+    nm = _validate(names, max_depth)
+    if isinstance(tester, LevelStrategy):
+        level_mode = True
+    elif isinstance(tester, EdgeTester):
+        level_mode = False
+    else:
+        raise AlgorithmError(
+            f"tester: {type(tester).__name__} has neither test(x, y, S) nor decide_level(...)"
+        )
+    p = len(nm)
+    kb = background.resolve(nm) if background is not None else None
+    required = kb.required if kb is not None else frozenset()
+    adj: list[set[int]] = [set(range(p)) - {v} for v in range(p)]
+    if kb is not None:
+        for a, b in kb.forbidden:
+            adj[a].discard(b)
+            adj[b].discard(a)
+
+    sepsets: dict[Pair, Sepset] = {}
+    tests: list[TestRecord] = []
+    test_seconds = 0.0
+    exhausted = False
+    level = 0
+    levels_completed = 0
+    clock = time.perf_counter
+    while max_depth is None or level <= max_depth:
+        frozen = [frozenset(a) for a in adj]
+        pairs = [
+            (x, y)
+            for x in range(p)
+            for y in sorted(frozen[x])
+            if x < y and (x, y) not in required
+            and (len(frozen[x]) - 1 >= level or len(frozen[y]) - 1 >= level)
+        ]
+        if not pairs:
+            break
+        removals: dict[Pair, Sepset] = {}
+        try:
+            if level_mode:
+                assert isinstance(tester, LevelStrategy)
+                cands = LevelCandidates(
+                    level, {pair: tuple(candidate_sets(*pair, level, frozen)) for pair in pairs}
+                )
+                t0 = clock()
+                try:
+                    decided = tester.decide_level(level, cands)
+                finally:
+                    test_seconds += clock() - t0
+                    tests.extend(cands.records)
+                for pair, sep in decided.items():
+                    if pair not in cands or tuple(sep) not in cands[pair]:
+                        raise AlgorithmError(
+                            f"level strategy returned {pair} | {sep}, which is not one of the "
+                            f"level-{level} candidates"
+                        )
+                    removals[pair] = tuple(sep)
+                if progress is not None:
+                    progress(level, len(tests))
+            else:
+                assert isinstance(tester, EdgeTester)
+                test = tester.test
+                for x, y in pairs:
+                    for S in candidate_sets(x, y, level, frozen):
+                        t0 = clock()
+                        outcome = test(x, y, S)
+                        test_seconds += clock() - t0
+                        indep = bool(outcome.independent)
+                        tests.append(TestRecord(level, x, y, S, outcome.statistic,
+                                                outcome.pvalue, indep))
+                        if progress is not None:
+                            progress(level, len(tests))
+                        if indep:
+                            removals[(x, y)] = S
+                            break
+        except (BudgetExceededError, SessionHaltedError):
+            exhausted = True
+        for (x, y), S in removals.items():
+            adj[x].discard(y)
+            adj[y].discard(x)
+            sepsets[(x, y)] = S
+        if exhausted:
+            break
+        levels_completed = level + 1
+        level += 1
+
+    orientation = orient(nm, adj, sepsets, kb.arcs if kb is not None else frozenset())
+    return PCResult(
+        names=nm,
+        cpdag=orientation.cpdag,
+        adjacency=tuple(frozenset(a) for a in adj),
+        sepsets=sepsets,
+        tests=tests,
+        budget_exhausted=exhausted,
+        levels_completed=levels_completed,
+        seconds=time.perf_counter() - t_start,
+        test_seconds=test_seconds,
+        v_structures=orientation.v_structures,
+        orientation_conflicts=orientation.conflicts,
+    )

@@ -1,0 +1,247 @@
+"""PC-stable engine driven by a d-separation oracle (no data needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from accounting.errors import BudgetExceededError, SessionHaltedError
+from dpcg.errors import AlgorithmError
+from dpcg.graph import CPDAG
+from dpcg.pc import (
+    BackgroundKnowledge,
+    DSeparationOracle,
+    LevelCandidates,
+    candidate_sets,
+    pc_stable,
+)
+from dpcg.pc.oracle import OracleResult
+from tests.pc.dags import HAND_DAGS, random_dags
+
+Dag = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
+
+
+class Recording:
+    """Wraps a tester; checks each (x, y, S) question is asked once, with x < y."""
+
+    def __init__(self, inner: DSeparationOracle, fail_after: int | None = None,
+                 error: type[Exception] = BudgetExceededError) -> None:
+        self.inner = inner
+        self.asked: list[tuple[int, int, tuple[int, ...]]] = []
+        self.fail_after = fail_after
+        self.error = error
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> OracleResult:
+        if self.fail_after is not None and len(self.asked) >= self.fail_after:
+            raise self.error("budget gone")
+        key = (x, y, tuple(S))
+        assert x < y
+        assert list(S) == sorted(S)
+        assert x not in S
+        assert y not in S
+        assert key not in self.asked, f"duplicate test {key}"
+        self.asked.append(key)
+        return self.inner.test(x, y, S)
+
+
+@pytest.mark.parametrize("name", sorted(HAND_DAGS))
+def test_oracle_recovers_true_cpdag_on_hand_dags(name: str) -> None:
+    nodes, edges = HAND_DAGS[name]
+    tester = Recording(DSeparationOracle(nodes, edges))
+    res = pc_stable(tester, nodes)
+    assert res.cpdag == CPDAG.from_dag(nodes, edges)
+    assert res.n_tests == len(tester.asked)
+    assert not res.budget_exhausted
+    assert res.orientation_conflicts == ()
+
+
+def test_oracle_recovers_true_cpdag_on_bundled_networks() -> None:
+    try:
+        import importlib
+
+        datasets: Any = importlib.import_module("dpcg.datasets")
+        names = list(datasets.list_networks())
+    except (ImportError, AttributeError):
+        pytest.skip("dpcg.datasets not available yet")
+    assert names
+    for net_name in names:
+        net = datasets.load_network(net_name)
+        nodes = tuple(net.nodes)
+        edges = tuple(net.dag_edges)
+        res = pc_stable(Recording(DSeparationOracle(nodes, edges)), nodes)
+        assert res.cpdag == CPDAG.from_dag(nodes, edges), net_name
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_dags(max_nodes=8))
+def test_oracle_recovers_true_cpdag_on_random_dags(dag: Dag) -> None:
+    nodes, edges = dag
+    res = pc_stable(Recording(DSeparationOracle(nodes, edges)), nodes)
+    assert res.cpdag == CPDAG.from_dag(nodes, edges)
+    # every removed pair's sepset really separates it
+    oracle = DSeparationOracle(nodes, edges)
+    for (x, y), sep in res.sepsets.items():
+        assert oracle.test(x, y, sep).independent
+
+
+def test_candidate_sets_are_unique_and_ordered() -> None:
+    adj = [frozenset({1, 2, 3}), frozenset({0, 3, 4}), frozenset({0}), frozenset({0, 1}),
+           frozenset({1})]
+    assert list(candidate_sets(0, 1, 0, adj)) == [()]
+    assert list(candidate_sets(0, 1, 1, adj)) == [(2,), (3,), (4,)]
+    assert list(candidate_sets(0, 1, 2, adj)) == [(2, 3), (3, 4)]
+    assert list(candidate_sets(0, 1, 3, adj)) == []
+
+
+def test_stops_at_first_separating_set_and_applies_removals_at_level_end() -> None:
+    # chain a -> b -> c: level 0 tests all 3 pairs, level 1 tests each pair given the
+    # third node (all three are still adjacent: removals wait for the level's end).
+    nodes, edges = HAND_DAGS["chain"][0][:3], (("a", "b"), ("b", "c"))
+    tester = Recording(DSeparationOracle(nodes, edges))
+    res = pc_stable(tester, nodes)
+    assert tester.asked == [(0, 1, ()), (0, 2, ()), (1, 2, ()), (0, 1, (2,)), (0, 2, (1,)),
+                            (1, 2, (0,))]
+    assert res.sepsets == {(0, 2): (1,)}
+    assert res.tests_by_level() == {0: 3, 1: 3}
+    # level 2 never runs: after level 1 no pair has two other neighbours
+    assert res.levels_completed == 2
+
+
+def test_adjacency_is_frozen_within_a_level() -> None:
+    # Independent a, b, c: all removed at level 0, so no level-1 tests at all.
+    nodes = ("a", "b", "c")
+    tester = Recording(DSeparationOracle(nodes, ()))
+    res = pc_stable(tester, nodes)
+    assert len(tester.asked) == 3
+    assert res.levels_completed == 1
+
+
+def test_max_depth_limits_levels() -> None:
+    nodes, edges = HAND_DAGS["asia"]
+    res = pc_stable(DSeparationOracle(nodes, edges), nodes, max_depth=0)
+    assert set(res.tests_by_level()) == {0}
+    assert res.cpdag.n_edges > len(edges)
+    with pytest.raises(AlgorithmError, match="max_depth"):
+        pc_stable(DSeparationOracle(nodes, edges), nodes, max_depth=-1)
+
+
+@pytest.mark.parametrize("error", [BudgetExceededError, SessionHaltedError])
+def test_budget_exhaustion_stops_cleanly(error: type[Exception]) -> None:
+    nodes, edges = HAND_DAGS["asia"]
+    full = pc_stable(DSeparationOracle(nodes, edges), nodes)
+    tester = Recording(DSeparationOracle(nodes, edges), fail_after=full.n_tests // 2, error=error)
+    res = pc_stable(tester, nodes)
+    assert res.budget_exhausted
+    assert res.n_tests == full.n_tests // 2
+    # the graph so far is a supergraph of the final skeleton
+    assert full.cpdag.skeleton() <= res.cpdag.skeleton()
+    assert res.cpdag.n_edges > full.cpdag.n_edges
+
+
+def test_background_knowledge_required_and_forbidden() -> None:
+    nodes, edges = HAND_DAGS["asia"]
+    bk = BackgroundKnowledge.build(
+        required_edges=[("asia", "smoke")], forbidden_edges=[("tub", "either")],
+        required_orientations=[("smoke", "lung")],
+    )
+    tester = Recording(DSeparationOracle(nodes, edges))
+    res = pc_stable(tester, nodes, background=bk)
+    i = {n: k for k, n in enumerate(nodes)}
+    asked_pairs = {(x, y) for x, y, _ in tester.asked}
+    assert (i["asia"], i["smoke"]) not in asked_pairs
+    assert (i["tub"], i["either"]) not in asked_pairs
+    skel = res.cpdag.skeleton()
+    assert frozenset({"asia", "smoke"}) in skel
+    assert frozenset({"tub", "either"}) not in skel
+    assert ("smoke", "lung") in res.cpdag.directed
+
+
+def test_background_knowledge_validation() -> None:
+    nodes = ("a", "b")
+    with pytest.raises(AlgorithmError, match="unknown variable"):
+        pc_stable(DSeparationOracle(nodes, ()), nodes,
+                  background=BackgroundKnowledge.build(required_edges=[("a", "z")]))
+    with pytest.raises(AlgorithmError, match="both required and forbidden"):
+        pc_stable(DSeparationOracle(nodes, ()), nodes, background=BackgroundKnowledge.build(
+            required_edges=[("a", "b")], forbidden_edges=[("b", "a")]))
+    with pytest.raises(AlgorithmError, match="contradict"):
+        BackgroundKnowledge.build(forbidden_orientations=[("a", "b"), ("b", "a")]).resolve(nodes)
+    # required a -> b and forbidden b -> a agree
+    BackgroundKnowledge.build(required_orientations=[("a", "b")],
+                              forbidden_orientations=[("b", "a")]).resolve(nodes)
+
+
+class OracleLevels:
+    """A LevelStrategy that decides each level with the oracle (first separating set)."""
+
+    def __init__(self, oracle: DSeparationOracle) -> None:
+        self.oracle = oracle
+        self.levels: list[int] = []
+
+    def decide_level(self, level: int, candidates: LevelCandidates
+                     ) -> Mapping[tuple[int, int], tuple[int, ...]]:
+        self.levels.append(level)
+        out = {}
+        for (x, y), sets in candidates.items():
+            for S in sets:
+                r = self.oracle.test(x, y, S)
+                candidates.record(x, y, S, r)
+                if r.independent:
+                    out[(x, y)] = S
+                    break
+        return out
+
+
+def test_level_strategy_matches_edge_tester() -> None:
+    nodes, edges = HAND_DAGS["sachs"]
+    a = pc_stable(DSeparationOracle(nodes, edges), nodes)
+    strat = OracleLevels(DSeparationOracle(nodes, edges))
+    b = pc_stable(strat, nodes)
+    assert a.cpdag == b.cpdag
+    assert a.sepsets == b.sepsets
+    assert a.tests == b.tests
+    assert strat.levels == list(range(len(strat.levels)))
+
+
+def test_level_strategy_bad_removal_rejected() -> None:
+    class Bad:
+        def decide_level(self, level: int, candidates: LevelCandidates
+                         ) -> Mapping[tuple[int, int], tuple[int, ...]]:
+            return {(0, 1): (5,)}
+
+    with pytest.raises(AlgorithmError, match="not one of"):
+        pc_stable(Bad(), ("a", "b", "c"))
+
+
+def test_level_strategy_budget_exhaustion() -> None:
+    class Broke:
+        def decide_level(self, level: int, candidates: LevelCandidates
+                         ) -> Mapping[tuple[int, int], tuple[int, ...]]:
+            if level == 1:
+                raise BudgetExceededError("refused")
+            return {}
+
+    res = pc_stable(Broke(), ("a", "b", "c"))
+    assert res.budget_exhausted
+    assert res.levels_completed == 1
+    assert len(res.cpdag.skeleton()) == 3
+
+
+def test_rejects_non_tester_and_bad_names() -> None:
+    with pytest.raises(AlgorithmError, match="neither"):
+        pc_stable(object(), ("a", "b"))  # type: ignore[arg-type]
+    with pytest.raises(AlgorithmError, match="unique"):
+        pc_stable(DSeparationOracle(("a",), ()), ("a", "a"))
+
+
+def test_result_json() -> None:
+    nodes, edges = HAND_DAGS["collider"]
+    res = pc_stable(DSeparationOracle(nodes, edges), nodes)
+    data = res.to_json(include_tests=True)
+    assert data["edges"]["directed"] == [["a", "c"], ["b", "c"]]
+    assert data["tests"]["count"] == res.n_tests == len(data["tests"]["records"])
+    assert data["sepsets"] == [{"x": "a", "y": "b", "S": []}]
+    assert data["timing"]["seconds"] >= data["timing"]["test_seconds"] >= 0
