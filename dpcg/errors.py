@@ -47,3 +47,8 @@ class AlgorithmError(DpcgError, ValueError):
 
 class GraphError(DpcgError, ValueError):
     """A graph was built from inconsistent nodes or edges (unknown node, self-loop, cycle, ...)."""
+
+
+class MissingDependencyError(DpcgError, ImportError):
+    """An optional dependency (pandas, pyarrow) is needed for this call; the message says
+    what to install."""
