@@ -1,0 +1,6 @@
+"""Benchmark suites behind ``dpcg bench`` (not part of the pass/fail test suite).
+
+One module per suite (``pc``, ``private``, ``continuous``), each with
+``register(subparsers)``; results go to ``docs/benchmarks/<suite>.md`` through
+:func:`dpcg.bench.report.write_section`, which regenerates ``docs/benchmarks.md``.
+"""

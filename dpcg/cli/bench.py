@@ -1,0 +1,42 @@
+"""``dpcg bench SUITE``: reproducible speed and utility benchmarks.
+
+Each suite is a module ``dpcg.bench.<suite>`` exposing ``register(subparsers)``, which
+adds the suite's parser (with a ``func`` default, like the top-level subcommands). A
+suite whose module does not exist yet is skipped. Suites write their results with
+:func:`dpcg.bench.report.write_section`, which regenerates ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+#: Benchmark suites, in the order they appear in ``dpcg bench --help`` and in
+#: ``docs/benchmarks.md``.
+SUITES = ("pc", "private", "continuous")
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "bench",
+        help="run a benchmark suite and write its section of docs/benchmarks.md",
+        description="Reproducible benchmarks; each suite writes docs/benchmarks/<suite>.md "
+                    "and regenerates docs/benchmarks.md.",
+    )
+    sub = parser.add_subparsers(dest="suite", metavar="SUITE")
+    for name in SUITES:
+        try:
+            module = importlib.import_module(f"dpcg.bench.{name}")
+        except ModuleNotFoundError as exc:  # suite not built yet
+            if exc.name != f"dpcg.bench.{name}":
+                raise
+            continue
+        module.register(sub)
+
+    def no_suite(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 2
+
+    parser.set_defaults(func=no_suite)

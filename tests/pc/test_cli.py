@@ -1,0 +1,210 @@
+"""``dpcg discover`` and ``dpcg bench`` plumbing: JSON/DOT/GraphML outputs, plugins, errors."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from dpcg.cli import main
+from dpcg.cli.discover import Progress
+from dpcg.graph import CPDAG
+from dpcg.pc import DSeparationOracle, registry
+from dpcg.pc.engine import EdgeTester, pc_stable
+
+NODES = ("a", "b", "c", "d")
+DAG = (("a", "c"), ("b", "c"), ("c", "d"))
+
+
+@pytest.fixture
+def oracle_test() -> Iterator[str]:
+    """Register a CI test answering from a fixed DAG over columns a, b, c, d."""
+
+    def build(ctx: registry.TestContext) -> EdgeTester:
+        assert tuple(ctx.dataset.names) == NODES
+        return DSeparationOracle(NODES, DAG)
+
+    spec = registry.register_test(registry.TestSpec(
+        name="unit-oracle", build=build, description="unit-test oracle"))
+    yield spec.name
+    registry._TESTS.pop(spec.name)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> tuple[Path, Path]:
+    schema = {"columns": [{"name": n, "type": "categorical", "categories": ["0", "1"]}
+                          for n in NODES]}
+    sp = tmp_path / "schema.json"
+    sp.write_text(json.dumps(schema))
+    dp = tmp_path / "data.csv"
+    dp.write_text("a,b,c,d\n0,1,1,0\n1,1,0,0\n0,0,0,1\n")
+    return dp, sp
+
+
+def test_discover_user_table_writes_json_dot_graphml(
+    tmp_path: Path, table: tuple[Path, Path], oracle_test: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, schema = table
+    out, dot, gml = tmp_path / "r.json", tmp_path / "g.dot", tmp_path / "g.graphml"
+    code = main(["discover", "--data", str(data), "--schema", str(schema), "--test", oracle_test,
+                 "--out", str(out), "--dot", str(dot), "--graphml", str(gml),
+                 "--include-tests"])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    truth = CPDAG.from_dag(NODES, DAG)
+    assert doc["nodes"] == list(NODES)
+    assert CPDAG.from_json(doc) == truth
+    assert doc["edges"]["directed"] == [["a", "c"], ["b", "c"], ["c", "d"]]
+    assert doc["tests"]["count"] == len(doc["tests"]["records"]) > 0
+    assert doc["timing"]["seconds"] >= 0
+    assert doc["data"] == {"source": "file", "path": str(data), "schema": str(schema), "rows": 3}
+    assert "metrics" not in doc  # truth unknown for a user table
+    assert doc["privacy"] is None
+    assert '"c" -> "d";' in dot.read_text()
+    g = nx.read_graphml(gml)
+    assert g.edges["a", "c"]["kind"] == "directed"
+    err = capsys.readouterr().err
+    assert "pc/unit-oracle" in err
+    assert "3 edges" in err
+
+
+def test_quiet_and_stdout(table: tuple[Path, Path], oracle_test: str,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    data, schema = table
+    assert main(["discover", "--data", str(data), "--schema", str(schema), "--test", oracle_test,
+                 "--quiet", "--max-depth", "0"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == ""
+    doc = json.loads(cap.out)
+    assert set(doc["tests"]["by_level"]) == {"0"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--alpha", "1.5"], "--alpha"),
+        (["--algorithm", "nope"], "unknown --algorithm"),
+        (["--test", "nope"], "unknown --test"),
+        (["--max-depth", "-1"], "--max-depth"),
+        (["--rows", "10"], "--rows only applies"),
+    ],
+)
+def test_bad_arguments_exit_2(table: tuple[Path, Path], argv: list[str], message: str,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    data, schema = table
+    code = main(["discover", "--data", str(data), "--schema", str(schema), "--quiet", *argv])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_needs_exactly_one_source(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["discover", "--quiet"]) == 2
+    assert "exactly one" in capsys.readouterr().err
+
+
+def test_dsep_needs_truth(table: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    data, schema = table
+    assert main(["discover", "--data", str(data), "--schema", str(schema), "--test", "dsep",
+                 "--quiet"]) == 2
+    assert "bundled --dataset" in capsys.readouterr().err
+
+
+def test_background_file(tmp_path: Path, table: tuple[Path, Path], oracle_test: str) -> None:
+    data, schema = table
+    bk = tmp_path / "bk.json"
+    bk.write_text(json.dumps({"forbidden_edges": [["c", "d"]]}))
+    out = tmp_path / "r.json"
+    assert main(["discover", "--data", str(data), "--schema", str(schema), "--test", oracle_test,
+                 "--background", str(bk), "--out", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert ["c", "d"] not in doc["edges"]["directed"]
+    bk.write_text(json.dumps({"bogus": []}))
+    assert main(["discover", "--data", str(data), "--schema", str(schema), "--test", oracle_test,
+                 "--background", str(bk), "--out", str(out), "--quiet"]) == 2
+
+
+def test_plugin_algorithm_with_own_arguments(
+    tmp_path: Path, table: tuple[Path, Path], oracle_test: str
+) -> None:
+    seen: dict[str, object] = {}
+
+    def run(ctx: registry.RunContext) -> registry.AlgorithmRun:
+        seen["epsilon"] = ctx.args.epsilon_unit
+        res = pc_stable(ctx.make_test(None), ctx.names)
+        return registry.AlgorithmRun(res, {"privacy": {"epsilon": ctx.args.epsilon_unit}})
+
+    spec = registry.register_algorithm(registry.AlgorithmSpec(
+        name="unit-algo", run=run, description="unit-test algorithm",
+        arguments=(registry.Argument.of("--epsilon-unit", type=float),)))
+    try:
+        data, schema = table
+        out = tmp_path / "r.json"
+        assert main(["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
+                     spec.name, "--test", oracle_test, "--epsilon-unit", "0.5",
+                     "--out", str(out), "--quiet"]) == 0
+        assert seen["epsilon"] == 0.5
+        assert json.loads(out.read_text())["privacy"] == {"epsilon": 0.5}
+    finally:
+        registry._ALGORITHMS.pop(spec.name)
+
+
+def test_registry_rejects_conflicting_names() -> None:
+    with pytest.raises(Exception, match="already registered"):
+        registry.register_algorithm(registry.AlgorithmSpec(
+            name="pc", run=lambda ctx: None,  # type: ignore[arg-type,return-value]
+            description="dup"))
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["discover", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "pc " in out
+    assert "g2 " in out
+    assert "dsep " in out
+
+
+def test_bundled_dataset_with_dsep_gives_metrics(tmp_path: Path) -> None:
+    try:
+        from dpcg.datasets import load_network
+    except ImportError:
+        pytest.skip("dpcg.datasets not available yet")
+    load_network("asia")
+    out = tmp_path / "r.json"
+    assert main(["discover", "--dataset", "asia", "--rows", "50", "--test", "dsep",
+                 "--out", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["metrics"]["skeleton_f1"] == 1.0
+    assert doc["metrics"]["shd"] == 0
+    assert doc["data"]["rows"] == 50
+
+
+def test_progress_waits_then_prints() -> None:
+    stream = io.StringIO()
+    p = Progress(stream, delay=0.0)
+    p(0, 5)
+    p(1, 6)  # throttled (non-tty: at most every 5 s)
+    p.close()
+    lines = stream.getvalue().splitlines()
+    assert lines == [lines[0]]
+    assert "level 0, 5 tests" in lines[0]
+    silent = io.StringIO()
+    q = Progress(silent, delay=60.0)
+    q(0, 1)
+    assert silent.getvalue() == ""
+
+
+def test_bench_without_suite_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench"]) == 2
+    assert "SUITE" in capsys.readouterr().err
+
+
+def test_parser_builds() -> None:
+    from dpcg.cli import build_parser
+
+    parser = build_parser()
+    assert isinstance(parser, argparse.ArgumentParser)
