@@ -1,0 +1,429 @@
+"""The conditional randomisation test (CRT) and its private version PrivCRT.
+
+Model-X CRT (Candes et al.): the conditional law ``P(X | Z)`` is public. Draw ``m``
+copies ``X^(1..m)`` of X from it, keeping Z (and Y) fixed, compute the same statistic
+on the original and on every copy, and rank the original among them.
+
+PrivCRT (Kalemaj, Kasiviswanathan and Ramdas, Alg. 2, Definition 4.4):
+
+* Y is clipped to its public bounds and rescaled to ``[-1, 1]``; ``r_Y`` are the
+  residuals of KRR of Y on Z (public bandwidth, public ``lam >= LAMBDA_FLOOR``);
+* ``r_X^(j)_i = x^(j)_i - E[X | Z = z_i]`` are exact (the model is known), expressed on
+  the rescaled X scale (the public affine map of X's bounds) and clipped to
+  ``[-B_r, B_r]`` (public ``B_r``);
+* ``T_j = (1/n) sum_i clip(r_X^(j)_i, B_r) r_Y_i``; each ``T_j`` has replace-one
+  sensitivity ``Delta_T = 2 B_r (1 + lam^-1/2)(1 + 1/lam) / n`` (docs/privacy/privcrt.md);
+* two-sided test: the queries are ``q_j = |T_j|`` (``|.|`` is 1-Lipschitz, so the
+  sensitivity is unchanged); ``q_(1) >= ... >= q_(m+1)`` sorted decreasingly;
+* rank scores ``s(r) = -|q_0 - q_(r)| / (2 Delta_T)``, ``r = 1..m+1``: sensitivity 1,
+  because sorting is 1-Lipschitz in the sup norm;
+* Report Noisy Max with ``Expo(2/eps)`` noise (``accounting``'s ``ReportNoisyMax``,
+  which releases only the index) picks ``r_hat``; p-value ``r_hat / (m+1)``.
+
+The model-X resamples are not privacy noise: the sensitivity bound holds for every
+realisation of them (the neighbouring relation includes the resamples, and only the
+replaced row's resamples can change). They are drawn from a generator handed out by the
+accounting session (``session.auxiliary_generator()`` when it exists) or passed
+explicitly; this module is listed in ``tests/test_layering.py``'s
+``NON_PRIVACY_RANDOMNESS`` with that reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcg.citests.base import CIResult, validate_query
+from dpcg.citests.gcm import (
+    DEFAULT_BANDWIDTH,
+    DEFAULT_LAMBDA,
+    ContinuousData,
+    _FactorCache,
+    check_alpha,
+    check_epsilon,
+)
+from dpcg.errors import CITestError
+from dpcg.regression import KernelRidge, KRRFactor
+
+if TYPE_CHECKING:
+    from accounting.session import Session
+
+FloatArray = NDArray[np.float64]
+
+#: Default public clipping bound of the X residuals, on the rescaled ``[-1, 1]`` scale.
+DEFAULT_RESIDUAL_BOUND = 1.0
+
+
+# ---------------------------------------------------------------------------------
+# Conditional samplers of X given Z (the public model-X law)
+# ---------------------------------------------------------------------------------
+
+
+class ConditionalSampler(Protocol):
+    """A public model of ``X | Z``, on the raw scale of the data.
+
+    * ``conditional_mean(z)``: ``E[X | Z = z_i]`` for every row of ``z`` (shape
+      ``(n, d)``; ``d`` may be 0), returning shape ``(n,)``;
+    * ``sample(z, m, rng)``: ``m`` independent draws of X for every row, shape ``(m, n)``.
+    """
+
+    def conditional_mean(self, z: FloatArray) -> FloatArray: ...
+
+    def sample(self, z: FloatArray, m: int, rng: np.random.Generator) -> FloatArray: ...
+
+
+@dataclass(frozen=True)
+class GaussianLinearSampler:
+    """``X | Z = z ~ N(intercept + z . coef, sigma^2)``."""
+
+    coef: tuple[float, ...]
+    intercept: float
+    sigma: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "coef", tuple(float(c) for c in self.coef))
+        if not all(math.isfinite(c) for c in self.coef) or not math.isfinite(self.intercept):
+            raise CITestError("GaussianLinearSampler: coef and intercept must be finite")
+        if not (math.isfinite(self.sigma) and self.sigma > 0):
+            raise CITestError(f"GaussianLinearSampler: sigma={self.sigma!r} must be > 0")
+
+    def conditional_mean(self, z: FloatArray) -> FloatArray:
+        za = np.asarray(z, dtype=np.float64)
+        if za.shape[1] != len(self.coef):
+            raise CITestError(
+                f"GaussianLinearSampler has {len(self.coef)} coefficients but z has "
+                f"{za.shape[1]} columns"
+            )
+        out: FloatArray = self.intercept + za @ np.asarray(self.coef, dtype=np.float64)
+        return out
+
+    def sample(self, z: FloatArray, m: int, rng: np.random.Generator) -> FloatArray:
+        mu = self.conditional_mean(z)
+        out: FloatArray = mu[None, :] + self.sigma * rng.standard_normal((m, mu.shape[0]))
+        return out
+
+
+@dataclass(frozen=True)
+class DiscreteSampler:
+    """``X | Z = z`` takes ``support[k]`` with probability ``probabilities(z)[i, k]``."""
+
+    support: tuple[float, ...]
+    probabilities: Callable[[FloatArray], FloatArray]
+
+    def _probs(self, z: FloatArray) -> FloatArray:
+        P = np.asarray(self.probabilities(np.asarray(z, dtype=np.float64)), dtype=np.float64)
+        k = len(self.support)
+        if P.ndim != 2 or P.shape[1] != k or P.shape[0] != np.shape(z)[0]:
+            raise CITestError(f"probabilities(z) must have shape (n, {k}), got {P.shape}")
+        if np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-9):
+            raise CITestError("probabilities(z) must be non-negative rows summing to 1")
+        return P
+
+    def conditional_mean(self, z: FloatArray) -> FloatArray:
+        out: FloatArray = self._probs(z) @ np.asarray(self.support, dtype=np.float64)
+        return out
+
+    def sample(self, z: FloatArray, m: int, rng: np.random.Generator) -> FloatArray:
+        cdf = np.cumsum(self._probs(z), axis=1)
+        cdf[:, -1] = 1.0
+        u = rng.uniform(size=(m, cdf.shape[0]))
+        # index = number of cdf entries strictly below u (vectorised inverse cdf)
+        idx = (u[:, :, None] > cdf[None, :, :]).sum(axis=2)
+        out: FloatArray = np.asarray(self.support, dtype=np.float64)[idx]
+        return out
+
+
+@dataclass(frozen=True)
+class GaussianModelX:
+    """A public joint Gaussian model ``N(mean, cov)`` of all ``p`` columns.
+
+    ``sampler(x, S)`` returns the exact Gaussian-linear conditional of column ``x``
+    given the columns ``S`` (regression coefficients ``cov_xS cov_SS^-1``). Used to run
+    PrivCRT inside PC when the joint law is public (e.g. estimated from public data).
+    """
+
+    mean: tuple[float, ...]
+    cov: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def from_arrays(cls, mean: NDArray[np.floating], cov: NDArray[np.floating]) -> GaussianModelX:
+        mu = np.asarray(mean, dtype=np.float64)
+        C = np.asarray(cov, dtype=np.float64)
+        if C.shape != (mu.shape[0], mu.shape[0]) or not np.all(np.isfinite(C)):
+            raise CITestError("GaussianModelX: cov must be a finite (p, p) matrix")
+        if not np.allclose(C, C.T) or np.linalg.eigvalsh(C).min() <= 0:
+            raise CITestError("GaussianModelX: cov must be symmetric positive definite")
+        return cls(tuple(mu.tolist()), tuple(tuple(r) for r in C.tolist()))
+
+    def sampler(self, x: int, S: tuple[int, ...]) -> GaussianLinearSampler:
+        mu = np.asarray(self.mean)
+        C = np.asarray(self.cov)
+        s = list(S)
+        if not s:
+            return GaussianLinearSampler((), float(mu[x]), math.sqrt(C[x, x]))
+        coef = np.linalg.solve(C[np.ix_(s, s)], C[s, x])
+        var = float(C[x, x] - C[x, s] @ coef)
+        return GaussianLinearSampler(
+            tuple(coef.tolist()), float(mu[x] - coef @ mu[s]), math.sqrt(max(var, 1e-300))
+        )
+
+
+# ---------------------------------------------------------------------------------
+# Parameters and exact statistics
+# ---------------------------------------------------------------------------------
+
+
+def default_resamples(alpha: float) -> int:
+    """``m = ceil(1/alpha) - 1``: the smallest ``m`` whose p-value grid reaches alpha."""
+    a = check_alpha(alpha)
+    return max(1, math.ceil(1.0 / a - 1e-9) - 1)
+
+
+def check_resamples(m: object, alpha: float) -> int:
+    """``m`` must be an int with ``1 / (m + 1) <= alpha`` (else the test can never reject)."""
+    if isinstance(m, bool) or not isinstance(m, int | np.integer):
+        raise CITestError(f"m (number of resamples) must be an int, got {m!r}")
+    mi = int(m)
+    if mi < 1 or 1.0 / (mi + 1) > alpha * (1.0 + 1e-12):
+        raise CITestError(
+            f"m={mi} resamples is too small for alpha={alpha}: the smallest p-value is "
+            f"1/(m+1) = {1.0 / (max(mi, 0) + 1):.4g} > alpha; use m >= "
+            f"{default_resamples(alpha)}"
+        )
+    return mi
+
+
+def check_residual_bound(b: object) -> float:
+    if isinstance(b, bool) or not isinstance(b, int | float):
+        raise CITestError(f"residual_bound must be a positive number, got {b!r}")
+    v = float(b)
+    if not (math.isfinite(v) and v > 0):
+        raise CITestError(f"residual_bound={b!r} must be finite and > 0")
+    return v
+
+
+def crt_sensitivity(residual_bound: float, lam: float, n: int) -> float:
+    """Replace-one sensitivity of each ``T_j``: ``2 B_r (1 + lam^-1/2)(1 + 1/lam) / n``."""
+    return 2.0 * residual_bound * (1.0 + 1.0 / math.sqrt(lam)) * (1.0 + 1.0 / lam) / n
+
+
+def crt_statistics(
+    x_residuals: FloatArray, y_residuals: FloatArray, residual_bound: float
+) -> FloatArray:
+    """``T_j = (1/n) sum_i clip(r_X^(j)_i, B_r) r_Y_i`` for rows ``j`` of ``x_residuals``
+    (shape ``(m+1, n)``; row 0 is the observed X)."""
+    c = np.clip(x_residuals, -residual_bound, residual_bound)
+    out: FloatArray = (c @ y_residuals) / y_residuals.shape[0]
+    return out
+
+
+def rank_scores(queries: FloatArray, sensitivity: float) -> FloatArray:
+    """``s(r) = -|q_0 - q_(r)| / (2 Delta)`` for ranks ``r = 1..m+1`` (decreasing order).
+
+    Element ``r - 1`` of the result is the score of rank ``r``. Sensitivity 1 when
+    every query has sensitivity ``Delta`` (docs/privacy/privcrt.md, Lemma 3).
+    """
+    q = np.asarray(queries, dtype=np.float64)
+    ordered = -np.sort(-q)
+    out: FloatArray = -np.abs(q[0] - ordered) / (2.0 * sensitivity)
+    return out
+
+
+def crt_pvalue(queries: FloatArray) -> float:
+    """Non-private CRT p-value ``(1 + #{j >= 1: q_j >= q_0}) / (m + 1)``."""
+    q = np.asarray(queries, dtype=np.float64)
+    return float((1 + np.count_nonzero(q[1:] >= q[0])) / q.shape[0])
+
+
+def _y_residuals(ys: FloatArray, factor: KRRFactor) -> FloatArray:
+    return factor.residuals(ys)
+
+
+def _x_residuals(
+    x_raw: FloatArray,
+    z_raw: FloatArray,
+    sampler: ConditionalSampler,
+    m: int,
+    rng: np.random.Generator,
+    scale: float,
+) -> FloatArray:
+    """Rows: observed X then ``m`` resamples, minus ``E[X|Z]``, times the public scale."""
+    mu = np.asarray(sampler.conditional_mean(z_raw), dtype=np.float64)
+    draws = np.asarray(sampler.sample(z_raw, m, rng), dtype=np.float64)
+    n = x_raw.shape[0]
+    if mu.shape != (n,) or draws.shape != (m, n):
+        raise CITestError(
+            f"sampler returned shapes {mu.shape} and {draws.shape}; expected ({n},) and ({m}, {n})"
+        )
+    if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(draws))):
+        raise CITestError("sampler returned non-finite values")
+    allx = np.vstack([x_raw[None, :], draws])
+    out: FloatArray = (allx - mu[None, :]) * scale
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# CI testers
+# ---------------------------------------------------------------------------------
+
+SamplerSource = ConditionalSampler | GaussianModelX | Callable[[int, tuple[int, ...]], Any]
+
+
+def _resolve_sampler(model: SamplerSource, x: int, S: tuple[int, ...]) -> ConditionalSampler:
+    if isinstance(model, GaussianModelX):
+        return model.sampler(x, S)
+    if hasattr(model, "conditional_mean") and hasattr(model, "sample"):
+        return model
+    if callable(model):
+        got = model(x, S)
+        if hasattr(got, "conditional_mean") and hasattr(got, "sample"):
+            return got  # type: ignore[no-any-return]
+    raise CITestError(
+        "model must be a ConditionalSampler, a GaussianModelX, or a callable (x, S) -> sampler"
+    )
+
+
+class _CRTBase:
+    def __init__(
+        self,
+        values: object,
+        bounds: object,
+        model: SamplerSource,
+        *,
+        m: int | None,
+        residual_bound: float,
+        bandwidth: float,
+        lam: float,
+        alpha: float,
+        names: Sequence[str] | None,
+        generator: np.random.Generator | None,
+    ) -> None:
+        self.alpha = check_alpha(alpha)
+        self.m = default_resamples(self.alpha) if m is None else check_resamples(m, self.alpha)
+        self.residual_bound = check_residual_bound(residual_bound)
+        self.krr = KernelRidge(bandwidth, lam)
+        self.data = ContinuousData.build(values, bounds, names)
+        self.model = model
+        self.generator = generator
+        self._factors = _FactorCache(self.data, self.krr)
+
+    def _rng(self) -> np.random.Generator:
+        if self.generator is None:
+            raise CITestError("no generator for the model-X resamples")
+        return self.generator
+
+    def queries(self, x: int, y: int, S: tuple[int, ...]) -> FloatArray:
+        """``|T_0|, ..., |T_m|`` for the query (draws the model-X resamples)."""
+        d = self.data
+        sampler = _resolve_sampler(self.model, x, S)
+        z_raw = np.clip(d.values[list(S)], d.lower[list(S), None], d.upper[list(S), None]).T
+        x_raw = np.clip(d.values[x], d.lower[x], d.upper[x])
+        scale = 2.0 / (d.upper[x] - d.lower[x])
+        rx = _x_residuals(x_raw, z_raw, sampler, self.m, self._rng(), scale)
+        ry = _y_residuals(d.scaled[y], self._factors.get(S))
+        out: FloatArray = np.abs(crt_statistics(rx, ry, self.residual_bound))
+        return out
+
+
+class CRTTest(_CRTBase):
+    """Non-private model-X CRT with the PrivCRT statistic (for comparison)."""
+
+    def __init__(
+        self,
+        values: object,
+        bounds: object,
+        model: SamplerSource,
+        *,
+        generator: np.random.Generator,
+        m: int | None = None,
+        residual_bound: float = DEFAULT_RESIDUAL_BOUND,
+        bandwidth: float = DEFAULT_BANDWIDTH,
+        lam: float = DEFAULT_LAMBDA,
+        alpha: float = 0.05,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(
+            values, bounds, model, m=m, residual_bound=residual_bound, bandwidth=bandwidth,
+            lam=lam, alpha=alpha, names=names, generator=generator,
+        )
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        xi, yi, Si = validate_query(x, y, S, self.data.p)
+        q = self.queries(xi, yi, Si)
+        p = crt_pvalue(q)
+        return CIResult(p > self.alpha, float(q[0]), p)
+
+
+class PrivCRTTest(_CRTBase):
+    """PrivCRT: one Report-Noisy-Max release (``epsilon`` per test) of the rank of
+    ``|T_0|`` among ``|T_0|..|T_m|``; p-value ``r_hat / (m+1)``, decision ``p > alpha``.
+
+    The resampling generator defaults to ``session.auxiliary_generator()``.
+    """
+
+    def __init__(
+        self,
+        values: object,
+        bounds: object,
+        session: Session,
+        epsilon: float,
+        model: SamplerSource,
+        *,
+        m: int | None = None,
+        residual_bound: float = DEFAULT_RESIDUAL_BOUND,
+        bandwidth: float = DEFAULT_BANDWIDTH,
+        lam: float = DEFAULT_LAMBDA,
+        alpha: float = 0.05,
+        names: Sequence[str] | None = None,
+        generator: np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(
+            values, bounds, model, m=m, residual_bound=residual_bound, bandwidth=bandwidth,
+            lam=lam, alpha=alpha, names=names, generator=generator,
+        )
+        self.epsilon = check_epsilon(epsilon)
+        self.session = session
+
+    def _rng(self) -> np.random.Generator:
+        if self.generator is None:
+            aux = getattr(self.session, "auxiliary_generator", None)
+            if aux is None:
+                raise CITestError(
+                    "PrivCRT needs a generator for the model-X resamples: pass generator= "
+                    "or use a session with auxiliary_generator()"
+                )
+            self.generator = aux()
+        assert self.generator is not None
+        return self.generator
+
+    @property
+    def sensitivity(self) -> float:
+        return crt_sensitivity(self.residual_bound, self.krr.lam, self.data.n)
+
+    def mechanism(self) -> Any:
+        from accounting.mechanisms import ReportNoisyMax
+
+        return ReportNoisyMax(sensitivity=1.0, epsilon=self.epsilon, noise="exponential")
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        xi, yi, Si = validate_query(x, y, S, self.data.p)
+        mech = self.mechanism()
+        delta_t = self.sensitivity
+        names = self.data.names
+
+        def compute() -> FloatArray:
+            return rank_scores(self.queries(xi, yi, Si), delta_t)
+
+        purpose = (
+            f"PrivCRT rank {names[xi]} _||_ {names[yi]} | "
+            f"{{{', '.join(names[s] for s in Si)}}} (m={self.m}, B_r={self.residual_bound}, "
+            f"lam={self.krr.lam}, bandwidth={self.krr.bandwidth})"
+        )
+        index = int(self.session.release(mech, compute, purpose=purpose))
+        p = (index + 1) / (self.m + 1)
+        return CIResult(p > self.alpha, None, p)

@@ -1,0 +1,357 @@
+"""The generalised covariance measure (GCM) test and its private version PrivGCM.
+
+GCM (Shah and Peters 2020): regress X on Z and Y on Z, form the residual products
+``R_i = (x_i - f(z_i)) (y_i - g(z_i))`` and compare ``T = sqrt(n) mean(R) / sd(R)`` with
+a standard normal; p-value ``2 (1 - Phi(|T|))``.
+
+PrivGCM (Kalemaj, Kasiviswanathan and Ramdas, Alg. 1 with kernel ridge regression):
+
+1. clip X and Y to their public bounds and rescale them to ``[-1, 1]``; Z is clipped
+   and rescaled the same way (for a meaningful single bandwidth; the proof needs no
+   bound on Z);
+2. KRR of X on Z and of Y on Z (:mod:`dpcg.regression`, public bandwidth, public
+   ``lam >= LAMBDA_FLOOR``; one Cholesky factorisation for both fits);
+3. release the vector ``R`` through ``accounting``'s vector Laplace mechanism with L1
+   sensitivity ``c_lam = 2 (1 + lam^-1/2)^2 (1 + 2/lam)`` (replace-one), i.e. iid
+   ``Lap(c_lam / eps)`` noise on every coordinate;
+4. post-process: ``T`` and its p-value computed on the noisy products.
+
+``c_lam`` is the L1 sensitivity of the **whole** vector of ``n`` products (the
+replaced row changes its own product by up to ``2 a^2`` and every other product by up
+to ``4 a^2 / (lam n)`` through the fit, ``a = 1 + lam^-1/2``); the proof is in
+``docs/privacy/privgcm.md`` and is property-tested in ``tests/continuous``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import ndtr
+
+from dpcg.citests.base import CIResult, validate_query
+from dpcg.errors import CITestError
+from dpcg.regression import KernelRidge, KRRFactor
+
+if TYPE_CHECKING:
+    from accounting.session import Session
+
+FloatArray = NDArray[np.float64]
+
+#: Default public Gaussian bandwidth on the rescaled ``[-1, 1]^d`` scale of Z.
+DEFAULT_BANDWIDTH = 0.5
+#: Default public ridge parameter (objective ``(1/n) sum (f - v)^2 + lam ||f||^2``).
+DEFAULT_LAMBDA = 1.0
+
+
+# ---------------------------------------------------------------------------------
+# Public bounds and rescaling
+# ---------------------------------------------------------------------------------
+
+
+def check_bounds(bounds: object, p: int) -> tuple[FloatArray, FloatArray]:
+    """Validate ``p`` public ``(lower, upper)`` pairs; return the two arrays."""
+    if bounds is None:
+        raise CITestError(
+            "bounds are missing: every continuous column needs public (lower, upper) "
+            "bounds declared in the schema (never computed from the data)"
+        )
+    try:
+        b = np.asarray(bounds, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise CITestError(f"bounds must be {p} (lower, upper) pairs, got {bounds!r}") from None
+    if b.shape != (p, 2):
+        raise CITestError(f"bounds must have shape ({p}, 2), got {b.shape}")
+    if not np.all(np.isfinite(b)):
+        bad = int(np.flatnonzero(~np.all(np.isfinite(b), axis=1))[0])
+        raise CITestError(f"bounds of column {bad} are not finite: {tuple(b[bad])}")
+    if np.any(b[:, 0] >= b[:, 1]):
+        bad = int(np.flatnonzero(b[:, 0] >= b[:, 1])[0])
+        raise CITestError(f"bounds of column {bad} must satisfy lower < upper: {tuple(b[bad])}")
+    return np.ascontiguousarray(b[:, 0]), np.ascontiguousarray(b[:, 1])
+
+
+def check_values(values: object, p: int | None = None) -> FloatArray:
+    """Validate a ``(p, n)`` array of finite floats (columns are variables' rows)."""
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise CITestError("values must be a (p, n) array of numbers") from None
+    if v.ndim != 2 or (p is not None and v.shape[0] != p):
+        raise CITestError(f"values must have shape (p, n), got {v.shape}")
+    if v.shape[1] < 2:
+        raise CITestError(f"need at least 2 rows, got n={v.shape[1]}")
+    finite = np.isfinite(v)
+    if not np.all(finite):
+        col = int(np.flatnonzero(~np.all(finite, axis=1))[0])
+        row = int(np.flatnonzero(~finite[col])[0])
+        raise CITestError(f"column {col} has a non-finite value ({v[col, row]}) in row {row}")
+    return np.ascontiguousarray(v)
+
+
+def rescale(values: FloatArray, lower: FloatArray, upper: FloatArray) -> FloatArray:
+    """Clip rows of ``values`` (shape ``(k, n)``) to public bounds and map them to [-1, 1]."""
+    lo = lower[:, None]
+    hi = upper[:, None]
+    clipped = np.clip(values, lo, hi)
+    out: FloatArray = 2.0 * (clipped - lo) / (hi - lo) - 1.0
+    return np.clip(out, -1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class ContinuousData:
+    """Validated continuous data: ``values`` ``(p, n)``, public bounds, names, and the
+    values rescaled to ``[-1, 1]`` by those bounds."""
+
+    values: FloatArray
+    lower: FloatArray
+    upper: FloatArray
+    names: tuple[str, ...]
+    scaled: FloatArray
+
+    @property
+    def n(self) -> int:
+        return int(self.values.shape[1])
+
+    @property
+    def p(self) -> int:
+        return int(self.values.shape[0])
+
+    @classmethod
+    def build(
+        cls, values: object, bounds: object, names: Sequence[str] | None = None
+    ) -> ContinuousData:
+        v = check_values(values)
+        lo, hi = check_bounds(bounds, v.shape[0])
+        nm = tuple(names) if names is not None else tuple(f"X{j}" for j in range(v.shape[0]))
+        if len(nm) != v.shape[0]:
+            raise CITestError(f"got {len(nm)} names for {v.shape[0]} columns")
+        return cls(values=v, lower=lo, upper=hi, names=nm, scaled=rescale(v, lo, hi))
+
+    @classmethod
+    def from_dataset(cls, dataset: Any) -> ContinuousData:
+        """From a :class:`dpcg.data.Dataset` with an all-continuous schema."""
+        columns = list(dataset.schema.columns)
+        bounds = []
+        for col in columns:
+            lower = getattr(col, "lower", None)
+            upper = getattr(col, "upper", None)
+            if lower is None or upper is None:
+                raise CITestError(
+                    f"column {col.name!r} is not continuous with public bounds; PrivGCM and "
+                    "PrivCRT need an all-continuous schema"
+                )
+            bounds.append((lower, upper))
+        return cls.build(dataset.values, bounds, tuple(dataset.names))
+
+
+# ---------------------------------------------------------------------------------
+# Exact statistics
+# ---------------------------------------------------------------------------------
+
+
+def c_lambda(lam: float) -> float:
+    """L1 sensitivity of the residual-product vector under replace-one,
+    ``2 (1 + lam^-1/2)^2 (1 + 2/lam)`` (docs/privacy/privgcm.md, Lemma 1)."""
+    a = 1.0 + 1.0 / math.sqrt(lam)
+    return 2.0 * a * a * (1.0 + 2.0 / lam)
+
+
+def residual_products_scaled(
+    xs: FloatArray, ys: FloatArray, factor: KRRFactor
+) -> FloatArray:
+    """``R_i = r^X_i r^Y_i`` for X, Y already in ``[-1, 1]`` (one solve for both fits)."""
+    res = factor.residuals(np.stack([xs, ys], axis=1))
+    out: FloatArray = res[:, 0] * res[:, 1]
+    return out
+
+
+def residual_products(
+    x: NDArray[np.floating],
+    y: NDArray[np.floating],
+    z: NDArray[np.floating] | None,
+    *,
+    bounds_x: tuple[float, float],
+    bounds_y: tuple[float, float],
+    bounds_z: Sequence[tuple[float, float]] = (),
+    bandwidth: float = DEFAULT_BANDWIDTH,
+    lam: float = DEFAULT_LAMBDA,
+) -> FloatArray:
+    """The exact GCM residual-product vector of PrivGCM on raw data.
+
+    ``x``, ``y`` of length ``n``; ``z`` of shape ``(n, d)`` (or ``None``); the bounds are
+    public. X, Y and Z are clipped to their bounds and rescaled to ``[-1, 1]``.
+    """
+    xa = np.asarray(x, dtype=np.float64)
+    n = xa.shape[0]
+    d = 0 if z is None else (1 if np.ndim(z) == 1 else int(np.shape(z)[1]))
+    cols = [xa, np.asarray(y, dtype=np.float64)]
+    zz = None if z is None else np.asarray(z, dtype=np.float64).reshape(n, d)
+    if zz is not None:
+        cols.extend(zz.T)
+    bounds = [bounds_x, bounds_y, *bounds_z]
+    data = ContinuousData.build(np.stack(cols), bounds)
+    krr = KernelRidge(bandwidth, lam)
+    zs = data.scaled[2:].T if d else None
+    factor = krr.factor(zs, n=n)
+    return residual_products_scaled(data.scaled[0], data.scaled[1], factor)
+
+
+@dataclass(frozen=True)
+class GCMStatistic:
+    """``T = sqrt(n) mean(R) / sd(R)`` and its two-sided normal p-value."""
+
+    statistic: float
+    pvalue: float
+
+
+def gcm_statistic(products: NDArray[np.floating]) -> GCMStatistic:
+    """Shah-Peters normalisation of a (noisy or exact) residual-product vector.
+
+    ``sd`` is the root of ``mean(R^2) - mean(R)^2``; a zero ``sd`` gives ``T = 0``
+    (p-value 1).
+    """
+    r = np.asarray(products, dtype=np.float64)
+    n = r.shape[0]
+    mean = float(r.mean())
+    var = float(np.mean(r * r) - mean * mean)
+    if not var > 0.0:
+        return GCMStatistic(0.0, 1.0)
+    t = math.sqrt(n) * mean / math.sqrt(var)
+    return GCMStatistic(t, float(2.0 * (1.0 - ndtr(abs(t)))))
+
+
+def check_alpha(alpha: object) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float):
+        raise CITestError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    a = float(alpha)
+    if not 0.0 < a < 1.0:
+        raise CITestError(f"alpha={alpha!r} must be in (0, 1)")
+    return a
+
+
+def check_epsilon(epsilon: object) -> float:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+        raise CITestError(f"epsilon must be a positive number, got {epsilon!r}")
+    e = float(epsilon)
+    if not (math.isfinite(e) and e > 0.0):
+        raise CITestError(f"epsilon={epsilon!r} must be finite and > 0")
+    return e
+
+
+class _FactorCache:
+    """Cholesky factors of ``K_S + n lam I`` per conditioning set (PC reuses S a lot)."""
+
+    def __init__(self, data: ContinuousData, krr: KernelRidge, size: int = 8) -> None:
+        self._data = data
+        self._krr = krr
+        self._size = size
+        self._cache: OrderedDict[tuple[int, ...], KRRFactor] = OrderedDict()
+
+    def get(self, S: tuple[int, ...]) -> KRRFactor:
+        key = tuple(sorted(S))
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        zs = self._data.scaled[list(key)].T if key else None
+        fac = self._krr.factor(zs, n=self._data.n)
+        self._cache[key] = fac
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return fac
+
+
+# ---------------------------------------------------------------------------------
+# CI testers
+# ---------------------------------------------------------------------------------
+
+
+class GCMTest:
+    """Non-private GCM test with KRR (same fit and rescaling as PrivGCM).
+
+    For comparison only: it releases the exact statistic.
+    """
+
+    def __init__(
+        self,
+        values: object,
+        bounds: object,
+        *,
+        bandwidth: float = DEFAULT_BANDWIDTH,
+        lam: float = DEFAULT_LAMBDA,
+        alpha: float = 0.05,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        self.alpha = check_alpha(alpha)
+        self.krr = KernelRidge(bandwidth, lam)
+        self.data = ContinuousData.build(values, bounds, names)
+        self._factors = _FactorCache(self.data, self.krr)
+
+    def products(self, x: int, y: int, S: tuple[int, ...]) -> FloatArray:
+        xi, yi, Si = validate_query(x, y, S, self.data.p)
+        fac = self._factors.get(Si)
+        return residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        st = gcm_statistic(self.products(x, y, S))
+        return CIResult(st.pvalue > self.alpha, st.statistic, st.pvalue)
+
+
+class PrivGCMTest:
+    """PrivGCM: every test releases the residual-product vector through the session's
+    vector Laplace mechanism (L1 sensitivity ``c_lambda(lam)``, ``epsilon`` per test).
+
+    ``names`` defaults to ``X0..X{p-1}``; the decision is ``p > alpha``.
+    """
+
+    def __init__(
+        self,
+        values: object,
+        bounds: object,
+        session: Session,
+        epsilon: float,
+        *,
+        bandwidth: float = DEFAULT_BANDWIDTH,
+        lam: float = DEFAULT_LAMBDA,
+        alpha: float = 0.05,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        self.alpha = check_alpha(alpha)
+        self.epsilon = check_epsilon(epsilon)
+        self.krr = KernelRidge(bandwidth, lam)
+        self.data = ContinuousData.build(values, bounds, names)
+        self.session = session
+        self._factors = _FactorCache(self.data, self.krr)
+
+    @property
+    def sensitivity(self) -> float:
+        return c_lambda(self.krr.lam)
+
+    def mechanism(self) -> Any:
+        from accounting.mechanisms import Laplace
+
+        return Laplace(sensitivity=self.sensitivity, epsilon=self.epsilon)
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        xi, yi, Si = validate_query(x, y, S, self.data.p)
+        mech = self.mechanism()
+        names = self.data.names
+
+        def compute() -> FloatArray:
+            fac = self._factors.get(Si)
+            return residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
+
+        purpose = (
+            f"PrivGCM residual products {names[xi]} _||_ {names[yi]} | "
+            f"{{{', '.join(names[s] for s in Si)}}} (lam={self.krr.lam}, "
+            f"bandwidth={self.krr.bandwidth})"
+        )
+        noisy = np.asarray(self.session.release(mech, compute, purpose=purpose), dtype=np.float64)
+        st = gcm_statistic(noisy)
+        return CIResult(st.pvalue > self.alpha, st.statistic, st.pvalue)
