@@ -226,3 +226,172 @@ register(
         public_params=("n",),
     )
 )
+
+
+# --- Kendall tau-a ----------------------------------------------------------------
+
+
+def _stat_tau_a(
+    x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer], **_: float
+) -> float:
+    from dpcg.stats.contingency import StrataTable
+    from dpcg.stats.kendall import tau_a
+
+    counts, cx, cy = _canonical_table(x, y, np.zeros_like(np.asarray(x)))
+    return tau_a(StrataTable(counts, cx, cy, 1))
+
+
+def _sens_tau_a_r1(*, n: float) -> float:
+    return 4.0 / _int_param("n", n, 2)
+
+
+def _sens_tau_a_ar(*, n: float) -> float:
+    return 4.0 / (_int_param("n", n, 1) + 1)
+
+
+_TAU_ASSUMPTIONS = (
+    "Unconditional Kendall tau-a = (C - D) / (n(n-1)/2) on ordered values (codes in "
+    "their declared order); ties allowed (a tied pair counts 0); strata ignored."
+)
+
+for _rel, _sens, _extra in (
+    (Relation.REPLACE_ONE, _sens_tau_a_r1, " Bound 4/n (n >= 2), attained."),
+    (
+        Relation.ADD_REMOVE,
+        _sens_tau_a_ar,
+        " n = size of the smaller neighbour (n >= 1); bound 4/(n+1), attained.",
+    ),
+):
+    register(
+        StatisticSpec(
+            name="kendall-tau-a",
+            relation=_rel,
+            sensitivity=_sens,
+            assumptions=_TAU_ASSUMPTIONS + _extra,
+            proof_note="docs/privacy/statistics-kendall-tau-a.md",
+            statistic=_stat_tau_a,
+            public_params=("n",),
+        )
+    )
+
+
+# --- Conditional Kendall z ----------------------------------------------------------
+
+#: sup over block sizes of the change of U = sum_b 9 S_b/(2 n_b + 5) when one row is
+#: added to or removed from a block (docs/privacy/statistics-conditional-kendall-z.md).
+KENDALL_U_ADD_REMOVE = 27.0 / 4.0
+#: add/remove constant of the floored statistic: 27/4 + (9/4)/2.
+KENDALL_Z_FLOORED_ADD_REMOVE = 63.0 / 8.0
+
+
+def _stat_ckz(
+    x: NDArray[np.integer],
+    y: NDArray[np.integer],
+    strata: NDArray[np.integer],
+    *,
+    w0: float,
+    **_: float,
+) -> float:
+    from dpcg.stats.contingency import StrataTable
+    from dpcg.stats.kendall import conditional_kendall_z
+
+    counts, cx, cy = _canonical_table(x, y, strata)
+    return conditional_kendall_z(StrataTable(counts, cx, cy, max(1, counts.shape[0])), w0)
+
+
+def conditional_kendall_sensitivity(
+    n: float | None, w0: float, relation: Relation | str = Relation.REPLACE_ONE
+) -> float:
+    """Proven sensitivity of ``U / sqrt(max(W, w0))``.
+
+    * replace-one, ``w0 >= 9n/4`` (the normaliser is the constant ``sqrt(w0)``):
+      ``(27/2) / sqrt(w0)``; with the default ``w0 = 9n/4`` this is ``9 / sqrt(n)``;
+    * replace-one, smaller ``w0``: ``(63/4) / sqrt(w0)``;
+    * add/remove: ``(63/8) / sqrt(w0)``.
+    """
+    w = _pos_param("w0", w0)
+    rel = Relation.parse(relation)
+    if rel is Relation.ADD_REMOVE:
+        return KENDALL_Z_FLOORED_ADD_REMOVE / math.sqrt(w)
+    if n is None:
+        raise StatisticInputError("n is required under replace-one")
+    nn = _int_param("n", n, 1)
+    if w >= 9.0 * nn / 4.0:
+        return 2.0 * KENDALL_U_ADD_REMOVE / math.sqrt(w)
+    return 2.0 * KENDALL_Z_FLOORED_ADD_REMOVE / math.sqrt(w)
+
+
+def _sens_ckz_r1(*, n: float, w0: float) -> float:
+    return conditional_kendall_sensitivity(n, w0, Relation.REPLACE_ONE)
+
+
+def _sens_ckz_ar(*, w0: float) -> float:
+    return conditional_kendall_sensitivity(None, w0, Relation.ADD_REMOVE)
+
+
+_CKZ_ASSUMPTIONS = (
+    "z = sum_b w_b tau_b / sqrt(max(W, w0)) over ALL observed strata of S (constant-x/y "
+    "strata kept, tau_b = 0), w_b = 9 n_b(n_b-1)/(2(2 n_b+5)), W = sum_b w_b; w0 > 0 "
+    "public (never computed from the data); any cardinalities, ties allowed."
+)
+
+register(
+    StatisticSpec(
+        name="conditional-kendall-z",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=_sens_ckz_r1,
+        assumptions=_CKZ_ASSUMPTIONS
+        + " Bound 13.5/sqrt(w0) if w0 >= 9n/4 (default w0 = 9n/4: 9/sqrt(n)), "
+        "else 15.75/sqrt(w0).",
+        proof_note="docs/privacy/statistics-conditional-kendall-z.md",
+        statistic=_stat_ckz,
+        public_params=("n", "w0"),
+    )
+)
+register(
+    StatisticSpec(
+        name="conditional-kendall-z",
+        relation=Relation.ADD_REMOVE,
+        sensitivity=_sens_ckz_ar,
+        assumptions=_CKZ_ASSUMPTIONS + " Bound 7.875/sqrt(w0).",
+        proof_note="docs/privacy/statistics-conditional-kendall-z.md",
+        statistic=_stat_ckz,
+        public_params=("w0",),
+    )
+)
+
+
+# --- Spearman rho_a -----------------------------------------------------------------
+
+
+def _stat_rho_a(
+    x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer], **_: float
+) -> float:
+    from dpcg.stats.contingency import StrataTable
+    from dpcg.stats.spearman import spearman_rho_a
+
+    counts, cx, cy = _canonical_table(x, y, np.zeros_like(np.asarray(x)))
+    return spearman_rho_a(StrataTable(counts, cx, cy, 1))
+
+
+def _sens_rho_a_r1(*, n: float) -> float:
+    from dpcg.stats.spearman import spearman_rho_a_sensitivity
+
+    return spearman_rho_a_sensitivity(_int_param("n", n, 2))
+
+
+register(
+    StatisticSpec(
+        name="spearman-rho-a",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=_sens_rho_a_r1,
+        assumptions=(
+            "Unconditional rho_a = 12 sum_i (R_i - (n+1)/2)(Q_i - (n+1)/2) / (n(n^2-1)) with "
+            "midranks R, Q (equals Spearman's rho without ties); ties allowed; n >= 2. "
+            "Bound 12 (floor(n^2/4) + (n-1)^2/2) / (n(n^2-1)) ~ 9/n."
+        ),
+        proof_note="docs/privacy/statistics-spearman-rho-a.md",
+        statistic=_stat_rho_a,
+        public_params=("n",),
+    )
+)

@@ -1,0 +1,167 @@
+"""Kendall's tau on stratified contingency tables, and the conditional Kendall z.
+
+For one stratum (block) ``b`` with table ``N_b`` (``cx x cy``), the concordance sum
+``S_b = C_b - D_b`` counts pairs of rows ordered the same way in x and y (``C``)
+minus pairs ordered oppositely (``D``); pairs tied in x or in y count 0. ``C_b`` and
+``D_b`` come from 2-D cumulative sums of the table, vectorised across blocks, in exact
+``int64`` arithmetic (every product is at most ``n^2/4``, every sum at most
+``n(n-1)/2``; :data:`dpcg.stats.contingency.MAX_ROWS` keeps both below 2^63).
+
+* tau-a of a block: ``tau_b = S_b / (n_b (n_b - 1) / 2)`` (0 for ``n_b < 2``).
+* Conditional Kendall (Priv-PC Definition 6): ``w_b = 9 n_b (n_b-1) / (2 (2 n_b + 5))``,
+  so ``w_b tau_b = 9 S_b / (2 n_b + 5)``; ``U = sum_b w_b tau_b``, ``W = sum_b w_b``.
+  Every observed stratum is kept, including strata where x or y is constant
+  (``tau_b = 0`` there): skipping them lets one row switch a whole stratum in or out
+  (PRIVACY.md section 6, defect 7).
+
+  - :func:`conditional_kendall_z` (the private statistic): ``z = U / sqrt(max(W, W0))``
+    with a **public** floor ``W0``; by default ``W0 = 9n/4``, a public upper bound of
+    ``W`` (``w_b < 9 n_b / 4``), so the normaliser is the constant ``sqrt(9n/4)``.
+    Sensitivity: ``docs/privacy/statistics-conditional-kendall-z.md``.
+  - :func:`conditional_kendall_z_unfloored`: ``U / sqrt(W)`` as published; its global
+    sensitivity is Theta(1). Non-private use only.
+  - :func:`tie_corrected_kendall_z`: ``sum_b S_b / sqrt(sum_b Var0(S_b))`` with the exact
+    permutation null variance of ``S_b`` given the block's margins (Kendall 1948,
+    ties in both variables). Calibrated under ties; non-private use only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcg.errors import StatisticInputError
+from dpcg.stats.contingency import StrataTable
+
+
+def concordance(table: StrataTable) -> NDArray[np.int64]:
+    """``S_b = C_b - D_b`` per observed block, exact int64."""
+    N = table.counts
+    k, cx, cy = N.shape
+    if k == 0 or cx < 2 or cy < 2:
+        return np.zeros(k, dtype=np.int64)
+    A = N.cumsum(axis=1).cumsum(axis=2)  # A[b,i,j] = sum_{i'<=i, j'<=j} N[b,i',j']
+    # below-left: rows with x' < x and y' < y  -> A[b, i-1, j-1]
+    ll = A[:, :-1, :-1]
+    # below-right: rows with x' < x and y' > y -> A[b, i-1, cy-1] - A[b, i-1, j]
+    lg = A[:, :-1, -1:] - A[:, :-1, :]
+    Nin = N[:, 1:, :]
+    C = np.einsum("bij,bij->b", Nin[:, :, 1:], ll)
+    D = np.einsum("bij,bij->b", Nin, lg)
+    return np.asarray(C - D, dtype=np.int64)
+
+
+def _pairs(sizes: NDArray[np.int64]) -> NDArray[np.int64]:
+    return sizes * (sizes - 1) // 2
+
+
+def tau_a_blocks(table: StrataTable) -> NDArray[np.float64]:
+    """Kendall tau-a of each observed block (0 where the block has < 2 rows)."""
+    S = concordance(table)
+    pairs = _pairs(table.stratum_sizes())
+    out = np.zeros(S.shape, dtype=np.float64)
+    np.divide(S, pairs, out=out, where=pairs > 0)
+    return out
+
+
+def tau_a(table: StrataTable) -> float:
+    """Kendall tau-a of an unstratified table (``n_strata`` must be <= 1)."""
+    if table.n_strata > 1:
+        raise StatisticInputError(
+            f"tau_a needs a single stratum, got {table.n_strata}; use tau_a_blocks"
+        )
+    t = tau_a_blocks(table)
+    return float(t[0]) if t.size else 0.0
+
+
+def kendall_weights(sizes: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``w_b = 9 n_b (n_b - 1) / (2 (2 n_b + 5))`` (inverse null variance of tau-a)."""
+    m = sizes.astype(np.float64)
+    out: NDArray[np.float64] = 9.0 * m * (m - 1.0) / (2.0 * (2.0 * m + 5.0))
+    return out
+
+
+def kendall_numerator(table: StrataTable) -> float:
+    """``U = sum_b w_b tau_b = sum_b 9 S_b / (2 n_b + 5)``."""
+    S = concordance(table)
+    m = table.stratum_sizes()
+    return float(np.sum(9.0 * S.astype(np.float64) / (2.0 * m.astype(np.float64) + 5.0)))
+
+
+def public_floor(n: int) -> float:
+    """The default public floor ``W0 = 9n/4`` (an upper bound of ``W``; depends on the
+    public ``n`` only)."""
+    return 9.0 * n / 4.0
+
+
+def conditional_kendall_z(table: StrataTable, w0: float | None = None) -> float:
+    """Floored conditional Kendall ``z = U / sqrt(max(W, W0))``.
+
+    ``w0`` must be public (a function of ``n`` and the schema, never of the data);
+    ``None`` means the default ``9n/4``, for which the normaliser is the constant
+    ``sqrt(9n/4)`` because ``W < 9n/4`` always.
+    """
+    n = table.n
+    if w0 is None:
+        w0 = public_floor(n)
+    if not (isinstance(w0, int | float) and math.isfinite(w0) and w0 > 0):
+        raise StatisticInputError(f"w0 must be a finite number > 0, got {w0!r}")
+    if n == 0:
+        return 0.0
+    W = float(np.sum(kendall_weights(table.stratum_sizes())))
+    return kendall_numerator(table) / math.sqrt(max(W, float(w0)))
+
+
+def conditional_kendall_z_unfloored(table: StrataTable) -> float:
+    """Priv-PC Definition 6 as published: ``U / sqrt(W)`` (0 when ``W = 0``).
+
+    NOT low-sensitivity (PRIVACY.md section 4): non-private use only.
+    """
+    W = float(np.sum(kendall_weights(table.stratum_sizes())))
+    if W <= 0:
+        return 0.0
+    return kendall_numerator(table) / math.sqrt(W)
+
+
+def _tie_sums(m: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
+    """Per block: sum t(t-1)(2t+5), sum t(t-1)(t-2), sum t(t-1) over tie groups."""
+    a = np.sum(m * (m - 1) * (2 * m + 5), axis=1)
+    b = np.sum(m * (m - 1) * (m - 2), axis=1)
+    c = np.sum(m * (m - 1), axis=1)
+    return a, b, c
+
+
+def kendall_null_variance(table: StrataTable) -> NDArray[np.float64]:
+    """Exact permutation variance of ``S_b`` under independence given the block's
+    margins, with ties in both variables (Kendall 1948, eq. 4.4):
+
+    ``(v0 - vt - vu)/18 + (sum t(t-1)(t-2))(sum u(u-1)(u-2)) / (9 m(m-1)(m-2))
+    + (sum t(t-1))(sum u(u-1)) / (2 m (m-1))``.
+    """
+    m = table.stratum_sizes().astype(np.float64)
+    tx = table.x_margins().astype(np.float64)
+    ty = table.y_margins().astype(np.float64)
+    vt, t3, t2 = _tie_sums(tx)
+    vu, u3, u2 = _tie_sums(ty)
+    v0 = m * (m - 1) * (2 * m + 5)
+    d3 = 9 * m * (m - 1) * (m - 2)
+    d2 = 2 * m * (m - 1)
+    term2 = np.zeros_like(m)
+    np.divide(t3 * u3, d3, out=term2, where=d3 > 0)
+    term3 = np.zeros_like(m)
+    np.divide(t2 * u2, d2, out=term3, where=d2 > 0)
+    var = (v0 - vt - vu) / 18.0 + term2 + term3
+    out: NDArray[np.float64] = np.maximum(var, 0.0)
+    return out
+
+
+def tie_corrected_kendall_z(table: StrataTable) -> float:
+    """``sum_b S_b / sqrt(sum_b Var0(S_b))``: N(0, 1) under conditional independence
+    (asymptotically), also on heavily tied categorical data. Non-private use only.
+    """
+    V = float(np.sum(kendall_null_variance(table)))
+    if V <= 0:
+        return 0.0
+    return float(np.sum(concordance(table).astype(np.float64))) / math.sqrt(V)
