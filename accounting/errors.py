@@ -58,3 +58,11 @@ class LedgerCorruptError(LedgerError):
 
 class ForeignLedgerError(LedgerError):
     """The file is not a dpcg ledger (or belongs to another dataset than expected)."""
+
+
+class UnknownDatasetError(LedgerError):
+    """The ledger has no dataset registered under that id."""
+
+
+class DuplicateDatasetError(LedgerError):
+    """A dataset id is already registered in the ledger (ids are never reused)."""
