@@ -1,0 +1,657 @@
+"""The encoded, validated table that every statistic reads.
+
+A :class:`Dataset` pairs a :class:`~dpcg.data.schema.Schema` with the encoded data:
+
+* discrete (categorical / ordinal) columns hold integer codes -- the position of the
+  value in the declared category list -- in the smallest unsigned dtype that fits the
+  largest cardinality (``uint8`` up to 256 categories, then ``uint16``, ``uint32``);
+* continuous columns hold ``float64`` values inside their declared bounds.
+
+Storage is column-major: all discrete columns form one C-contiguous ``(p, n)`` array
+(each variable's codes are contiguous), all continuous columns another. For an
+all-discrete table :attr:`Dataset.codes` is that array; for an all-continuous one
+:attr:`Dataset.values`; mixed tables are read column by column with
+:meth:`Dataset.column`. The arrays are read-only: a dataset never changes after it is
+built, and :meth:`Dataset.select` / :meth:`Dataset.subset_rows` return new datasets.
+
+Nothing here looks at the data to decide anything public: categories, bounds and the
+encoding all come from the schema.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpcg.data.schema import Categorical, Continuous, Ordinal, Schema
+from dpcg.errors import DataValidationError
+
+__all__ = ["MISSING_TOKENS", "DataClippingWarning", "Dataset", "code_dtype"]
+
+#: Strings read as "missing" (unless a column declares them as a category).
+MISSING_TOKENS = frozenset({"", "NA", "N/A", "NaN", "nan", "NAN", "null", "NULL", "None"})
+
+Codes = NDArray[np.unsignedinteger[Any]]
+Floats = NDArray[np.float64]
+
+
+class DataClippingWarning(UserWarning):
+    """Continuous values were clipped to their declared bounds (``clip=True``)."""
+
+
+def code_dtype(cardinalities: Sequence[int]) -> np.dtype[np.unsignedinteger[Any]]:
+    """Smallest unsigned dtype holding codes ``0 .. max(cardinalities) - 1``."""
+    top = max(cardinalities, default=1)
+    if top <= 256:
+        return np.dtype(np.uint8)
+    if top <= 65536:
+        return np.dtype(np.uint16)
+    return np.dtype(np.uint32)
+
+
+def _where(row: int, line_offset: int | None) -> str:
+    text = f"row {row}"
+    if line_offset is not None:
+        text += f" (line {row + line_offset})"
+    return text
+
+
+def _readonly(array: NDArray[Any]) -> NDArray[Any]:
+    array.flags.writeable = False
+    return array
+
+
+# ---------------------------------------------------------------------------------------
+# Column encoders (vectorised; Python loops run over unique values or on error paths only)
+# ---------------------------------------------------------------------------------------
+
+
+def _missing_mask(raw: NDArray[Any]) -> NDArray[np.bool_]:
+    """Entries that are missing in a non-string array (None, NaN)."""
+    if raw.dtype.kind == "f" or raw.dtype.kind == "c":
+        nan: NDArray[np.bool_] = np.isnan(raw)
+        return nan
+    if raw.dtype.kind == "O":
+        with np.errstate(invalid="ignore"):
+            mask: NDArray[np.bool_] = np.asarray((raw == None) | (raw != raw), dtype=bool)  # noqa: E711
+            return mask
+    return np.zeros(raw.shape, dtype=bool)
+
+
+def _label_strings(raw: NDArray[Any], name: str, line_offset: int | None) -> NDArray[np.str_]:
+    """Convert a raw column to label strings; raises on None/NaN entries."""
+    if raw.dtype.kind in "US":
+        return raw.astype(str, copy=False)
+    missing = _missing_mask(raw)
+    if missing.any():
+        row = int(np.argmax(missing))
+        raise DataValidationError(
+            f"column {name!r}: missing value ({raw[row]!r}) at {_where(row, line_offset)}"
+        )
+    if raw.dtype.kind == "f":
+        if np.all(raw == np.floor(raw)) and np.all(np.abs(raw) < 2.0**53):
+            return raw.astype(np.int64).astype(str)
+        return raw.astype(str)
+    if raw.dtype.kind == "O":
+        # bool/float/int objects: use str(); integral floats become e.g. "1.0" and are
+        # then reported as unknown categories, which is the honest outcome.
+        return raw.astype(str)
+    return raw.astype(str)
+
+
+def encode_labels(
+    raw: ArrayLike,
+    column: Categorical | Ordinal,
+    dtype: np.dtype[np.unsignedinteger[Any]],
+    *,
+    line_offset: int | None = None,
+) -> Codes:
+    """Codes of the labels in ``raw`` (1-D), mapped via the unique values only."""
+    arr = np.asarray(raw)
+    labels = _label_strings(arr, column.name, line_offset)
+    uniques, inverse = np.unique(labels, return_inverse=True)
+    lookup = {label: code for code, label in enumerate(column.labels)}
+    table = np.empty(len(uniques), dtype=dtype)
+    for k, value in enumerate(uniques.tolist()):
+        code = lookup.get(value)
+        if code is None:
+            row = int(np.argmax(inverse.reshape(-1) == k))
+            _raise_unknown(column, value, row, line_offset)
+        table[k] = code
+    return np.asarray(table[inverse.reshape(-1)], dtype=dtype)
+
+
+def encode_label_strings(
+    values: Sequence[str],
+    column: Categorical | Ordinal,
+    dtype: np.dtype[np.unsignedinteger[Any]],
+    *,
+    line_offset: int | None = None,
+) -> Codes:
+    """Codes of a column given as a list of label strings (the CSV path).
+
+    Distinct values are numbered with one C-level dict pass (``dict.fromkeys``), the
+    row ids are gathered with ``np.fromiter``, and the category lookup runs over the
+    distinct values only.
+    """
+    ids_of = {value: k for k, value in enumerate(dict.fromkeys(values))}
+    n = len(values)
+    ids = np.fromiter(map(ids_of.__getitem__, values), dtype=np.intp, count=n)
+    lookup = {label: code for code, label in enumerate(column.labels)}
+    table = np.empty(len(ids_of), dtype=dtype)
+    for value, k in ids_of.items():
+        code = lookup.get(value)
+        if code is None:
+            row = int(np.argmax(ids == k))
+            _raise_unknown(column, value, row, line_offset)
+        table[k] = code
+    return np.asarray(table[ids], dtype=dtype)
+
+
+def _raise_unknown(
+    column: Categorical | Ordinal, value: str, row: int, line_offset: int | None
+) -> None:
+    if value in MISSING_TOKENS:
+        raise DataValidationError(
+            f"column {column.name!r}: missing value {value!r} at {_where(row, line_offset)}"
+        )
+    raise DataValidationError(
+        f"column {column.name!r}: value {value!r} at {_where(row, line_offset)} is not "
+        f"one of the declared categories {list(column.labels)}"
+    )
+
+
+def parse_float_strings(
+    values: Sequence[str], column: Continuous, *, line_offset: int | None = None
+) -> Floats:
+    """Float values of a column given as strings (the CSV path); no bounds check."""
+    try:
+        return np.fromiter(map(float, values), dtype=np.float64, count=len(values))
+    except ValueError:
+        pass
+    for row, item in enumerate(values):
+        if item in MISSING_TOKENS:
+            raise DataValidationError(
+                f"column {column.name!r}: missing value {item!r} at {_where(row, line_offset)}"
+            )
+        try:
+            float(item)
+        except ValueError:
+            raise DataValidationError(
+                f"column {column.name!r}: value {item!r} at {_where(row, line_offset)} is not "
+                "a number"
+            ) from None
+    raise DataValidationError(f"column {column.name!r}: values are not numeric")  # pragma: no cover
+
+
+def validate_codes(
+    raw: ArrayLike,
+    column: Categorical | Ordinal,
+    dtype: np.dtype[np.unsignedinteger[Any]],
+    *,
+    line_offset: int | None = None,
+) -> Codes:
+    """Check pre-encoded integer codes against the column's cardinality."""
+    arr = np.asarray(raw)
+    name = column.name
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        if arr.dtype.kind == "O":
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                raise DataValidationError(
+                    f"column {name!r}: encoded codes must be integers, got non-numeric values"
+                ) from None
+        else:
+            raise DataValidationError(
+                f"column {name!r}: encoded codes must be integers, got dtype {arr.dtype}"
+            )
+    if arr.dtype.kind == "f":
+        bad = np.isnan(arr)
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise DataValidationError(
+                f"column {name!r}: missing value (nan) at {_where(row, line_offset)}"
+            )
+        frac = arr != np.floor(arr)
+        if frac.any():
+            row = int(np.argmax(frac))
+            raise DataValidationError(
+                f"column {name!r}: code {arr[row]!r} at {_where(row, line_offset)} "
+                "is not an integer"
+            )
+    card = column.cardinality
+    out_of_range = (arr < 0) | (arr >= card)
+    if out_of_range.any():
+        row = int(np.argmax(out_of_range))
+        value = arr[row].item()
+        raise DataValidationError(
+            f"column {name!r}: code {value!r} at {_where(row, line_offset)} is outside "
+            f"0..{card - 1} (the column has {card} declared categories)"
+        )
+    return arr.astype(dtype)
+
+
+def encode_continuous(
+    raw: ArrayLike,
+    column: Continuous,
+    *,
+    clip: bool = False,
+    line_offset: int | None = None,
+) -> tuple[Floats, int]:
+    """Float values of a continuous column, checked against the declared bounds.
+
+    Returns ``(values, number_clipped)``. Out-of-bounds values raise unless ``clip``.
+    """
+    arr = np.asarray(raw)
+    name = column.name
+    if arr.dtype.kind in "US" or arr.dtype.kind == "O":
+        if arr.dtype.kind in "US":
+            text = arr.astype(str, copy=False)
+            missing = np.isin(text, list(MISSING_TOKENS))
+        else:
+            missing = _missing_mask(arr)
+        if missing.any():
+            row = int(np.argmax(missing))
+            raise DataValidationError(
+                f"column {name!r}: missing value {arr[row]!r} at {_where(row, line_offset)}"
+            )
+        try:
+            values = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            values = _find_non_numeric(arr, name, line_offset)
+    elif arr.dtype.kind in "iuf" and arr.dtype.kind != "b":
+        values = arr.astype(np.float64)
+    else:
+        raise DataValidationError(
+            f"column {name!r}: continuous values must be numeric, got dtype {arr.dtype}"
+        )
+    return check_bounds(values, column, clip=clip, line_offset=line_offset)
+
+
+def check_bounds(
+    values: Floats, column: Continuous, *, clip: bool = False, line_offset: int | None = None
+) -> tuple[Floats, int]:
+    """Reject NaN; reject (or, with ``clip``, clip) values outside the declared bounds."""
+    name = column.name
+    nan = np.isnan(values)
+    if nan.any():
+        row = int(np.argmax(nan))
+        raise DataValidationError(
+            f"column {name!r}: missing value (nan) at {_where(row, line_offset)}"
+        )
+    outside = (values < column.lower) | (values > column.upper)
+    n_out = int(np.count_nonzero(outside))
+    if n_out and not clip:
+        row = int(np.argmax(outside))
+        raise DataValidationError(
+            f"column {name!r}: value {values[row]!r} at {_where(row, line_offset)} is outside "
+            f"the declared bounds [{column.lower!r}, {column.upper!r}] ({n_out} value(s) "
+            "out of bounds); fix the data or the schema, or load with clip=True to clip "
+            "to the bounds"
+        )
+    if n_out:
+        values = np.clip(values, column.lower, column.upper)
+    return np.ascontiguousarray(values, dtype=np.float64), n_out
+
+
+def _find_non_numeric(arr: NDArray[Any], name: str, line_offset: int | None) -> Floats:
+    """Error path: locate the first entry that does not parse as a number."""
+    for row, item in enumerate(arr.tolist()):
+        try:
+            if isinstance(item, bool):
+                raise TypeError
+            float(item)
+        except (TypeError, ValueError):
+            raise DataValidationError(
+                f"column {name!r}: value {item!r} at {_where(row, line_offset)} is not a number"
+            ) from None
+    raise DataValidationError(f"column {name!r}: values are not numeric")  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------------------
+# Dataset
+# ---------------------------------------------------------------------------------------
+
+
+class Dataset:
+    """A validated table: a schema plus encoded, read-only column-major arrays.
+
+    Build one with :meth:`from_csv`, :meth:`from_numpy`, :meth:`from_codes`,
+    :meth:`from_pandas` or :meth:`from_parquet`; the constructor itself trusts its
+    arguments.
+    """
+
+    __slots__ = ("_cont", "_disc", "_n", "_slots", "schema")
+
+    def __init__(
+        self,
+        schema: Schema,
+        discrete: Codes | None,
+        continuous: Floats | None,
+        n: int,
+    ) -> None:
+        self.schema = schema
+        self._n = n
+        slots: list[tuple[bool, int]] = []
+        n_disc = n_cont = 0
+        for col in schema:
+            if col.is_discrete:
+                slots.append((True, n_disc))
+                n_disc += 1
+            else:
+                slots.append((False, n_cont))
+                n_cont += 1
+        self._slots = tuple(slots)
+        self._disc = _readonly(discrete) if discrete is not None and n_disc else None
+        self._cont = _readonly(continuous) if continuous is not None and n_cont else None
+
+    # -- metadata ----------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return self._n
+
+    @property
+    def p(self) -> int:
+        """Number of columns."""
+        return len(self.schema)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.schema.names
+
+    @property
+    def cardinalities(self) -> tuple[int | None, ...]:
+        """Declared number of categories per column (``None`` for continuous columns)."""
+        return self.schema.cardinalities
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.schema.is_discrete
+
+    @property
+    def is_continuous(self) -> bool:
+        return self.schema.is_continuous
+
+    def index(self, name: str) -> int:
+        """Position of the column called ``name``."""
+        return self.schema.index(name)
+
+    def __repr__(self) -> str:
+        kinds = "discrete" if self.is_discrete else "continuous" if self.is_continuous else "mixed"
+        return f"Dataset(n={self._n}, p={self.p}, {kinds}, columns={list(self.names)})"
+
+    # -- arrays ------------------------------------------------------------------------
+    @property
+    def codes(self) -> Codes:
+        """``(p, n)`` C-contiguous unsigned codes (all-discrete datasets only)."""
+        if not self.is_discrete or self._disc is None:
+            raise DataValidationError(
+                "Dataset.codes needs an all-discrete dataset; continuous columns: "
+                f"{[c.name for c in self.schema if not c.is_discrete]} (use column(j))"
+            )
+        return self._disc
+
+    @property
+    def values(self) -> Floats:
+        """``(p, n)`` C-contiguous float64 values (all-continuous datasets only)."""
+        if not self.is_continuous or self._cont is None:
+            raise DataValidationError(
+                "Dataset.values needs an all-continuous dataset; discrete columns: "
+                f"{[c.name for c in self.schema if c.is_discrete]} (use column(j))"
+            )
+        return self._cont
+
+    def column(self, j: int | str) -> NDArray[Any]:
+        """Column ``j`` (position or name): codes for discrete, float64 for continuous."""
+        pos = self.schema.positions([j])[0]
+        discrete, k = self._slots[pos]
+        block = self._disc if discrete else self._cont
+        assert block is not None
+        out: NDArray[Any] = block[k]
+        return out
+
+    def labels(self, j: int | str) -> NDArray[np.str_]:
+        """Column ``j`` decoded to its category labels (discrete columns only)."""
+        pos = self.schema.positions([j])[0]
+        col = self.schema.columns[pos]
+        if isinstance(col, Continuous):
+            raise DataValidationError(f"column {col.name!r} is continuous; it has no labels")
+        out: NDArray[np.str_] = np.asarray(col.labels)[self.column(pos)]
+        return out
+
+    # -- derived datasets --------------------------------------------------------------
+    def select(self, columns: Sequence[int | str]) -> Dataset:
+        """A dataset with only ``columns`` (names or positions), in that order."""
+        positions = self.schema.positions(columns)
+        schema = Schema([self.schema.columns[j] for j in positions])
+        disc_rows = [self._slots[j][1] for j in positions if self._slots[j][0]]
+        cont_rows = [self._slots[j][1] for j in positions if not self._slots[j][0]]
+        disc = None
+        if disc_rows:
+            assert self._disc is not None
+            cards = [c.cardinality for c in schema if c.cardinality is not None]
+            disc = np.ascontiguousarray(self._disc[disc_rows], dtype=code_dtype(cards))
+        cont = None
+        if cont_rows:
+            assert self._cont is not None
+            cont = np.ascontiguousarray(self._cont[cont_rows])
+        return Dataset(schema, disc, cont, self._n)
+
+    def subset_rows(self, indices: ArrayLike) -> Dataset:
+        """A dataset with the rows ``indices`` (integer positions, repeats allowed).
+
+        A boolean mask of length ``n`` is accepted too. Uses one fancy-indexing take
+        along axis 1 per storage block.
+        """
+        idx = np.asarray(indices)
+        if idx.dtype.kind == "b":
+            if idx.shape != (self._n,):
+                raise DataValidationError(
+                    f"subset_rows: boolean mask has shape {idx.shape}, expected ({self._n},)"
+                )
+            idx = np.flatnonzero(idx)
+        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+            raise DataValidationError(
+                f"subset_rows: indices must be a 1-D integer array, got shape {idx.shape} "
+                f"and dtype {idx.dtype}"
+            )
+        if idx.size == 0:
+            raise DataValidationError("subset_rows: no rows selected (empty table)")
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= self._n:
+            bad = lo if lo < 0 else hi
+            raise DataValidationError(
+                f"subset_rows: row index {bad} out of range 0..{self._n - 1}"
+            )
+        disc = None if self._disc is None else np.take(self._disc, idx, axis=1)
+        cont = None if self._cont is None else np.take(self._cont, idx, axis=1)
+        return Dataset(self.schema, disc, cont, int(idx.size))
+
+    # -- constructors ------------------------------------------------------------------
+    @classmethod
+    def from_codes(cls, codes: ArrayLike, schema: Schema) -> Dataset:
+        """An all-discrete dataset from a ``(p, n)`` array of integer codes (validated)."""
+        if not isinstance(schema, Schema):
+            raise DataValidationError(f"schema must be a Schema, got {type(schema).__name__}")
+        if not schema.is_discrete:
+            raise DataValidationError("from_codes needs an all-discrete schema")
+        arr = np.asarray(codes)
+        if arr.ndim != 2 or arr.shape[0] != len(schema):
+            raise DataValidationError(
+                f"codes must have shape (p, n) = ({len(schema)}, n), got {arr.shape}"
+            )
+        if arr.shape[1] == 0:
+            raise DataValidationError("empty table: the codes have no rows")
+        cards = [c for c in schema.cardinalities if c is not None]
+        dtype = code_dtype(cards)
+        if arr.dtype.kind in "iu":
+            lo = arr.min(axis=1)
+            hi = arr.max(axis=1)
+            bad = (lo < 0) | (hi >= np.asarray(cards))
+            if not bad.any():
+                out = np.ascontiguousarray(arr, dtype=dtype)
+                if out is arr or np.shares_memory(out, arr):
+                    out = out.copy()
+                return cls(schema, out, None, int(arr.shape[1]))
+        rows = [
+            validate_codes(arr[j], col, dtype)  # type: ignore[arg-type]
+            for j, col in enumerate(schema)
+        ]
+        return cls(schema, np.ascontiguousarray(np.stack(rows)), None, int(arr.shape[1]))
+
+    @classmethod
+    def from_columns(
+        cls,
+        columns: Sequence[ArrayLike],
+        schema: Schema,
+        *,
+        encoded: bool = False,
+        clip: bool = False,
+        line_offset: int | None = None,
+    ) -> Dataset:
+        """A dataset from one 1-D array per schema column (labels, or codes if ``encoded``)."""
+        if not isinstance(schema, Schema):
+            raise DataValidationError(f"schema must be a Schema, got {type(schema).__name__}")
+        if len(columns) != len(schema):
+            raise DataValidationError(
+                f"got {len(columns)} columns but the schema declares {len(schema)}: "
+                f"{list(schema.names)}"
+            )
+        arrays: list[NDArray[Any] | Sequence[str]] = []
+        for c, col in zip(columns, schema, strict=True):
+            if isinstance(c, list | tuple) and c and all(isinstance(v, str) for v in c[:1]):
+                if encoded and col.is_discrete:
+                    arrays.append(np.asarray(c))
+                else:
+                    arrays.append(c)  # string fast path (CSV)
+                continue
+            arr = np.asarray(c)
+            if arr.ndim != 1:
+                raise DataValidationError(
+                    f"column {col.name!r}: expected a 1-D array, got shape {arr.shape}"
+                )
+            arrays.append(arr)
+        lengths = {len(arr) for arr in arrays}
+        if len(lengths) != 1:
+            raise DataValidationError(f"columns have different lengths: {sorted(lengths)}")
+        n = lengths.pop()
+        if n == 0:
+            raise DataValidationError("empty table: no rows")
+        cards = [c for c in schema.cardinalities if c is not None]
+        dtype = code_dtype(cards) if cards else np.dtype(np.uint8)
+        disc: list[Codes] = []
+        cont: list[Floats] = []
+        clipped: dict[str, int] = {}
+        for data, col in zip(arrays, schema, strict=True):
+            if isinstance(col, Continuous):
+                if not isinstance(data, np.ndarray):
+                    values, n_clipped = check_bounds(
+                        parse_float_strings(data, col, line_offset=line_offset),
+                        col,
+                        clip=clip,
+                        line_offset=line_offset,
+                    )
+                else:
+                    values, n_clipped = encode_continuous(
+                        data, col, clip=clip, line_offset=line_offset
+                    )
+                if n_clipped:
+                    clipped[col.name] = n_clipped
+                cont.append(values)
+            elif encoded:
+                disc.append(validate_codes(data, col, dtype, line_offset=line_offset))
+            elif not isinstance(data, np.ndarray):
+                disc.append(encode_label_strings(data, col, dtype, line_offset=line_offset))
+            else:
+                disc.append(encode_labels(data, col, dtype, line_offset=line_offset))
+        if clipped:
+            detail = ", ".join(f"{name!r}: {k}" for name, k in clipped.items())
+            warnings.warn(
+                f"clip=True: clipped values to the declared bounds ({detail})",
+                DataClippingWarning,
+                stacklevel=3,
+            )
+        return cls(
+            schema,
+            np.ascontiguousarray(np.stack(disc)) if disc else None,
+            np.ascontiguousarray(np.stack(cont)) if cont else None,
+            int(n),
+        )
+
+    @classmethod
+    def from_numpy(
+        cls, array: ArrayLike, schema: Schema, *, encoded: bool = False, clip: bool = False
+    ) -> Dataset:
+        """A dataset from an ``(n, p)`` table (rows x columns, in schema order).
+
+        With ``encoded=False`` discrete entries are category labels (strings; integers
+        are matched by their decimal form). With ``encoded=True`` they are integer codes,
+        validated against the cardinalities. Continuous entries are numbers in both cases.
+        """
+        arr = np.asarray(array)
+        if arr.ndim != 2:
+            raise DataValidationError(f"expected a 2-D (n, p) array, got shape {arr.shape}")
+        if isinstance(schema, Schema) and arr.shape[1] != len(schema):
+            raise DataValidationError(
+                f"array has {arr.shape[1]} columns but the schema declares {len(schema)}: "
+                f"{list(schema.names)}"
+            )
+        return cls.from_columns(
+            [arr[:, j] for j in range(arr.shape[1])], schema, encoded=encoded, clip=clip
+        )
+
+    @classmethod
+    def from_csv(
+        cls,
+        path: str | os.PathLike[str],
+        schema: Schema,
+        *,
+        header: bool = True,
+        clip: bool = False,
+        delimiter: str = ",",
+    ) -> Dataset:
+        """Read a CSV file (see :func:`dpcg.data.loaders.read_csv`)."""
+        from dpcg.data.loaders import read_csv
+
+        return read_csv(path, schema, header=header, clip=clip, delimiter=delimiter)
+
+    @classmethod
+    def from_pandas(cls, df: Any, schema: Schema, *, clip: bool = False) -> Dataset:
+        """Read a pandas DataFrame (see :func:`dpcg.data.loaders.read_pandas`)."""
+        from dpcg.data.loaders import read_pandas
+
+        return read_pandas(df, schema, clip=clip)
+
+    @classmethod
+    def from_parquet(
+        cls, path: str | os.PathLike[str], schema: Schema, *, clip: bool = False
+    ) -> Dataset:
+        """Read a Parquet file (see :func:`dpcg.data.loaders.read_parquet`)."""
+        from dpcg.data.loaders import read_parquet
+
+        return read_parquet(path, schema, clip=clip)
+
+    # -- output ------------------------------------------------------------------------
+    def to_csv(self, path: str | os.PathLike[str], *, header: bool = True) -> None:
+        """Write the table as CSV: category labels, and ``repr`` floats (exact round trip)."""
+        cols: list[Sequence[str]] = []
+        for j, col in enumerate(self.schema):
+            if isinstance(col, Continuous):
+                cols.append([repr(x) for x in self.column(j).tolist()])
+            else:
+                cols.append(self.labels(j).tolist())
+        with Path(path).open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            if header:
+                writer.writerow(self.names)
+            writer.writerows(zip(*cols, strict=True))
+
