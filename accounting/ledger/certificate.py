@@ -1,0 +1,152 @@
+"""JSON certificates: a ledger's whole chain plus its re-derived totals, in one file.
+
+A certificate can be verified offline, without SQLite, by :func:`verify_certificate`:
+it recomputes every hash and the linkage from the ledger's genesis, re-derives each
+mechanism's cost from its public parameters, recomputes the per-run and per-dataset
+totals, and compares them with the totals the certificate states. The format is
+documented in ``docs/ledger.md`` so that a reviewer can re-implement the check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from accounting.entries import JSONValue
+from accounting.errors import ForeignLedgerError, LedgerCorruptError, LedgerError
+from accounting.ledger._format import (
+    CERTIFICATE_FORMAT,
+    FORMAT_VERSION,
+    genesis_hash,
+)
+from accounting.ledger._verify import ChainChecker, VerificationReport, is_hash
+
+if TYPE_CHECKING:
+    from accounting.ledger.store import Ledger
+
+_TOP_KEYS = frozenset({
+    "format", "format_version", "ledger_id", "created_at", "exported_at", "genesis_hash",
+    "datasets", "runs", "entries", "head_hash",
+})
+
+
+def certificate_dict(ledger: Ledger) -> tuple[dict[str, JSONValue], VerificationReport]:
+    """The certificate of ``ledger`` (raises :class:`LedgerCorruptError` if it does not verify)."""
+    report = ledger.verify()
+    report.raise_if_failed()
+    entries: list[JSONValue] = list(ledger.entries())
+    if len(entries) != report.entries:  # a writer appended between the two reads
+        raise LedgerError("the ledger changed during export; retry")
+    last = entries[-1] if entries else None
+    head = last["hash"] if isinstance(last, dict) else None
+    if head != report.head_hash:
+        raise LedgerError("the ledger changed during export; retry")
+    cert: dict[str, JSONValue] = {
+        "format": CERTIFICATE_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "ledger_id": ledger.ledger_id,
+        "created_at": ledger.created_at,
+        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "genesis_hash": genesis_hash(ledger.ledger_id, ledger.created_at),
+        "datasets": [d.to_dict() for d in report.datasets],
+        "runs": [r.to_dict() for r in report.runs],
+        "entries": entries,
+        "head_hash": report.head_hash,
+    }
+    return cert, report
+
+
+def write_certificate(ledger: Ledger, path: str | os.PathLike[str]) -> VerificationReport:
+    """Verify ``ledger`` and write its certificate to ``path`` atomically."""
+    cert, report = certificate_dict(ledger)
+    target = Path(path)
+    text = json.dumps(cert, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cert-", dir=target.parent or Path("."))
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise LedgerError(f"cannot write the certificate {target}: {exc}") from None
+    return report
+
+
+def verify_certificate(path: str | os.PathLike[str],
+                       expected_head: str | None = None) -> VerificationReport:
+    """Re-verify an exported certificate offline (no SQLite involved).
+
+    Checks the chain from the genesis hash (derived from the ledger id and creation
+    time), every entry's hash, contiguous sequence numbers, each mechanism's cost
+    re-derived from its parameters, each run's spending against its reservation, each
+    dataset's reservations against its lifetime budget, the stated totals and the head
+    hash (and, if given, that it equals ``expected_head``, e.g. a hash published
+    earlier). Raises :class:`ForeignLedgerError` for a file that is not a certificate.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise LedgerError(f"cannot read {p}: {exc}") from None
+    try:
+        cert = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ForeignLedgerError(f"{p} is not a dpcg ledger certificate: not JSON ({exc})") \
+            from None
+    return check_certificate(cert, f"certificate {p}", expected_head)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def check_certificate(cert: object, source: str = "certificate",
+                      expected_head: str | None = None) -> VerificationReport:
+    """Verify an already parsed certificate (see :func:`verify_certificate`)."""
+    if not isinstance(cert, dict) or cert.get("format") != CERTIFICATE_FORMAT:
+        raise ForeignLedgerError(f"{source} is not a dpcg ledger certificate")
+    if cert.get("format_version") != FORMAT_VERSION:
+        raise ForeignLedgerError(
+            f"{source}: unsupported certificate format version {cert.get('format_version')!r} "
+            f"(this dpcg reads version {FORMAT_VERSION})")
+    problems: list[str] = []
+    keys = set(cert)
+    if keys != _TOP_KEYS:
+        problems.append(f"top-level keys missing {sorted(_TOP_KEYS - keys)} / "
+                        f"unexpected {sorted(keys - _TOP_KEYS)}")
+    ledger_id, created_at = cert.get("ledger_id"), cert.get("created_at")
+    if not isinstance(ledger_id, str) or not isinstance(created_at, str):
+        raise LedgerCorruptError(f"{source}: ledger_id and created_at must be strings")
+    genesis = genesis_hash(ledger_id, created_at)
+    if cert.get("genesis_hash") != genesis:
+        problems.append("genesis_hash does not match the ledger id and creation time")
+    entries = cert.get("entries")
+    if not isinstance(entries, list):
+        raise LedgerCorruptError(f"{source}: entries must be a list")
+    checker = ChainChecker(genesis)
+    for i, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict):
+            checker.problems.append(f"entry #{i} is not an object")
+            checker.add({})
+            continue
+        checker.add(entry)
+    head = cert.get("head_hash")
+    if head != checker.head_hash:
+        problems.append(
+            f"head_hash {head!r} is not the hash of the last entry ({checker.head_hash!r})")
+    if expected_head is not None:
+        if not is_hash(expected_head):
+            raise LedgerError(f"expected head {expected_head!r} is not a SHA-256 hex digest")
+        if checker.head_hash != expected_head:
+            problems.append(
+                f"head hash {checker.head_hash!r} differs from the expected {expected_head!r}")
+    if cert.get("datasets") != [d.to_dict() for d in checker.datasets.values()]:
+        problems.append("the stated per-dataset totals do not match the totals re-derived "
+                        "from the entries")
+    if cert.get("runs") != [r.to_dict() for r in checker.runs.values()]:
+        problems.append("the stated per-run budgets and spending do not match the totals "
+                        "re-derived from the entries")
+    return checker.report(source, ledger_id, problems)

@@ -1,0 +1,857 @@
+"""The SQLite ledger: one file, WAL journal, one hash chain over every row that matters.
+
+Layout (format version 1)::
+
+    metadata(key, value)       format, format_version, ledger_id, created_at
+    datasets(...)              one row per registered dataset + its reservation totals
+    runs(...)                  one row per run + its spending totals and status
+    entries(seq, ...)          the hash chain (dataset, run-open, mechanism, output,
+                               run-close entries)
+
+The ``datasets`` and ``runs`` tables are convenience totals; the chain in ``entries``
+is authoritative and :meth:`Ledger.verify` recomputes the totals from it. Every write
+is one ``BEGIN IMMEDIATE`` transaction, so concurrent processes serialise on the
+file's write lock and re-read the head of the chain and the totals under it.
+See ``docs/ledger.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from accounting.costs import Budget, Cost, exact, round_down
+from accounting.entries import EntryDraft, JSONValue
+from accounting.errors import (
+    BudgetExceededError,
+    DuplicateDatasetError,
+    ForeignLedgerError,
+    InvalidParameterError,
+    LedgerCorruptError,
+    LedgerError,
+    RelationMismatchError,
+    UnknownDatasetError,
+)
+from accounting.ledger._format import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    RULES,
+    RUN_STATUSES,
+    STORED_FIELDS,
+    canonical_json,
+    entry_hash,
+    fraction_str,
+    genesis_hash,
+    parse_fraction,
+)
+from accounting.ledger._rederive import rederive_cost
+from accounting.ledger._verify import (
+    ChainChecker,
+    DatasetTotals,
+    RunTotals,
+    VerificationReport,
+    rule_violation,
+)
+from accounting.relations import Relation
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_SCHEMA = (
+    "CREATE TABLE metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE datasets (dataset_id TEXT PRIMARY KEY, epsilon TEXT, delta TEXT, "
+    "relation TEXT, description TEXT, registered_seq INTEGER, reserved_epsilon TEXT, "
+    "reserved_delta TEXT, n_runs INTEGER)",
+    "CREATE TABLE runs (run_id TEXT PRIMARY KEY, dataset_id TEXT, epsilon TEXT, delta TEXT, "
+    "rule TEXT, relation TEXT, seed_explicit INTEGER, description TEXT, status TEXT, "
+    "opened_seq INTEGER, closed_seq INTEGER, n_entries INTEGER, n_outputs INTEGER, "
+    "spent_epsilon TEXT, spent_delta TEXT, spent_rho TEXT)",
+    "CREATE TABLE entries (seq INTEGER PRIMARY KEY, kind TEXT, dataset_id TEXT, run_id TEXT, "
+    "mechanism TEXT, params TEXT, sensitivity REAL, relation TEXT, cost TEXT, purpose TEXT, "
+    "seed_explicit INTEGER, data TEXT, timestamp TEXT, prev_hash TEXT, hash TEXT)",
+    "CREATE INDEX entries_by_run ON entries(run_id)",
+)
+_TABLES = {"metadata", "datasets", "runs", "entries"}
+#: Columns whose stored text is the canonical JSON of the hashed value.
+_JSON_COLUMNS = ("params", "cost", "data")
+#: Columns stored as SQLite integers 0/1 for a JSON boolean.
+_BOOL_COLUMNS = ("seed_explicit",)
+_DATASET_COLUMNS = (
+    "dataset_id", "epsilon", "delta", "relation", "description", "registered_seq",
+    "reserved_epsilon", "reserved_delta", "n_runs",
+)
+_RUN_COLUMNS = (
+    "run_id", "dataset_id", "epsilon", "delta", "rule", "relation", "seed_explicit",
+    "description", "status", "opened_seq", "closed_seq", "n_entries", "n_outputs",
+    "spent_epsilon", "spent_delta", "spent_rho",
+)
+_MAX_ID = 200
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _opt_str(q: Fraction | None) -> str | None:
+    return None if q is None else fraction_str(q)
+
+
+def _check_id(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value or len(value) > _MAX_ID:
+        raise InvalidParameterError(
+            name, value, f"must be a non-empty string of <= {_MAX_ID} chars")
+    if not value.isprintable() or value != value.strip():
+        raise InvalidParameterError(
+            name, value, "must be printable, without control characters or surrounding spaces"
+        )
+    return value
+
+
+def _check_text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidParameterError(name, value, "must be a string")
+    return value
+
+
+def _check_budget(name: str, budget: object) -> tuple[Fraction, Fraction]:
+    """Re-validate a Budget (never trust that its constructor ran)."""
+    if not isinstance(budget, Budget):
+        raise InvalidParameterError(name, budget, "must be an accounting.costs.Budget")
+    eps = exact(budget.epsilon, f"{name}.epsilon", allow_zero=False)
+    delta = exact(budget.delta, f"{name}.delta")
+    if delta >= 1:
+        raise InvalidParameterError(f"{name}.delta", budget.delta, "must be in [0, 1)")
+    return eps, delta
+
+
+def _check_rule(rule: object) -> str:
+    if rule not in RULES:
+        raise InvalidParameterError("rule", rule, f"expected one of {', '.join(RULES)}")
+    assert isinstance(rule, str)
+    return rule
+
+
+def _budget_of(eps: Fraction, delta: Fraction) -> Budget:
+    """A Budget no larger than the exact (eps, delta) (exact when they are floats)."""
+    return Budget(round_down(eps), round_down(delta))
+
+
+def _json_value(value: object, name: str) -> JSONValue:
+    """``value`` as plain JSON (NumPy scalars and arrays converted), validated finite."""
+    plain = _to_plain(value, name)
+    try:
+        canonical_json(plain)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(name, value, f"must be JSON-serialisable and finite ({exc})") \
+            from None
+    return plain
+
+
+def _to_plain(value: object, name: str) -> JSONValue:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, JSONValue] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InvalidParameterError(name, value, "object keys must be strings")
+            out[k] = _to_plain(v, name)
+        return out
+    if isinstance(value, list | tuple):
+        return [_to_plain(v, name) for v in value]
+    tolist = getattr(value, "tolist", None)  # NumPy arrays and scalars
+    if callable(tolist):
+        return _to_plain(tolist(), name)
+    raise InvalidParameterError(name, value, "must be JSON-compatible")
+
+
+# ---------------------------------------------------------------------------------
+# Public value types
+# ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A registered dataset, as stored (see :meth:`Ledger.verify` for re-derived totals)."""
+
+    dataset_id: str
+    lifetime_epsilon: Fraction
+    lifetime_delta: Fraction
+    relation: Relation
+    description: str
+    reserved_epsilon: Fraction
+    reserved_delta: Fraction
+    n_runs: int
+
+    @property
+    def lifetime(self) -> Budget:
+        return _budget_of(self.lifetime_epsilon, self.lifetime_delta)
+
+    @property
+    def remaining_epsilon(self) -> Fraction:
+        return self.lifetime_epsilon - self.reserved_epsilon
+
+    @property
+    def remaining_delta(self) -> Fraction:
+        return self.lifetime_delta - self.reserved_delta
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run's stored row: its reservation, rule, status and spending."""
+
+    run_id: str
+    dataset_id: str
+    budget_epsilon: Fraction
+    budget_delta: Fraction
+    rule: str
+    relation: Relation
+    seed_explicit: bool
+    description: str
+    status: str
+    n_entries: int
+    n_outputs: int
+    spent_epsilon: Fraction | None
+    spent_delta: Fraction
+    spent_rho: Fraction | None
+
+
+# ---------------------------------------------------------------------------------
+# The ledger
+# ---------------------------------------------------------------------------------
+class Ledger:
+    """A durable, append-only, hash-chained privacy ledger in one SQLite file.
+
+    Open with :meth:`open`. Safe to use from several processes at once (each opens its
+    own :class:`Ledger`); one instance must not be shared between threads.
+    """
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, meta: dict[str, str]) -> None:
+        self.path = path
+        self._conn = conn
+        self.ledger_id = meta["ledger_id"]
+        self.created_at = meta["created_at"]
+        self.format_version = int(meta["format_version"])
+        self._genesis = genesis_hash(self.ledger_id, self.created_at)
+
+    # -- opening ----------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], create: bool = False, *,
+             timeout: float = 60.0) -> Ledger:
+        """Open the ledger at ``path``; with ``create=True`` make a new one if missing.
+
+        Raises :class:`ForeignLedgerError` for a file that is not a dpcg ledger (not
+        SQLite, or SQLite without the ledger schema or with another format version),
+        :class:`LedgerCorruptError` for a damaged one and :class:`LedgerError` when the
+        file does not exist and ``create`` is false. A foreign file is never modified.
+        ``timeout`` is how long a write waits for another process's transaction.
+        """
+        p = Path(path)
+        if not isinstance(timeout, int | float) or not timeout > 0:
+            raise InvalidParameterError("timeout", timeout, "must be > 0 seconds")
+        new = not p.exists() or (create and p.is_file() and p.stat().st_size == 0)
+        if new and not create:
+            raise LedgerError(f"no ledger at {p}; create one with `dpcg ledger init`")
+        if p.exists():
+            if not p.is_file():
+                raise ForeignLedgerError(f"{p} is not a file")
+            size = p.stat().st_size
+            if size > 0 or not create:
+                with p.open("rb") as fh:
+                    head = fh.read(len(SQLITE_MAGIC))
+                if head != SQLITE_MAGIC:
+                    raise ForeignLedgerError(f"{p} is not a dpcg ledger: not an SQLite database")
+        mode = "rwc" if new else "rw"
+        try:
+            conn = sqlite3.connect(
+                f"file:{p.resolve().as_posix()}?mode={mode}", uri=True, timeout=timeout,
+                isolation_level=None,
+            )
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open ledger {p}: {exc}") from None
+        try:
+            if new:
+                cls._initialise(conn)
+            meta = cls._read_metadata(conn, p)
+            conn.execute("PRAGMA foreign_keys=OFF")
+        except BaseException:
+            conn.close()
+            raise
+        return cls(p, conn, meta)
+
+    @staticmethod
+    def _initialise(conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                have = {r[0] for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table'")}
+                if not have:  # another process may have initialised it meanwhile
+                    for stmt in _SCHEMA:
+                        conn.execute(stmt)
+                    conn.executemany(
+                        "INSERT INTO metadata(key, value) VALUES (?, ?)",
+                        [("format", FORMAT_NAME), ("format_version", str(FORMAT_VERSION)),
+                         ("ledger_id", uuid.uuid4().hex), ("created_at", _now())],
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot create the ledger: {exc}") from None
+
+    @staticmethod
+    def _read_metadata(conn: sqlite3.Connection, p: Path) -> dict[str, str]:
+        try:
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+            if "metadata" not in tables:
+                raise ForeignLedgerError(
+                    f"{p} is an SQLite database but not a dpcg ledger (no metadata table)")
+            rows = conn.execute("SELECT key, value FROM metadata").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise LedgerCorruptError(f"{p}: SQLite cannot read the file: {exc}") from None
+        meta = {str(k): v for k, v in rows}
+        if meta.get("format") != FORMAT_NAME:
+            raise ForeignLedgerError(
+                f"{p} is an SQLite database but not a dpcg ledger "
+                f"(format={meta.get('format')!r})")
+        if meta.get("format_version") != str(FORMAT_VERSION):
+            raise ForeignLedgerError(
+                f"{p}: unsupported ledger format version {meta.get('format_version')!r} "
+                f"(this dpcg reads version {FORMAT_VERSION})")
+        for key in ("ledger_id", "created_at"):
+            if not isinstance(meta.get(key), str):
+                raise LedgerCorruptError(f"{p}: metadata {key!r} is missing or not text")
+        if not tables >= _TABLES:
+            raise LedgerCorruptError(f"{p}: tables missing: {sorted(_TABLES - tables)}")
+        return {k: v for k, v in meta.items() if isinstance(v, str)}
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- transactions -----------------------------------------------------------------
+    @contextmanager
+    def _transaction(self, synchronous: str) -> Iterator[sqlite3.Connection]:
+        conn = self._conn
+        try:
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot start a ledger transaction on {self.path}: {exc}") from None
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise LedgerError(f"cannot commit to the ledger {self.path}: {exc}") from None
+
+    def _append(self, conn: sqlite3.Connection, fields: dict[str, Any]) -> int:
+        """Append one chained entry inside the current transaction; returns its seq."""
+        row = conn.execute(
+            f"SELECT {', '.join(STORED_FIELDS)} FROM entries ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            seq, prev = 1, self._genesis
+        else:
+            head, problem = _row_to_record(row)
+            if problem is not None or entry_hash(head) != head["hash"]:
+                raise LedgerCorruptError(
+                    f"{self.path}: the last entry does not verify ({problem or 'hash mismatch'}); "
+                    "refusing to extend a corrupt chain (run `dpcg ledger verify`)")
+            seq, prev = int(head["seq"]) + 1, str(head["hash"])
+        record: dict[str, Any] = {
+            "seq": seq, "run_id": None, "mechanism": None, "params": None,
+            "sensitivity": None, "cost": None, "purpose": "", "seed_explicit": None,
+            "timestamp": _now(), "prev_hash": prev, **fields,
+        }
+        record["hash"] = entry_hash(record)
+        values = [
+            (canonical_json(record[k]) if k in _JSON_COLUMNS and record[k] is not None
+             else (int(record[k]) if k in _BOOL_COLUMNS and record[k] is not None
+                   else record[k]))
+            for k in STORED_FIELDS
+        ]
+        conn.execute(
+            f"INSERT INTO entries({', '.join(STORED_FIELDS)}) "
+            f"VALUES ({', '.join('?' * len(STORED_FIELDS))})", values)
+        return seq
+
+    # -- datasets ---------------------------------------------------------------------
+    def register_dataset(self, dataset_id: str, lifetime: Budget,
+                         relation: Relation | str = Relation.REPLACE_ONE,
+                         description: str = "") -> None:
+        """Register ``dataset_id`` with its lifetime (eps, delta) budget and relation.
+
+        The id is declared by the caller (never derived from the rows). Raises
+        :class:`DuplicateDatasetError` if it is already registered.
+        """
+        dataset_id = _check_id("dataset_id", dataset_id)
+        eps, delta = _check_budget("lifetime", lifetime)
+        rel = Relation.parse(relation)
+        description = _check_text("description", description)
+        with self._transaction("FULL") as conn:
+            if conn.execute("SELECT 1 FROM datasets WHERE dataset_id=?",
+                            (dataset_id,)).fetchone():
+                raise DuplicateDatasetError(
+                    f"dataset {dataset_id!r} is already registered in {self.path}")
+            seq = self._append(conn, {
+                "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
+                "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
+                         "description": description},
+            })
+            conn.execute(
+                f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_DATASET_COLUMNS))})",
+                (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
+                 seq, "0", "0", 0))
+
+    def dataset(self, dataset_id: str) -> DatasetInfo:
+        """The stored row of ``dataset_id`` (raises :class:`UnknownDatasetError`)."""
+        row = self._conn.execute(
+            f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets WHERE dataset_id=?",
+            (dataset_id,)).fetchone()
+        if row is None:
+            raise UnknownDatasetError(
+                f"dataset {dataset_id!r} is not registered in {self.path} "
+                f"(known: {', '.join(repr(d.dataset_id) for d in self.datasets()) or 'none'})")
+        return self._dataset_info(row)
+
+    def datasets(self) -> list[DatasetInfo]:
+        rows = self._conn.execute(
+            f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets ORDER BY registered_seq")
+        return [self._dataset_info(r) for r in rows]
+
+    def _dataset_info(self, row: tuple[Any, ...]) -> DatasetInfo:
+        try:
+            return DatasetInfo(
+                dataset_id=row[0], lifetime_epsilon=parse_fraction(row[1], "epsilon"),
+                lifetime_delta=parse_fraction(row[2], "delta"), relation=Relation(row[3]),
+                description=row[4], reserved_epsilon=parse_fraction(row[6], "reserved_epsilon"),
+                reserved_delta=parse_fraction(row[7], "reserved_delta"), n_runs=int(row[8]))
+        except (ValueError, TypeError) as exc:
+            raise LedgerCorruptError(f"{self.path}: dataset row {row[0]!r} is corrupt: {exc}") \
+                from None
+
+    # -- runs -------------------------------------------------------------------------
+    def open_run(self, dataset_id: str, budget: Budget, rule: str, seed_explicit: bool,
+                 description: str = "") -> LedgerRun:
+        """Reserve ``budget`` for a new run against ``dataset_id``'s lifetime budget.
+
+        One ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``: the reservation
+        is durable before this returns. Runs compose by basic composition of their
+        reservations; if all reservations including this one would exceed the lifetime
+        budget, raises :class:`BudgetExceededError` and writes nothing. A run that is
+        never closed (killed process) keeps its reservation: there are no refunds.
+        """
+        dataset_id = _check_id("dataset_id", dataset_id)
+        eps, delta = _check_budget("budget", budget)
+        rule = _check_rule(rule)
+        if not isinstance(seed_explicit, bool):
+            raise InvalidParameterError("seed_explicit", seed_explicit, "must be a bool")
+        description = _check_text("description", description)
+        if rule == "zcdp" and delta == 0:
+            raise InvalidParameterError(
+                "budget.delta", budget.delta,
+                "the zcdp rule needs delta > 0 to convert to (eps, delta)")
+        run_id = uuid.uuid4().hex
+        with self._transaction("FULL") as conn:
+            info = self.dataset(dataset_id)
+            new_eps = info.reserved_epsilon + eps
+            new_delta = info.reserved_delta + delta
+            if new_eps > info.lifetime_epsilon or new_delta > info.lifetime_delta:
+                raise BudgetExceededError(
+                    f"dataset {dataset_id!r}: reserving eps={budget.epsilon!r}, "
+                    f"delta={budget.delta!r} would exceed its lifetime budget "
+                    f"(eps={float(info.lifetime_epsilon)!r}, delta={float(info.lifetime_delta)!r}; "
+                    f"already reserved eps={float(info.reserved_epsilon)!r}, "
+                    f"delta={float(info.reserved_delta)!r})")
+            seq = self._append(conn, {
+                "kind": "run-open", "dataset_id": dataset_id, "run_id": run_id,
+                "relation": info.relation.value, "seed_explicit": seed_explicit,
+                "data": {"budget": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
+                         "rule": rule, "description": description},
+            })
+            conn.execute(
+                f"INSERT INTO runs({', '.join(_RUN_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_RUN_COLUMNS))})",
+                (run_id, dataset_id, fraction_str(eps), fraction_str(delta), rule,
+                 info.relation.value, int(seed_explicit), description, "open", seq, None,
+                 0, 0, "0", "0", "0"))
+            conn.execute(
+                "UPDATE datasets SET reserved_epsilon=?, reserved_delta=?, n_runs=n_runs+1 "
+                "WHERE dataset_id=?", (fraction_str(new_eps), fraction_str(new_delta), dataset_id))
+        return LedgerRun(self, run_id, dataset_id, budget, eps, delta, info.relation, rule,
+                         seed_explicit)
+
+    def runs(self, dataset_id: str | None = None) -> list[RunInfo]:
+        sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs"
+        args: tuple[str, ...] = ()
+        if dataset_id is not None:
+            sql += " WHERE dataset_id=?"
+            args = (dataset_id,)
+        rows = self._conn.execute(sql + " ORDER BY opened_seq", args).fetchall()
+        return [self._run_info(r) for r in rows]
+
+    def run(self, run_id: str) -> RunInfo:
+        row = self._conn.execute(
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is None:
+            raise LedgerError(f"no run {run_id!r} in {self.path}")
+        return self._run_info(row)
+
+    def _run_info(self, row: tuple[Any, ...]) -> RunInfo:
+        def opt(v: object, name: str) -> Fraction | None:
+            return None if v is None else parse_fraction(v, name)
+        try:
+            return RunInfo(
+                run_id=row[0], dataset_id=row[1], budget_epsilon=parse_fraction(row[2], "epsilon"),
+                budget_delta=parse_fraction(row[3], "delta"), rule=row[4],
+                relation=Relation(row[5]), seed_explicit=bool(row[6]), description=row[7],
+                status=row[8], n_entries=int(row[11]), n_outputs=int(row[12]),
+                spent_epsilon=opt(row[13], "spent_epsilon"),
+                spent_delta=parse_fraction(row[14], "spent_delta"),
+                spent_rho=opt(row[15], "spent_rho"))
+        except (ValueError, TypeError) as exc:
+            raise LedgerCorruptError(f"{self.path}: run row {row[0]!r} is corrupt: {exc}") \
+                from None
+
+    # -- reading the chain ------------------------------------------------------------
+    def head_hash(self) -> str | None:
+        row = self._conn.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
+    def entries(self) -> list[dict[str, Any]]:
+        """All entries in sequence order, as the dicts that are hashed (plus ``hash``)."""
+        out = []
+        for row in self._raw_rows():
+            record, problem = _row_to_record(row)
+            if problem is not None:
+                raise LedgerCorruptError(f"{self.path}: {problem}")
+            out.append(record)
+        return out
+
+    def _raw_rows(self) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(
+                f"SELECT {', '.join(STORED_FIELDS)} FROM entries ORDER BY seq").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise LedgerCorruptError(f"{self.path}: SQLite cannot read the entries: {exc}") \
+                from None
+
+    # -- verification -----------------------------------------------------------------
+    def verify(self) -> VerificationReport:
+        """Recompute the chain, every cost and every total; compare with what is stored.
+
+        Returns a :class:`VerificationReport`; ``report.ok`` is false and
+        ``report.problems`` says why when anything does not match.
+        """
+        try:
+            self._conn.execute("BEGIN")  # one consistent snapshot for all reads
+            try:
+                meta = self._read_metadata(self._conn, self.path)
+                rows = self._raw_rows()
+                datasets = self._conn.execute(
+                    f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets").fetchall()
+                runs = self._conn.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs").fetchall()
+            finally:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.DatabaseError as exc:
+            raise LedgerCorruptError(f"{self.path}: SQLite cannot read the file: {exc}") from None
+        checker = ChainChecker(genesis_hash(meta["ledger_id"], meta["created_at"]))
+        for row in rows:
+            record, problem = _row_to_record(row)
+            if problem is not None:
+                checker.problems.append(f"entry {row[0]!r}: {problem}")
+            checker.add(record)
+        extra = _compare_tables(checker, datasets, runs)
+        return checker.report(f"ledger {self.path}", meta["ledger_id"], extra)
+
+    def export(self, path: str | os.PathLike[str]) -> VerificationReport:
+        """Verify, then write a JSON certificate to ``path`` (see ``verify_certificate``).
+
+        Raises :class:`LedgerCorruptError` (writing nothing) if the ledger does not verify.
+        """
+        from accounting.ledger.certificate import write_certificate
+
+        return write_certificate(self, path)
+
+
+def _row_to_record(row: tuple[Any, ...]) -> tuple[dict[str, Any], str | None]:
+    """Decode one stored row into the hashed dict; the second item names a problem."""
+    record: dict[str, Any] = dict(zip(STORED_FIELDS, row, strict=True))
+    problems = []
+    for name in _JSON_COLUMNS:
+        text = record[name]
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            problems.append(f"{name} is not text")
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            problems.append(f"{name} is not valid JSON")
+            record[name] = text
+            continue
+        try:
+            canonical = canonical_json(value)
+        except (TypeError, ValueError):
+            canonical = None
+        if canonical != text:
+            problems.append(f"{name} is not canonical JSON")
+        record[name] = value
+    for name in _BOOL_COLUMNS:
+        v = record[name]
+        if v is None:
+            continue
+        if isinstance(v, int) and v in (0, 1):
+            record[name] = bool(v)
+        else:
+            problems.append(f"{name}={v!r} is not 0/1")
+    sens = record["sensitivity"]
+    if isinstance(sens, int) and not isinstance(sens, bool):
+        problems.append("sensitivity is stored as an integer, not a float")
+    return record, ("; ".join(problems) if problems else None)
+
+
+def _compare_tables(checker: ChainChecker, datasets: list[tuple[Any, ...]],
+                    runs: list[tuple[Any, ...]]) -> list[str]:
+    """Compare the stored totals tables with the totals re-derived from the chain."""
+    problems: list[str] = []
+    expected_d = {d.dataset_id: _dataset_row(d) for d in checker.datasets.values()}
+    stored_d = {r[0]: tuple(r) for r in datasets}
+    for key in sorted(set(expected_d) | set(stored_d), key=str):
+        if expected_d.get(key) != stored_d.get(key):
+            problems.append(
+                f"datasets table row {key!r} does not match the chain: stored "
+                f"{stored_d.get(key)!r}, re-derived {expected_d.get(key)!r}")
+    expected_r = {r.run_id: _run_row(r) for r in checker.runs.values()}
+    stored_r = {r[0]: tuple(r) for r in runs}
+    for key in sorted(set(expected_r) | set(stored_r), key=str):
+        if expected_r.get(key) != stored_r.get(key):
+            problems.append(
+                f"runs table row {key!r} does not match the chain: stored "
+                f"{stored_r.get(key)!r}, re-derived {expected_r.get(key)!r}")
+    return problems
+
+
+def _dataset_row(d: DatasetTotals) -> tuple[Any, ...]:
+    return (d.dataset_id, fraction_str(d.lifetime_epsilon), fraction_str(d.lifetime_delta),
+            d.relation, d.description, d.registered_seq, fraction_str(d.reserved_epsilon),
+            fraction_str(d.reserved_delta), len(d.runs))
+
+
+def _run_row(r: RunTotals) -> tuple[Any, ...]:
+    return (r.run_id, r.dataset_id, fraction_str(r.budget_epsilon), fraction_str(r.budget_delta),
+            r.rule, r.relation, int(r.seed_explicit), r.description, r.status, r.opened_seq,
+            r.closed_seq, r.entries, r.outputs, _opt_str(r.spent_epsilon),
+            fraction_str(r.spent_delta), _opt_str(r.spent_rho))
+
+
+# ---------------------------------------------------------------------------------
+# A run
+# ---------------------------------------------------------------------------------
+class LedgerRun:
+    """One run's :class:`~accounting.entries.RunRecorder`: append-only, durable entries.
+
+    Created by :meth:`Ledger.open_run`. Every :meth:`record` is its own ``BEGIN
+    IMMEDIATE`` transaction committed before it returns (``synchronous=NORMAL`` under
+    WAL: durable against a crash of the process; on power loss the newest entries may
+    roll back, but the run's whole reservation was already committed with
+    ``synchronous=FULL``, so the dataset's lifetime accounting stays conservative).
+    """
+
+    def __init__(self, ledger: Ledger, run_id: str, dataset_id: str, budget: Budget,
+                 budget_epsilon: Fraction, budget_delta: Fraction, relation: Relation,
+                 rule: str, seed_explicit: bool) -> None:
+        self._ledger = ledger
+        self._run_id = run_id
+        self.dataset_id = dataset_id
+        self._budget = budget
+        self._eps = budget_epsilon
+        self._delta = budget_delta
+        self._relation = relation
+        self._rule = rule
+        self.seed_explicit = seed_explicit
+        self._with_output: set[int] = set()
+
+    @property
+    def run_id(self) -> str:
+        return self._run_id
+
+    @property
+    def budget(self) -> Budget:
+        return self._budget
+
+    @property
+    def relation(self) -> Relation:
+        return self._relation
+
+    @property
+    def rule(self) -> str:
+        return self._rule
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    def info(self) -> RunInfo:
+        return self._ledger.run(self._run_id)
+
+    def record(self, entry: EntryDraft) -> int:
+        """Append ``entry`` durably; returns its sequence number.
+
+        Refuses (writing nothing) with :class:`InvalidParameterError` for a malformed
+        draft or one whose declared cost is not the cost of its parameters,
+        :class:`RelationMismatchError` when its relation is not the run's, and
+        :class:`BudgetExceededError` when the run's entries would no longer fit its
+        reservation under the run's rule.
+        """
+        fields = self._validate(entry)
+        cost = entry.cost
+        with self._ledger._transaction("NORMAL") as conn:
+            row = conn.execute(
+                "SELECT status, spent_epsilon, spent_delta, spent_rho FROM runs WHERE run_id=?",
+                (self._run_id,)).fetchone()
+            if row is None:
+                raise LedgerCorruptError(f"run {self._run_id!r} has no row in {self._ledger.path}")
+            status, s_eps, s_delta, s_rho = row
+            if status != "open":
+                raise LedgerError(f"run {self._run_id!r} is closed ({status}); open a new run")
+            try:
+                eps = None if s_eps is None or cost.epsilon is None else \
+                    parse_fraction(s_eps, "spent_epsilon") + cost.epsilon
+                delta = parse_fraction(s_delta, "spent_delta") + cost.delta
+                rho = None if s_rho is None or cost.rho is None else \
+                    parse_fraction(s_rho, "spent_rho") + cost.rho
+            except ValueError as exc:
+                raise LedgerCorruptError(f"run {self._run_id!r} totals are corrupt: {exc}") \
+                    from None
+            why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
+            if why is not None:
+                raise BudgetExceededError(
+                    f"run {self._run_id!r}: recording {entry.mechanism!r} would exceed the run's "
+                    f"reservation under rule {self._rule}: {why}")
+            seq = self._ledger._append(conn, fields)
+            conn.execute(
+                "UPDATE runs SET n_entries=n_entries+1, spent_epsilon=?, spent_delta=?, "
+                "spent_rho=? WHERE run_id=?",
+                (_opt_str(eps), fraction_str(delta), _opt_str(rho), self._run_id))
+        return seq
+
+    def _validate(self, entry: EntryDraft) -> dict[str, Any]:
+        if not isinstance(entry, EntryDraft):
+            raise InvalidParameterError("entry", entry, "must be an accounting.entries.EntryDraft")
+        if not isinstance(entry.relation, Relation):
+            raise InvalidParameterError("entry.relation", entry.relation, "must be a Relation")
+        if entry.relation is not self._relation:
+            raise RelationMismatchError(
+                f"entry {entry.mechanism!r} is declared under {entry.relation.value} but run "
+                f"{self._run_id!r} (dataset {self.dataset_id!r}) uses {self._relation.value}")
+        if not isinstance(entry.cost, Cost):
+            raise InvalidParameterError("entry.cost", entry.cost, "must be an accounting Cost")
+        mechanism = _check_id("entry.mechanism", entry.mechanism)
+        params = _json_value(entry.params, "entry.params")
+        if not isinstance(params, dict):
+            raise InvalidParameterError("entry.params", entry.params, "must be a mapping")
+        extra = _json_value(entry.extra, "entry.extra")
+        if not isinstance(extra, dict):
+            raise InvalidParameterError("entry.extra", entry.extra, "must be a mapping")
+        sens = entry.sensitivity
+        if sens is not None:
+            if isinstance(sens, bool) or not isinstance(sens, int | float) \
+                    or not math.isfinite(sens) or sens < 0:
+                raise InvalidParameterError("entry.sensitivity", sens, "must be finite and >= 0")
+            sens = float(sens)
+        purpose = _check_text("entry.purpose", entry.purpose)
+        if not isinstance(entry.seed_explicit, bool):
+            raise InvalidParameterError("entry.seed_explicit", entry.seed_explicit,
+                                        "must be a bool")
+        try:
+            derived = rederive_cost(mechanism, params, self._relation)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InvalidParameterError(
+                "entry.params", entry.params,
+                f"the cost of {mechanism!r} cannot be re-derived from them ({exc})") from None
+        if derived != entry.cost:
+            raise InvalidParameterError(
+                "entry.cost", entry.cost.as_dict(),
+                f"must equal the cost re-derived from the parameters, {derived.as_dict()}")
+        return {
+            "kind": "mechanism", "dataset_id": self.dataset_id, "run_id": self._run_id,
+            "mechanism": mechanism, "params": params, "sensitivity": sens,
+            "relation": self._relation.value, "cost": entry.cost.as_dict(), "purpose": purpose,
+            "seed_explicit": entry.seed_explicit, "data": {"extra": extra},
+        }
+
+    def record_output(self, sequence: int, output: object) -> None:
+        """Append the released output of mechanism entry ``sequence`` as its own entry.
+
+        The mechanism entry itself is never modified (append-only). ``output`` must be
+        JSON-compatible and finite; NumPy arrays and scalars are converted to lists/numbers.
+        """
+        if isinstance(sequence, bool) or not isinstance(sequence, int):
+            raise InvalidParameterError("sequence", sequence, "must be an entry sequence number")
+        value = _json_value(output, "output")
+        if sequence in self._with_output:
+            raise InvalidParameterError("sequence", sequence, "that entry already has an output")
+        with self._ledger._transaction("NORMAL") as conn:
+            row = conn.execute("SELECT kind, run_id FROM entries WHERE seq=?",
+                               (sequence,)).fetchone()
+            if row is None or row[0] != "mechanism" or row[1] != self._run_id:
+                raise InvalidParameterError(
+                    "sequence", sequence, f"is not a mechanism entry of run {self._run_id!r}")
+            status = conn.execute("SELECT status FROM runs WHERE run_id=?",
+                                  (self._run_id,)).fetchone()
+            if status is None or status[0] != "open":
+                raise LedgerError(f"run {self._run_id!r} is closed; cannot attach an output")
+            self._ledger._append(conn, {
+                "kind": "output", "dataset_id": self.dataset_id, "run_id": self._run_id,
+                "relation": self._relation.value, "data": {"of_seq": sequence, "output": value},
+            })
+            conn.execute("UPDATE runs SET n_outputs=n_outputs+1 WHERE run_id=?", (self._run_id,))
+        self._with_output.add(sequence)
+
+    def close(self, status: str = "completed") -> None:
+        """Mark the run finished. Closing an already closed run does nothing."""
+        if status not in RUN_STATUSES:
+            raise InvalidParameterError("status", status, f"expected one of {RUN_STATUSES}")
+        with self._ledger._transaction("FULL") as conn:
+            row = conn.execute("SELECT status FROM runs WHERE run_id=?",
+                               (self._run_id,)).fetchone()
+            if row is None:
+                raise LedgerCorruptError(f"run {self._run_id!r} has no row in {self._ledger.path}")
+            if row[0] != "open":
+                return
+            seq = self._ledger._append(conn, {
+                "kind": "run-close", "dataset_id": self.dataset_id, "run_id": self._run_id,
+                "relation": self._relation.value, "data": {"status": status},
+            })
+            conn.execute("UPDATE runs SET status=?, closed_seq=? WHERE run_id=?",
+                         (status, seq, self._run_id))

@@ -1,0 +1,79 @@
+"""Shared helpers for the ledger tests."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accounting.costs import Budget, Cost
+from accounting.entries import EntryDraft
+from accounting.ledger import Ledger
+from accounting.relations import Relation
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = ROOT / ".venv" / "bin" / "python"
+
+
+def laplace_draft(epsilon: float = 0.25, sensitivity: float = 1.0, purpose: str = "count",
+                  relation: Relation = Relation.REPLACE_ONE) -> EntryDraft:
+    return EntryDraft(
+        mechanism="laplace",
+        params={"sensitivity": sensitivity, "epsilon": epsilon},
+        sensitivity=sensitivity,
+        relation=relation,
+        cost=Cost.pure(epsilon),
+        purpose=purpose,
+        seed_explicit=False,
+    )
+
+
+def gaussian_draft(sigma: float = 4.0, l2: float = 1.0) -> EntryDraft:
+    return EntryDraft(
+        mechanism="gaussian",
+        params={"l2_sensitivity": l2, "sigma": sigma},
+        sensitivity=l2,
+        relation=Relation.REPLACE_ONE,
+        cost=Cost.zcdp(l2 * l2 / (2 * sigma * sigma)),
+        purpose="sum",
+        seed_explicit=False,
+    )
+
+
+def state(path: Path) -> tuple[str, list[tuple[Any, ...]]]:
+    """SHA-256 of the checkpointed database file and all entry rows."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        rows = conn.execute("SELECT * FROM entries ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+    return hashlib.sha256(path.read_bytes()).hexdigest(), rows
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.db"
+
+
+@pytest.fixture
+def ledger(ledger_path: Path) -> Iterator[Ledger]:
+    with Ledger.open(ledger_path, create=True) as led:
+        led.register_dataset("survey-2024", Budget(2.0, 1e-6), Relation.REPLACE_ONE, "test data")
+        yield led
+
+
+def populate(led: Ledger) -> None:
+    """A small ledger with two runs, outputs and a close."""
+    run = led.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False, description="a")
+    s1 = run.record(laplace_draft(0.25, purpose="count A"))
+    run.record_output(s1, 12.5)
+    run.record(laplace_draft(0.5, sensitivity=2.0, purpose="sum B"))
+    run.close("completed")
+    run2 = led.open_run("survey-2024", Budget(0.5, 1e-7), "zcdp", seed_explicit=True)
+    run2.record(gaussian_draft(16.0))
+    run2.close("budget-exhausted")
