@@ -129,10 +129,13 @@ def _split(text: str, delimiter: str, where: str) -> tuple[list[str], NDArray[np
                 count=len(lines),
             )
             return delimiter.join(lines).split(delimiter), counts + 1
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     try:
-        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True))
+        rows = list(reader)
     except csv.Error as exc:
-        raise DataValidationError(f"{where}: malformed CSV: {exc}") from None
+        raise DataValidationError(
+            f"{where}: malformed CSV at line {reader.line_num}: {exc}"
+        ) from None
     while rows and not rows[-1]:
         rows.pop()
     counts = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
