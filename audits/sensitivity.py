@@ -1,0 +1,434 @@
+"""Sensitivity audits of every registered statistic.
+
+For each :class:`dpcg.stats.registry.StatisticSpec` the audit searches for
+neighbouring datasets ``(D, D')`` under the spec's declared relation that maximise
+``|f(D) - f(D')|``, and compares the maximum with the declared bound:
+
+* **random / Hypothesis-generated** datasets and neighbours (:func:`random_search`,
+  :func:`hypothesis_search`);
+* an **adversarial local search** (:func:`local_search`): hill climbing over the
+  replaced (or added) record's values, over which record is replaced, and over the
+  other records' values, maximising the gap relative to the bound;
+* **fixed regression cases** (:func:`regression_cases`), e.g. the published
+  counterexample to Priv-PC's conditional-tau bound.
+
+The result records the tightness ratio ``max observed / declared``; a ratio above
+``1 + 1e-9`` is a violation. :data:`CASES` maps each spec name to its data and
+neighbour generator; :func:`audit_all` FAILS (raises :class:`UnauditedSpecError`)
+for a registered spec without an entry, so new statistics cannot skip the audit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from accounting.relations import Relation
+
+IntArray = NDArray[np.int64]
+
+#: Relative tolerance for floating-point noise when comparing with the bound.
+TOLERANCE = 1e-9
+
+
+class UnauditedSpecError(AssertionError):
+    """A registered statistic has no sensitivity audit generator."""
+
+
+# ---------------------------------------------------------------------------------
+# Canonical discrete input and neighbours
+# ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiscreteData:
+    """Rows ``(x_i, y_i, s_i)`` with codes below ``cx``, ``cy``, ``k``."""
+
+    x: IntArray
+    y: IntArray
+    s: IntArray
+    cx: int
+    cy: int
+    k: int
+
+    @property
+    def n(self) -> int:
+        return int(self.x.size)
+
+    def with_row(self, i: int, row: tuple[int, int, int]) -> DiscreteData:
+        x, y, s = self.x.copy(), self.y.copy(), self.s.copy()
+        x[i], y[i], s[i] = row
+        return replace(self, x=x, y=y, s=s)
+
+    def appended(self, row: tuple[int, int, int]) -> DiscreteData:
+        return replace(
+            self,
+            x=np.append(self.x, row[0]).astype(np.int64),
+            y=np.append(self.y, row[1]).astype(np.int64),
+            s=np.append(self.s, row[2]).astype(np.int64),
+        )
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Neighbouring datasets with the public parameters to evaluate them at."""
+
+    d: DiscreteData
+    d_prime: DiscreteData
+    public: dict[str, float]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class DiscreteCase:
+    """Data/neighbour generator for specs on the canonical discrete input.
+
+    ``w0_factors``: the public floors tried, as multiples of ``n`` (the floor is a
+    function of the public ``n`` only).
+    """
+
+    n_range: tuple[int, int] = (4, 30)
+    max_cx: int = 4
+    max_cy: int = 4
+    max_k: int = 6
+    w0_factors: tuple[float, ...] = (2.25, 1.0, 0.25)
+
+    def random_data(self, rng: np.random.Generator) -> DiscreteData:
+        n = int(rng.integers(self.n_range[0], self.n_range[1] + 1))
+        cx = int(rng.integers(2, self.max_cx + 1))
+        cy = int(rng.integers(2, self.max_cy + 1))
+        k = int(rng.integers(1, self.max_k + 1))
+        return DiscreteData(
+            rng.integers(0, cx, n).astype(np.int64),
+            rng.integers(0, cy, n).astype(np.int64),
+            rng.integers(0, k, n).astype(np.int64),
+            cx, cy, k,
+        )
+
+    def random_row(self, d: DiscreteData, rng: np.random.Generator) -> tuple[int, int, int]:
+        return (int(rng.integers(0, d.cx)), int(rng.integers(0, d.cy)), int(rng.integers(0, d.k)))
+
+
+def public_params(
+    spec: Any, d: DiscreteData, d_prime: DiscreteData, w0_factor: float
+) -> dict[str, float]:
+    """Public parameters of ``spec`` for this pair (``n`` = smaller size)."""
+    n = min(d.n, d_prime.n)
+    out: dict[str, float] = {}
+    for name in spec.public_params:
+        if name == "n":
+            out[name] = n
+        elif name == "w0":
+            out[name] = max(w0_factor * n, 1e-3)
+        elif name == "cx":
+            out[name] = d.cx
+        elif name == "cy":
+            out[name] = d.cy
+        elif name == "n_configs":
+            out[name] = d.k
+        else:
+            raise UnauditedSpecError(
+                f"statistic {spec.name!r}: no audit generator for public parameter {name!r}"
+            )
+    return out
+
+
+def make_pair(spec: Any, d: DiscreteData, i: int, row: tuple[int, int, int],
+              w0_factor: float) -> Pair:
+    """Replace row ``i`` by ``row`` (replace-one) or append ``row`` (add/remove)."""
+    dp = d.with_row(i, row) if Relation(spec.relation) is Relation.REPLACE_ONE else d.appended(row)
+    return Pair(d, dp, public_params(spec, d, dp, w0_factor))
+
+
+def gap(spec: Any, pair: Pair) -> tuple[float, float]:
+    """``(|f(D) - f(D')|, declared bound)``."""
+    a = spec.evaluate(pair.d.x, pair.d.y, pair.d.s, **pair.public)
+    b = spec.evaluate(pair.d_prime.x, pair.d_prime.y, pair.d_prime.s, **pair.public)
+    return abs(a - b), float(spec.bound(**pair.public))
+
+
+# ---------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SensitivityResult:
+    """Best gap found for one spec."""
+
+    name: str
+    relation: str
+    max_ratio: float = 0.0
+    max_gap: float = 0.0
+    bound_at_max: float = math.nan
+    evaluations: int = 0
+    witness: str = ""
+    by_method: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def violated(self) -> bool:
+        return self.max_ratio > 1.0 + TOLERANCE
+
+    def observe(self, method: str, pair: Pair, g: float, bound: float) -> None:
+        self.evaluations += 1
+        ratio = g / bound if bound > 0 else (math.inf if g > 0 else 0.0)
+        self.by_method[method] = max(self.by_method.get(method, 0.0), ratio)
+        if ratio > self.max_ratio:
+            self.max_ratio = ratio
+            self.max_gap = g
+            self.bound_at_max = bound
+            self.witness = describe_pair(pair)
+
+
+def describe_pair(pair: Pair) -> str:
+    d, dp = pair.d, pair.d_prime
+    if d.n == dp.n:
+        diff = np.flatnonzero((d.x != dp.x) | (d.y != dp.y) | (d.s != dp.s))
+        change = ", ".join(
+            f"row {i}: ({d.x[i]},{d.y[i]},{d.s[i]})->({dp.x[i]},{dp.y[i]},{dp.s[i]})" for i in diff
+        ) or "identical"
+    else:
+        change = f"added row ({dp.x[-1]},{dp.y[-1]},{dp.s[-1]})"
+    pub = ", ".join(f"{k}={v:g}" for k, v in pair.public.items())
+    note = f" [{pair.note}]" if pair.note else ""
+    return f"n={d.n}, cx={d.cx}, cy={d.cy}, k={d.k}; {change}; {pub}{note}"
+
+
+# ---------------------------------------------------------------------------------
+# Searches
+# ---------------------------------------------------------------------------------
+
+
+def random_search(spec: Any, case: DiscreteCase, result: SensitivityResult, trials: int,
+                  rng: np.random.Generator) -> None:
+    for _ in range(trials):
+        d = case.random_data(rng)
+        i = int(rng.integers(0, d.n))
+        w0f = float(rng.choice(case.w0_factors))
+        pair = make_pair(spec, d, i, case.random_row(d, rng), w0f)
+        g, b = gap(spec, pair)
+        result.observe("random", pair, g, b)
+
+
+def local_search(spec: Any, case: DiscreteCase, result: SensitivityResult, restarts: int,
+                 steps: int, rng: np.random.Generator) -> None:
+    """Hill climbing on ``gap / bound``: moves change the new record's values, which
+    record is replaced, or another record's values; sideways moves are accepted."""
+    for _ in range(restarts):
+        d = case.random_data(rng)
+        i = int(rng.integers(0, d.n))
+        row = case.random_row(d, rng)
+        w0f = float(rng.choice(case.w0_factors))
+        pair = make_pair(spec, d, i, row, w0f)
+        g, b = gap(spec, pair)
+        cur = g / b if b > 0 else 0.0
+        result.observe("local-search", pair, g, b)
+        for _ in range(steps):
+            move = int(rng.integers(0, 4))
+            nd, ni, nrow = d, i, row
+            if move == 0:
+                nrow = case.random_row(d, rng)
+            elif move == 1:
+                ni = int(rng.integers(0, d.n))
+            else:
+                j = int(rng.integers(0, d.n))
+                nd = d.with_row(j, case.random_row(d, rng))
+            cand = make_pair(spec, nd, ni, nrow, w0f)
+            g, b = gap(spec, cand)
+            r = g / b if b > 0 else 0.0
+            result.observe("local-search", cand, g, b)
+            if r >= cur:
+                d, i, row, cur = nd, ni, nrow, r
+
+
+def hypothesis_search(spec: Any, case: DiscreteCase, result: SensitivityResult,
+                      max_examples: int) -> None:
+    """Hypothesis-generated datasets and neighbours (lazy import: a dev dependency).
+
+    Records every example; a violation is shrunk by Hypothesis and recorded too."""
+    try:
+        from hypothesis import HealthCheck, given, settings
+        from hypothesis import strategies as st
+    except ImportError:  # pragma: no cover - hypothesis is a dev extra
+        return
+
+    @st.composite
+    def pairs(draw: Any) -> Pair:
+        n = draw(st.integers(case.n_range[0], case.n_range[1]))
+        cx = draw(st.integers(2, case.max_cx))
+        cy = draw(st.integers(2, case.max_cy))
+        k = draw(st.integers(1, case.max_k))
+        xs = draw(st.lists(st.integers(0, cx - 1), min_size=n, max_size=n))
+        ys = draw(st.lists(st.integers(0, cy - 1), min_size=n, max_size=n))
+        ss = draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n))
+        d = DiscreteData(np.asarray(xs, np.int64), np.asarray(ys, np.int64),
+                         np.asarray(ss, np.int64), cx, cy, k)
+        i = draw(st.integers(0, n - 1))
+        row = (draw(st.integers(0, cx - 1)), draw(st.integers(0, cy - 1)),
+               draw(st.integers(0, k - 1)))
+        w0f = draw(st.sampled_from(case.w0_factors))
+        return make_pair(spec, d, i, row, w0f)
+
+    @settings(max_examples=max_examples, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(pairs())
+    def check(pair: Pair) -> None:
+        g, b = gap(spec, pair)
+        result.observe("hypothesis", pair, g, b)
+        assert g <= b * (1.0 + TOLERANCE)
+
+    # A violation is recorded in ``result`` (the shrunk example is observed last).
+    with contextlib.suppress(AssertionError):
+        check()
+
+
+# ---------------------------------------------------------------------------------
+# Fixed regression cases
+# ---------------------------------------------------------------------------------
+
+
+def privpc_counterexample(n: int = 10_000) -> tuple[DiscreteData, DiscreteData]:
+    """The published counterexample to Priv-PC's conditional-tau bound.
+
+    ``(n - 4)/2`` strata of size 2, x constant in each, plus one stratum of size 4 with
+    ``S = C - D = 1``. The neighbour makes one size-2 stratum discordant by changing
+    one row. The Priv-PC reference code skips constant strata, so ``W = w(4)`` before
+    and ``w(4) + 1`` after: ``|dz| = 0.47`` against the claimed ``~4.5/sqrt(n) = 0.045``.
+    """
+    k = (n - 4) // 2
+    x = np.r_[np.zeros(2 * k, dtype=np.int64), [0, 1, 2, 3]].astype(np.int64)
+    y = np.r_[np.tile([0, 1], k), [0, 2, 1, 1]].astype(np.int64)
+    s = np.r_[np.repeat(np.arange(k), 2), [k, k, k, k]].astype(np.int64)
+    d = DiscreteData(x, y, s, 4, 4, k + 1)
+    return d, d.with_row(0, (1, 0, 0))
+
+
+def regression_cases(spec: Any) -> list[Pair]:
+    """Fixed neighbouring pairs checked for ``spec`` (every spec with an ``n``-free
+    or ``n`` public parameter set gets the Priv-PC counterexample pair)."""
+    d, dp = privpc_counterexample()
+    if Relation(spec.relation) is not Relation.REPLACE_ONE:
+        return []
+    out = []
+    for w0f in (2.25, 0.25):
+        try:
+            pub = public_params(spec, d, dp, w0f)
+        except UnauditedSpecError:
+            return []
+        out.append(Pair(d, dp, pub, note="Priv-PC counterexample (blocks of 2 and one of 4)"))
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# Registry coverage
+# ---------------------------------------------------------------------------------
+
+#: Data/neighbour generators per registered statistic name.
+CASES: dict[str, DiscreteCase] = {
+    "n-cmi": DiscreteCase(n_range=(2, 24), max_cx=3, max_cy=3, max_k=4),
+    "kendall-tau-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
+    "conditional-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
+    "spearman-rho-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
+    "tie-corrected-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
+}
+
+
+@dataclass(frozen=True)
+class Effort:
+    """How hard each search works (per spec)."""
+
+    random_trials: int = 200
+    restarts: int = 4
+    steps: int = 150
+    hypothesis_examples: int = 100
+
+
+QUICK = Effort()
+FULL = Effort(random_trials=2000, restarts=20, steps=600, hypothesis_examples=600)
+
+
+def audit_spec(spec: Any, case: DiscreteCase, effort: Effort, seed: int) -> SensitivityResult:
+    rng = np.random.default_rng(seed)
+    result = SensitivityResult(spec.name, Relation(spec.relation).value)
+    for pair in regression_cases(spec):
+        g, b = gap(spec, pair)
+        result.observe("regression", pair, g, b)
+    random_search(spec, case, result, effort.random_trials, rng)
+    local_search(spec, case, result, effort.restarts, effort.steps, rng)
+    if effort.hypothesis_examples > 0:
+        hypothesis_search(spec, case, result, effort.hypothesis_examples)
+    return result
+
+
+def unaudited(specs: tuple[Any, ...], cases: Mapping[str, object] = CASES) -> list[str]:
+    """Names of registered specs without an audit generator."""
+    return sorted({s.name for s in specs if s.name not in cases})
+
+
+def audit_all(effort: Effort = QUICK, seed: int = 0,
+              progress: Callable[[str], None] | None = None) -> list[SensitivityResult]:
+    """Audit every registered spec; raises :class:`UnauditedSpecError` if one has no
+    generator in :data:`CASES`."""
+    import dpcg.citests.private
+    import dpcg.stats  # noqa: F401
+    from dpcg.stats.registry import all_specs
+
+    specs = all_specs()
+    missing = unaudited(specs)
+    if missing:
+        raise UnauditedSpecError(
+            f"registered statistics without a sensitivity audit: {missing}; add a generator "
+            "to audits.sensitivity.CASES"
+        )
+    results = []
+    for j, spec in enumerate(specs):
+        if progress is not None:
+            progress(f"sensitivity: {spec.name} ({Relation(spec.relation).value})")
+        results.append(audit_spec(spec, CASES[spec.name], effort, seed + 1000 * j))
+    return results
+
+
+# ---------------------------------------------------------------------------------
+# Mutant: Priv-PC's conditional tau (constant strata skipped, no floor)
+# ---------------------------------------------------------------------------------
+
+
+def _privpc_skipping_z(x: IntArray, y: IntArray, s: IntArray, **_: float) -> float:
+    """Priv-PC reference code's conditional Kendall z: strata with constant x or y are
+    skipped (dropped from U and W) and the normaliser is ``sqrt(W)`` (no floor)."""
+    from dpcg.stats.contingency import table_from_codes
+    from dpcg.stats.kendall import concordance
+
+    xa, ya, sa = (np.asarray(v, dtype=np.int64) for v in (x, y, s))
+    t = table_from_codes(xa, ya, sa, int(xa.max()) + 1, int(ya.max()) + 1, int(sa.max()) + 1)
+    S = concordance(t).astype(np.float64)
+    m = t.stratum_sizes().astype(np.float64)
+    ok = (np.count_nonzero(t.x_margins(), axis=1) > 1) & (
+        np.count_nonzero(t.y_margins(), axis=1) > 1
+    )
+    U = float(np.sum(9.0 * S[ok] / (2.0 * m[ok] + 5.0)))
+    W = float(np.sum(9.0 * m[ok] * (m[ok] - 1) / (2.0 * (2.0 * m[ok] + 5.0))))
+    return U / math.sqrt(W) if W > 0 else 0.0
+
+
+def privpc_conditional_tau_spec() -> Any:
+    """A StatisticSpec for the Priv-PC conditional tau with its claimed bound
+    ``4.5 / sqrt(n)`` (Theorem 3: ``c1/sqrt(n)``, ``c1 -> 9/2``). Not registered:
+    it is a mutant the sensitivity audit must refute."""
+    from dpcg.stats.registry import StatisticSpec
+
+    return StatisticSpec(
+        name="mutant:privpc-conditional-tau",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=lambda *, n: 4.5 / math.sqrt(float(n)),
+        assumptions="Priv-PC Theorem 3 as published (constant strata skipped, no floor)",
+        proof_note="docs/audits.md",
+        statistic=_privpc_skipping_z,
+        public_params=("n",),
+    )
