@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -81,48 +83,121 @@ def _check_cardinality(name: str, c: object) -> int:
     return int(c)
 
 
-def _codes_of(name: str, col: NDArray[np.generic], card: int, check: bool) -> NDArray[np.int64]:
+def _codes_of(name: str, col: NDArray[Any], card: int, check: bool) -> NDArray[Any]:
+    """Validate an integer code array (dtype, and range if ``check``); returned as is."""
     if col.dtype.kind not in "ui":
         raise StatisticInputError(f"{name} must hold integer category codes, got {col.dtype}")
-    out = col.astype(np.int64, copy=False)
-    if check and out.size:
-        lo, hi = int(out.min()), int(out.max())
+    if check and col.size:
+        lo, hi = int(col.min()), int(col.max())
         if lo < 0 or hi >= card:
             raise StatisticInputError(
                 f"{name} has code {lo if lo < 0 else hi} outside its declared range [0, {card})"
             )
+    return col
+
+
+#: Rows are spread over this many interleaved sub-histograms ("lanes") before the
+#: bincount and summed afterwards: on skewed data consecutive rows hit the same counter,
+#: and interleaving breaks that dependency chain (about 1.6x faster on alarm-like data).
+LANES = 8
+
+
+@lru_cache(maxsize=4)
+def _lane_ids(n: int) -> NDArray[np.intp]:
+    """``arange(n) % LANES`` (depends on the public ``n`` only)."""
+    out = (np.arange(n, dtype=np.intp) % LANES).astype(np.intp)
+    out.setflags(write=False)
     return out
 
 
+def _mixed_radix(cols: Sequence[tuple[NDArray[Any], int]], n: int) -> NDArray[np.intp]:
+    """Horner evaluation of the mixed-radix index of ``cols`` (``(codes, radix)``)."""
+    if not cols:
+        return np.zeros(n, dtype=np.intp)
+    acc = cols[0][0].astype(np.intp)
+    for col, c in cols[1:]:
+        acc *= c
+        acc += col
+    return acc
+
+
+def _build(
+    s_cols: Sequence[tuple[NDArray[Any], int]],
+    n_configs: int,
+    xc: NDArray[Any],
+    yc: NDArray[Any],
+    cx: int,
+    cy: int,
+) -> StrataTable:
+    """One bincount over ``((s * cx + x) * cy + y) * LANES + lane``."""
+    n = int(xc.shape[0])
+    cells = cx * cy
+    if n == 0:
+        return StrataTable(np.zeros((0, cx, cy), dtype=np.int64), cx, cy, n_configs)
+    limit = max(DENSE_CELLS_MIN, DENSE_CELLS_PER_ROW * n)
+    if n_configs * cells <= limit:
+        k = n_configs
+        acc = _mixed_radix([*s_cols, (xc, cx), (yc, cy)], n)
+        compress = n_configs > 1
+    else:
+        s = _mixed_radix(s_cols, n)
+        _, inverse = np.unique(s, return_inverse=True)
+        acc = inverse.reshape(-1).astype(np.intp, copy=False)
+        k = int(acc.max()) + 1
+        acc = acc * cx
+        acc += xc
+        acc *= cy
+        acc += yc
+        compress = False
+    total = k * cells
+    if total * LANES <= limit:
+        acc *= LANES
+        acc += _lane_ids(n)
+        counts = np.bincount(acc, minlength=total * LANES).reshape(total, LANES).sum(axis=1)
+    else:
+        counts = np.bincount(acc, minlength=total)
+    table = counts.astype(np.int64, copy=False).reshape(k, cx, cy)
+    if compress:
+        table = table[table.any(axis=(1, 2))]
+    return StrataTable(table, cx, cy, n_configs)
+
+
 def stratum_index(
-    codes: NDArray[np.generic],
+    codes: NDArray[Any],
     cardinalities: Sequence[int | None],
     S: Sequence[int],
     *,
     check: bool = True,
-) -> tuple[NDArray[np.int64], int]:
+) -> tuple[NDArray[np.intp], int]:
     """Mixed-radix index of the configuration of ``S`` per row, and the number of
     possible configurations (product of declared cardinalities)."""
-    n = int(codes.shape[1])
-    idx = np.zeros(n, dtype=np.int64)
+    cols, n_configs = _s_columns(codes, cardinalities, S, check)
+    return _mixed_radix(cols, int(codes.shape[1])), n_configs
+
+
+def _s_columns(
+    codes: NDArray[Any],
+    cardinalities: Sequence[int | None],
+    S: Sequence[int],
+    check: bool,
+) -> tuple[list[tuple[NDArray[Any], int]], int]:
+    cols: list[tuple[NDArray[Any], int]] = []
     n_configs = 1
     for j in S:
         c = _check_cardinality(f"column {j}", cardinalities[j])
-        col = _codes_of(f"column {j}", codes[j], c, check)
         if n_configs > (1 << 62) // c:
             raise StatisticInputError(
                 f"conditioning set {tuple(S)} has more than 2^62 configurations"
             )
-        idx *= c
-        idx += col
+        cols.append((_codes_of(f"column {j}", codes[j], c, check), c))
         n_configs *= c
-    return idx, n_configs
+    return cols, n_configs
 
 
 def table_from_codes(
-    x: NDArray[np.generic],
-    y: NDArray[np.generic],
-    strata: NDArray[np.generic] | None,
+    x: NDArray[Any],
+    y: NDArray[Any],
+    strata: NDArray[Any] | None,
     cx: int,
     cy: int,
     n_configs: int = 1,
@@ -145,55 +220,19 @@ def table_from_codes(
     xc = _codes_of("x", xa, cx, check)
     yc = _codes_of("y", ya, cy, check)
     if strata is None:
-        s = np.zeros(n, dtype=np.int64)
-        n_configs = 1
-    else:
-        sa = np.asarray(strata)
-        if sa.shape != xa.shape:
-            raise StatisticInputError(
-                f"strata must have the same shape as x, got {sa.shape} and {xa.shape}"
-            )
-        s = _codes_of("strata", sa, n_configs, check)
-    return _table(s, n_configs, xc, yc, cx, cy)
-
-
-def _table(
-    s: NDArray[np.int64],
-    n_configs: int,
-    xc: NDArray[np.int64],
-    yc: NDArray[np.int64],
-    cx: int,
-    cy: int,
-) -> StrataTable:
-    n = int(xc.shape[0])
-    cells = cx * cy
-    if n == 0:
-        return StrataTable(np.zeros((0, cx, cy), dtype=np.int64), cx, cy, n_configs)
-    if n_configs == 1:
-        flat = xc * cy + yc
-        counts = np.bincount(flat, minlength=cells).reshape(1, cx, cy)
-        return StrataTable(counts.astype(np.int64, copy=False), cx, cy, n_configs)
-    dense = n_configs * cells <= max(DENSE_CELLS_MIN, DENSE_CELLS_PER_ROW * n)
-    if dense:
-        flat = s * cells
-        flat += xc * cy
-        flat += yc
-        counts = np.bincount(flat, minlength=n_configs * cells).reshape(n_configs, cx, cy)
-        keep = counts.any(axis=(1, 2))
-        counts = counts[keep]
-    else:
-        _, inverse = np.unique(s, return_inverse=True)
-        inverse = inverse.reshape(-1).astype(np.int64, copy=False)
-        k = int(inverse.max()) + 1
-        flat = inverse * cells
-        flat += xc * cy
-        flat += yc
-        counts = np.bincount(flat, minlength=k * cells).reshape(k, cx, cy)
-    return StrataTable(counts.astype(np.int64, copy=False), cx, cy, n_configs)
+        return _build([], 1, xc, yc, cx, cy)
+    n_configs = _check_cardinality("n_configs", n_configs)
+    sa = np.asarray(strata)
+    if sa.shape != xa.shape:
+        raise StatisticInputError(
+            f"strata must have the same shape as x, got {sa.shape} and {xa.shape}"
+        )
+    sc = _codes_of("strata", sa, n_configs, check)
+    return _build([(sc, n_configs)], n_configs, xc, yc, cx, cy)
 
 
 def contingency_table(
-    codes: NDArray[np.generic],
+    codes: NDArray[Any],
     cardinalities: Sequence[int | None],
     x: int,
     y: int,
@@ -227,5 +266,5 @@ def contingency_table(
     cy = _check_cardinality(f"column {y}", cardinalities[y])
     xc = _codes_of(f"column {x}", arr[x], cx, check)
     yc = _codes_of(f"column {y}", arr[y], cy, check)
-    s, n_configs = stratum_index(arr, cardinalities, S, check=check)
-    return _table(s, n_configs, xc, yc, cx, cy)
+    cols, n_configs = _s_columns(arr, cardinalities, S, check)
+    return _build(cols, n_configs, xc, yc, cx, cy)

@@ -43,9 +43,11 @@ def partial_correlation(values: NDArray[np.floating], x: int, y: int, S: Sequenc
     n = sub.shape[1]
     if n < len(idx) + 2:
         raise StatisticInputError(f"n={n} rows is too few for |S|={len(S)} (need >= {len(S) + 4})")
+    constant = np.ptp(sub, axis=1) == 0
+    if constant.any():
+        col = idx[int(np.argmax(constant))]
+        raise StatisticInputError(f"column {col} is constant; correlation is undefined")
     C = np.corrcoef(sub)
-    if not np.all(np.isfinite(C)):
-        raise StatisticInputError(f"a column among {idx} is constant; correlation is undefined")
     try:
         P = np.linalg.inv(C)
     except np.linalg.LinAlgError:

@@ -1,0 +1,307 @@
+"""Exact (non-private) conditional-independence tests.
+
+Each test is built from a Dataset-like object and a significance level ``alpha`` and
+answers ``test(x, y, S) -> CIResult``; ``independent`` is ``pvalue > alpha``.
+
+Discrete tests read ``data.codes`` (a ``(p, n)`` unsigned-int array) and
+``data.cardinalities`` (declared, public); :class:`FisherZTest` reads ``data.values``
+(a ``(p, n)`` float64 array). A :class:`dpcg.data.Dataset` provides both.
+
+| class | statistic | null distribution |
+|---|---|---|
+| :class:`G2Test` | G^2 (= 2 n CMI) | chi^2 with causal-learn's df rule |
+| :class:`Chi2Test` | Pearson chi^2 | same |
+| :class:`KendallTest` | conditional Kendall z (see its ``variant``) | N(0, 1), two-sided |
+| :class:`SpearmanTest` | stratified Spearman z (midrank scores) | N(0, 1), two-sided |
+| :class:`FisherZTest` | Fisher-z of the partial correlation | N(0, 1), two-sided |
+
+Results are cached per test object (one object per run) keyed on the unordered pair and
+the sorted conditioning set; nothing is cached across objects.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import norm
+
+from dpcg.citests.base import CIResult, validate_query
+from dpcg.errors import CITestError
+from dpcg.stats.contingency import MAX_ROWS, StrataTable, contingency_table
+from dpcg.stats.discrete import ChiSquareResult, chi2_test, g2_test
+from dpcg.stats.fisherz import fisher_z
+from dpcg.stats.kendall import (
+    conditional_kendall_z,
+    conditional_kendall_z_unfloored,
+    tie_corrected_kendall_z,
+)
+from dpcg.stats.spearman import conditional_spearman_z
+
+__all__ = [
+    "Chi2Test",
+    "FisherZTest",
+    "G2Test",
+    "KendallTest",
+    "SpearmanTest",
+]
+
+
+class DiscreteData(Protocol):
+    @property
+    def codes(self) -> NDArray[Any]: ...
+
+    @property
+    def cardinalities(self) -> tuple[int | None, ...]: ...
+
+
+class ContinuousData(Protocol):
+    @property
+    def values(self) -> NDArray[Any]: ...
+
+
+def _check_alpha(alpha: object) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float):
+        raise CITestError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    a = float(alpha)
+    if not (math.isfinite(a) and 0.0 < a < 1.0):
+        raise CITestError(f"alpha must be in (0, 1), got {alpha!r}")
+    return a
+
+
+def _two_sided(z: float) -> float:
+    return float(2.0 * norm.sf(abs(z)))
+
+
+Key = tuple[int, int, tuple[int, ...]]
+
+
+class _CachedTest:
+    """Query validation and a per-object result cache."""
+
+    p: int
+    alpha: float
+
+    def __init__(self) -> None:
+        self._cache: dict[Key, CIResult] = {}
+
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        raise NotImplementedError
+
+    def test(self, x: int, y: int, S: tuple[int, ...] = ()) -> CIResult:
+        """Test ``x _||_ y | S``; raises :class:`CITestError` on a malformed query."""
+        xi, yi, Si = validate_query(x, y, S, self.p)
+        a, b = (xi, yi) if xi < yi else (yi, xi)
+        key = (a, b, tuple(sorted(Si)))
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._compute(a, b, key[2])
+            self._cache[key] = hit
+        return hit
+
+    def __call__(self, x: int, y: int, S: tuple[int, ...] = ()) -> CIResult:
+        return self.test(x, y, S)
+
+
+class _DiscreteTest(_CachedTest):
+    def __init__(self, data: DiscreteData, alpha: float = 0.05) -> None:
+        super().__init__()
+        self.alpha = _check_alpha(alpha)
+        try:
+            codes = np.asarray(data.codes)
+            cards = tuple(data.cardinalities)
+        except AttributeError as exc:
+            raise CITestError(
+                f"{type(self).__name__} needs discrete data with .codes and .cardinalities, "
+                f"got {type(data).__name__}"
+            ) from exc
+        if codes.ndim != 2 or codes.dtype.kind not in "ui":
+            raise CITestError(
+                f"codes must be a (p, n) integer array, got shape {codes.shape} "
+                f"dtype {codes.dtype}"
+            )
+        p, n = codes.shape
+        if len(cards) != p:
+            raise CITestError(f"got {len(cards)} cardinalities for {p} columns")
+        if n < 1 or n > MAX_ROWS:
+            raise CITestError(f"need between 1 and {MAX_ROWS} rows, got {n}")
+        for j, c in enumerate(cards):
+            if isinstance(c, bool) or not isinstance(c, int | np.integer) or c < 1:
+                raise CITestError(f"column {j} is not discrete (cardinality {c!r})")
+        if n:
+            lo = codes.min(axis=1)
+            hi = codes.max(axis=1)
+            for j, c in enumerate(cards):
+                assert c is not None
+                if int(lo[j]) < 0 or int(hi[j]) >= c:
+                    raise CITestError(
+                        f"column {j} has codes outside its declared range [0, {c})"
+                    )
+        self.codes = codes
+        self.cardinalities: tuple[int, ...] = tuple(int(c) for c in cards if c is not None)
+        self.p = p
+        self.n = n
+
+    def table(self, x: int, y: int, S: tuple[int, ...] = ()) -> StrataTable:
+        """The stratified table for a (validated) query."""
+        xi, yi, Si = validate_query(x, y, S, self.p)
+        return contingency_table(self.codes, self.cardinalities, xi, yi, Si, check=False)
+
+
+class _ChiSquareFamily(_DiscreteTest):
+    def _stat(self, t: StrataTable) -> ChiSquareResult:
+        raise NotImplementedError
+
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        r = self._stat(self.table(x, y, S))
+        return CIResult(r.pvalue > self.alpha, r.statistic, r.pvalue)
+
+
+class G2Test(_ChiSquareFamily):
+    """G^2 likelihood-ratio test (``statistic`` = G^2; df per causal-learn)."""
+
+    def _stat(self, t: StrataTable) -> ChiSquareResult:
+        return g2_test(t)
+
+
+class Chi2Test(_ChiSquareFamily):
+    """Pearson chi^2 test (df per causal-learn)."""
+
+    def _stat(self, t: StrataTable) -> ChiSquareResult:
+        return chi2_test(t)
+
+
+KendallVariant = Literal["public", "unfloored", "tie-corrected"]
+
+
+class KendallTest(_DiscreteTest):
+    """Conditional Kendall z against N(0, 1) (two-sided).
+
+    ``variant``: ``"public"`` (default; ``z = U / sqrt(max(W, w0))`` with the public
+    floor ``w0``, default ``9n/4``: the statistic the private tests release),
+    ``"unfloored"`` (Priv-PC Definition 6, ``U / sqrt(W)``) or ``"tie-corrected"``
+    (exact null variance under ties; best calibrated on categorical data).
+    """
+
+    def __init__(
+        self,
+        data: DiscreteData,
+        alpha: float = 0.05,
+        *,
+        variant: KendallVariant = "public",
+        w0: float | None = None,
+    ) -> None:
+        super().__init__(data, alpha)
+        if variant not in ("public", "unfloored", "tie-corrected"):
+            raise CITestError(
+                f"variant must be 'public', 'unfloored' or 'tie-corrected', got {variant!r}"
+            )
+        if w0 is not None and (
+            isinstance(w0, bool)
+            or not isinstance(w0, int | float)
+            or not math.isfinite(w0)
+            or w0 <= 0
+        ):
+            raise CITestError(f"w0 must be a finite number > 0, got {w0!r}")
+        if w0 is not None and variant != "public":
+            raise CITestError("w0 only applies to variant='public'")
+        self.variant: KendallVariant = variant
+        self.w0 = w0
+
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        t = self.table(x, y, S)
+        if self.variant == "public":
+            z = conditional_kendall_z(t, self.w0)
+        elif self.variant == "unfloored":
+            z = conditional_kendall_z_unfloored(t)
+        else:
+            z = tie_corrected_kendall_z(t)
+        p = _two_sided(z)
+        return CIResult(p > self.alpha, z, p)
+
+
+class SpearmanTest(_DiscreteTest):
+    """Stratified Spearman (midrank-score correlation) z against N(0, 1), two-sided."""
+
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        z = conditional_spearman_z(self.table(x, y, S))
+        p = _two_sided(z)
+        return CIResult(p > self.alpha, z, p)
+
+
+class FisherZTest(_CachedTest):
+    """Fisher-z test of zero partial correlation on continuous data (``data.values``)."""
+
+    def __init__(self, data: ContinuousData, alpha: float = 0.05) -> None:
+        super().__init__()
+        self.alpha = _check_alpha(alpha)
+        try:
+            values = np.asarray(data.values)
+        except AttributeError as exc:
+            raise CITestError(
+                f"FisherZTest needs continuous data with .values, got {type(data).__name__}"
+            ) from exc
+        if values.ndim != 2 or values.dtype.kind != "f":
+            raise CITestError(
+                f"values must be a (p, n) float array, got shape {values.shape} "
+                f"dtype {values.dtype}"
+            )
+        if not np.all(np.isfinite(values)):
+            bad = int(np.nonzero(~np.all(np.isfinite(values), axis=1))[0][0])
+            raise CITestError(f"column {bad} contains NaN or infinite values")
+        self.values = values.astype(np.float64, copy=False)
+        self.p, self.n = values.shape
+
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        if self.n < len(S) + 4:
+            raise CITestError(f"n={self.n} rows is too few for |S|={len(S)}")
+        r = fisher_z(self.values, x, y, S)
+        return CIResult(r.pvalue > self.alpha, r.z, r.pvalue)
+
+
+def _register() -> None:
+    """Register the tests that ``dpcg.pc.registry`` does not already list."""
+    from dpcg.pc.registry import TestContext, TestSpec, register_test
+
+    def _kendall(variant: KendallVariant) -> Any:
+        def build(ctx: TestContext) -> KendallTest:
+            return KendallTest(ctx.dataset, alpha=ctx.alpha, variant=variant)
+
+        return build
+
+    def _spearman(ctx: TestContext) -> SpearmanTest:
+        return SpearmanTest(ctx.dataset, alpha=ctx.alpha)
+
+    def _fisherz(ctx: TestContext) -> FisherZTest:
+        return FisherZTest(ctx.dataset, alpha=ctx.alpha)
+
+    register_test(TestSpec(
+        name="kendall",
+        build=_kendall("public"),
+        description="conditional Kendall z with the public normaliser sqrt(9n/4) (non-private)",
+        data="discrete",
+    ))
+    register_test(TestSpec(
+        name="kendall-tc",
+        build=_kendall("tie-corrected"),
+        description="conditional Kendall z with the exact null variance under ties "
+        "(non-private)",
+        data="discrete",
+    ))
+    register_test(TestSpec(
+        name="spearman",
+        build=_spearman,
+        description="stratified Spearman rank-correlation z (non-private)",
+        data="discrete",
+    ))
+    register_test(TestSpec(
+        name="fisherz",
+        build=_fisherz,
+        description="Fisher-z partial-correlation test on continuous data (non-private)",
+        data="continuous",
+    ))
+
+
+_register()
