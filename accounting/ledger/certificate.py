@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from accounting.ledger.store import Ledger
 
 _TOP_KEYS = frozenset({
-    "format", "format_version", "ledger_id", "created_at", "exported_at", "genesis_hash",
+    "format", "format_version", "ledger_id", "created_at", "genesis_hash",
     "datasets", "runs", "entries", "head_hash",
 })
 
@@ -50,7 +49,6 @@ def certificate_dict(ledger: Ledger) -> tuple[dict[str, JSONValue], Verification
         "format_version": FORMAT_VERSION,
         "ledger_id": ledger.ledger_id,
         "created_at": ledger.created_at,
-        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "genesis_hash": genesis_hash(ledger.ledger_id, ledger.created_at),
         "datasets": [d.to_dict() for d in report.datasets],
         "runs": [r.to_dict() for r in report.runs],

@@ -1,0 +1,125 @@
+"""Crash and concurrency behaviour with real processes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from accounting.costs import Budget
+from accounting.errors import BudgetExceededError
+from accounting.ledger import Ledger
+
+from .conftest import PYTHON, ROOT
+
+_PRELUDE = """
+import sys
+from accounting.costs import Budget, Cost
+from accounting.entries import EntryDraft
+from accounting.errors import BudgetExceededError
+from accounting.ledger import Ledger
+from accounting.relations import Relation
+
+def draft(eps, purpose):
+    return EntryDraft("laplace", {"sensitivity": 1.0, "epsilon": eps}, 1.0,
+                      Relation.REPLACE_ONE, Cost.pure(eps), purpose, False)
+"""
+
+_KILLED = _PRELUDE + """
+led = Ledger.open(sys.argv[1])
+run = led.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False,
+                   description="doomed")
+i = 0
+while True:
+    run.record(draft(2.0 ** -20, f"query {i}"))
+    i += 1
+    if i == 20:
+        print(run.run_id, flush=True)
+"""
+
+_WORKER = _PRELUDE + """
+import os, time
+path, go, name = sys.argv[1], sys.argv[2], sys.argv[3]
+while not os.path.exists(go):
+    time.sleep(0.005)
+led = Ledger.open(path, timeout=120)
+for attempt in range(4):
+    try:
+        run = led.open_run("shared", Budget(0.125), "basic", seed_explicit=False,
+                           description=f"{name}/{attempt}")
+    except BudgetExceededError:
+        print("refused", flush=True)
+        continue
+    for j in range(3):
+        run.record(draft(2.0 ** -5, f"{name} {attempt} {j}"))
+    run.close("completed")
+    print("ok", flush=True)
+"""
+
+
+def test_killed_run_keeps_its_reservation(ledger: Ledger, ledger_path: Path) -> None:
+    proc = subprocess.Popen(
+        [str(PYTHON), "-c", _KILLED, str(ledger_path)], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        run_id = proc.stdout.readline().strip()
+        assert run_id, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.2)  # let it keep recording, then kill it mid-loop
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    with Ledger.open(ledger_path) as led:
+        report = led.verify()
+        assert report.ok, report.problems
+        (run,) = report.runs
+        assert run.run_id == run_id
+        assert run.status == "open"  # never closed
+        assert run.entries >= 20
+        assert run.spent_epsilon == Fraction(run.entries, 2**20)
+        info = led.dataset("survey-2024")
+        assert info.reserved_epsilon == 1  # the whole reservation stays counted
+        with pytest.raises(BudgetExceededError):
+            led.open_run("survey-2024", Budget(1.5), "basic", seed_explicit=False)
+        led.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False)
+        assert led.verify().ok
+
+
+def test_concurrent_processes_never_overspend(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    with Ledger.open(path, create=True) as led:
+        led.register_dataset("shared", Budget(2.0))
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen([str(PYTHON), "-c", _WORKER, str(path), str(go), f"w{i}"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(8)
+    ]
+    time.sleep(0.3)
+    go.touch()
+    outputs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        outputs.extend(out.split())
+    assert len(outputs) == 32
+    # 2.0 / 0.125 = 16 runs fit exactly; every other attempt is refused
+    assert outputs.count("ok") == 16
+    assert outputs.count("refused") == 16
+    with Ledger.open(path) as led:
+        report = led.verify()
+        assert report.ok, report.problems
+        (ds,) = report.datasets
+        assert ds.reserved_epsilon == 2
+        assert len(report.runs) == 16
+        assert all(r.status == "completed" and r.entries == 3 for r in report.runs)
+        assert report.entries == 1 + 16 * 5
+        assert sum((r.budget_epsilon for r in report.runs), Fraction(0)) <= 2
