@@ -395,3 +395,41 @@ register(
         public_params=("n",),
     )
 )
+
+
+# --- Conditional Spearman z (public normaliser) ------------------------------------
+
+#: sup of the change of U = sum_b (n_b - 1) rho_a,b when one row is added to or removed
+#: from a block (docs/privacy/statistics-conditional-spearman-z.md).
+SPEARMAN_U_ADD_REMOVE = 8.0
+
+
+def _stat_csz(
+    x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer], **_: float
+) -> float:
+    from dpcg.stats.contingency import StrataTable
+    from dpcg.stats.spearman import conditional_spearman_z_public
+
+    counts, cx, cy = _canonical_table(x, y, strata)
+    return conditional_spearman_z_public(StrataTable(counts, cx, cy, max(1, counts.shape[0])))
+
+
+def _sens_csz_r1(*, n: float) -> float:
+    return 2.0 * SPEARMAN_U_ADD_REMOVE / math.sqrt(_int_param("n", n, 1))
+
+
+register(
+    StatisticSpec(
+        name="conditional-spearman-z",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=_sens_csz_r1,
+        assumptions=(
+            "z = sum_b (n_b - 1) rho_a,b / sqrt(n) over ALL observed strata of S, rho_a,b "
+            "the block's midrank Spearman rho with the no-ties normaliser; n public; ties "
+            "allowed. Bound 16/sqrt(n)."
+        ),
+        proof_note="docs/privacy/statistics-conditional-spearman-z.md",
+        statistic=_stat_csz,
+        public_params=("n",),
+    )
+)

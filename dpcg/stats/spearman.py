@@ -16,6 +16,11 @@ With ``T_b = sum_{i,j} N_{b,i,j} a_i a'_j`` (``a'`` the y midranks):
   ``Sxx_b Syy_b / (m_b - 1)``, so ``z`` is asymptotically N(0,1) under conditional
   independence (the Mantel-Haenszel correlation statistic with midrank scores).
   Non-private use only.
+* :func:`conditional_spearman_numerator` / :func:`conditional_spearman_z_public`: the
+  private conditional Spearman statistic ``U = sum_b (n_b - 1) rho_a,b
+  = sum_b 12 T_b / (n_b (n_b + 1))`` divided by the public ``sqrt(n)`` (an upper bound
+  of ``sqrt(sum_b (n_b - 1))``, the null sd of ``U`` without ties). Replace-one
+  sensitivity ``16 / sqrt(n)``: ``docs/privacy/statistics-conditional-spearman-z.md``.
 """
 
 from __future__ import annotations
@@ -97,3 +102,20 @@ def spearman_rho_a_sensitivity(n: int) -> float:
     if n < 2:
         raise StatisticInputError(f"n must be >= 2, got {n}")
     return 12.0 * (n * n // 4 + (n - 1) ** 2 / 2.0) / (n * (n * n - 1.0))
+
+
+def conditional_spearman_numerator(table: StrataTable) -> float:
+    """``U = sum_b (n_b - 1) rho_a,b = sum_b 12 T_b / (n_b (n_b + 1))``."""
+    T, _, _, m = _parts(table)
+    denom = m * (m + 1.0)
+    out = np.zeros_like(T)
+    np.divide(12.0 * T, denom, out=out, where=denom > 0)
+    return float(np.sum(out))
+
+
+def conditional_spearman_z_public(table: StrataTable) -> float:
+    """``U / sqrt(n)`` with the public ``n`` (all observed strata kept)."""
+    n = table.n
+    if n == 0:
+        return 0.0
+    return conditional_spearman_numerator(table) / math.sqrt(n)

@@ -99,3 +99,27 @@ def test_conditional_kendall_public_normaliser_near_tight() -> None:
     b = spec.bound(n=n, w0=w0)
     assert d <= b
     assert d / b > 0.9
+
+
+def test_spearman_block_add_remove_constant() -> None:
+    """One row added to one block changes U = sum_b (n_b - 1) rho_a,b by < 8."""
+    from dpcg.stats import table_from_codes
+    from dpcg.stats.spearman import conditional_spearman_numerator
+
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for _ in range(3000):
+        m = int(rng.integers(1, 25))
+        c = int(rng.integers(2, 30))
+        x = rng.integers(0, c, m)
+        y = x.copy() if rng.random() < 0.3 else rng.integers(0, c, m)
+        if rng.random() < 0.3:
+            y = c - 1 - x
+        xr, yr = int(rng.integers(0, c)), int(rng.integers(0, c))
+        u0 = conditional_spearman_numerator(table_from_codes(x, y, None, c, c))
+        u1 = conditional_spearman_numerator(
+            table_from_codes(np.r_[x, xr], np.r_[y, yr], None, c, c)
+        )
+        worst = max(worst, abs(u1 - u0))
+    assert worst < 8.0
+    assert worst > 2.0
