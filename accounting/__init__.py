@@ -12,17 +12,46 @@ from accounting.errors import (
     LedgerError,
     SessionHaltedError,
 )
+from accounting.filter import PrivacyFilter
+from accounting.mechanisms import (
+    Exponential,
+    Gaussian,
+    Laplace,
+    ReportNoisyMax,
+    SmoothSensitivityMedian,
+    SparseVector,
+    SparseVectorRun,
+    SubsampledSparseVector,
+    mechanism_from_params,
+)
+from accounting.memory import InMemoryRecorder
+from accounting.noise import make_generator
 from accounting.relations import Relation
+from accounting.session import Guarantee, Session
 
 __all__ = [
     "AccountingError",
     "Budget",
     "BudgetExceededError",
     "Cost",
+    "Exponential",
+    "Gaussian",
+    "Guarantee",
+    "InMemoryRecorder",
     "InvalidParameterError",
+    "Laplace",
     "LedgerCorruptError",
     "LedgerError",
+    "PrivacyFilter",
     "Relation",
+    "ReportNoisyMax",
+    "Session",
     "SessionHaltedError",
+    "SmoothSensitivityMedian",
+    "SparseVector",
+    "SparseVectorRun",
+    "SubsampledSparseVector",
+    "make_generator",
+    "mechanism_from_params",
     "split_epsilon",
 ]

@@ -1,0 +1,961 @@
+"""Privacy primitives: frozen, validated mechanisms that declare their cost.
+
+Every mechanism is a frozen dataclass validated in ``__post_init__`` (bad parameters
+raise :class:`~accounting.errors.InvalidParameterError` naming the parameter). The
+common surface (``docs/internals.md``):
+
+* ``kind``: the stored name (``"laplace"``, ``"sparse-vector"``, ...);
+* ``relation``: the neighbouring relation the sensitivity is declared under;
+* ``sensitivity``: the declared sensitivity (``None`` where not applicable);
+* ``cost(relation)``: the declared cost under the ledger's relation, from public
+  parameters only. A bound declared under add/remove is converted to replace-one
+  explicitly (:func:`accounting.relations.convert_sensitivity`: the sensitivity
+  doubles, so the epsilon doubles and rho quadruples); replace-one never converts to
+  add/remove;
+* ``public_params()``: JSON-compatible parameters, enough for
+  :func:`mechanism_from_params` to rebuild the mechanism;
+* ``dp_event(relation)``: the dp-accounting event, or ``None`` where dp-accounting has
+  none.
+
+One-shot mechanisms have ``release(exact, rng)`` and a vectorised
+``sample(exact, rng, size)``. :class:`SparseVector` and
+:class:`SubsampledSparseVector` are stateful: a session starts them and returns a
+run handle (:class:`SparseVectorRun`).
+
+Proof notes: ``docs/privacy/<kind>.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from accounting.costs import Cost, round_up
+from accounting.entries import JSONValue
+from accounting.errors import InvalidParameterError, MechanismStateError, StatisticError
+from accounting.noise import SAMPLERS, FloatArray, LaplaceGrid, float_laplace
+from accounting.relations import Relation, convert_sensitivity
+
+IntArray = npt.NDArray[np.int64]
+
+#: Noise kinds of report-noisy-max.
+RNM_NOISES = ("exponential", "gumbel", "laplace")
+
+#: Relative slack added to transcendental cost formulas (amplified epsilon) before
+#: rounding up; matches ``accounting.ledger._rederive``.
+AMPLIFICATION_SLACK = Fraction(1, 10**12)
+
+
+# ---------------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------------
+def _real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction | np.number):
+        raise InvalidParameterError(name, value, "must be a real number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise InvalidParameterError(name, value, "must be finite")
+    return v
+
+
+def _positive(name: str, value: object) -> float:
+    v = _real(name, value)
+    if v <= 0:
+        raise InvalidParameterError(name, value, "must be > 0")
+    return v
+
+
+def _delta(name: str, value: object, *, positive: bool = False) -> float:
+    v = _real(name, value)
+    if v < 0 or v >= 1 or (positive and v == 0):
+        raise InvalidParameterError(name, value, "must be in (0, 1)" if positive else "in [0, 1)")
+    return v
+
+
+def _int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InvalidParameterError(name, value, "must be an integer")
+    v = int(value)
+    if v < minimum:
+        raise InvalidParameterError(name, value, f"must be >= {minimum}")
+    return v
+
+
+def _relation(value: object) -> Relation:
+    if isinstance(value, Relation):
+        return value
+    if isinstance(value, str):
+        return Relation.parse(value)
+    raise InvalidParameterError("relation", value, "must be a Relation")
+
+
+def _sampler(value: object) -> str:
+    if value not in SAMPLERS:
+        raise InvalidParameterError("sampler", value, f"expected one of {SAMPLERS}")
+    return str(value)
+
+
+def _factor(sensitivity: float, declared: Relation, target: Relation) -> Fraction:
+    """Exact ratio of the sensitivity under ``target`` to the declared one (1 or 2)."""
+    target = _relation(target)
+    converted = convert_sensitivity(sensitivity, declared, target)
+    return Fraction(converted) / Fraction(sensitivity)
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)
+
+
+def as_exact(value: object, name: str = "exact", *, vector_ok: bool = True) -> FloatArray:
+    """The exact statistic as a finite float64 array of dimension 0 or 1."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise StatisticError(f"{name}: not a real number or 1-D array of reals ({err})") from err
+    if arr.ndim > (1 if vector_ok else 0):
+        raise StatisticError(f"{name}: expected a scalar or 1-D array, got shape {arr.shape}")
+    if arr.size == 0:
+        raise StatisticError(f"{name}: empty array")
+    if not np.all(np.isfinite(arr)):
+        raise StatisticError(f"{name}: contains NaN or infinite values")
+    return arr
+
+
+def _vector(value: object, name: str) -> FloatArray:
+    arr = as_exact(value, name)
+    if arr.ndim != 1:
+        raise StatisticError(f"{name}: expected a 1-D array, got a scalar")
+    return arr
+
+
+def _size(size: object) -> int:
+    return _int("size", size, 1)
+
+
+def _output(arr: FloatArray, scalar: bool) -> float | FloatArray:
+    return float(arr) if scalar else arr
+
+
+# ---------------------------------------------------------------------------------
+# protocols
+# ---------------------------------------------------------------------------------
+@runtime_checkable
+class Mechanism(Protocol):
+    """What every mechanism declares (public information only)."""
+
+    kind: ClassVar[str]
+
+    @property
+    def relation(self) -> Relation: ...
+
+    @property
+    def sensitivity(self) -> float | None: ...
+
+    def cost(self, relation: Relation) -> Cost: ...
+
+    def public_params(self) -> dict[str, JSONValue]: ...
+
+    def dp_event(self, relation: Relation) -> Any: ...
+
+
+@runtime_checkable
+class OneShotMechanism(Mechanism, Protocol):
+    """A mechanism released in one call."""
+
+    def release(self, exact: Any, rng: np.random.Generator) -> Any: ...
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> Any: ...
+
+
+# ---------------------------------------------------------------------------------
+# Laplace
+# ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Laplace:
+    """``f(D) + Lap(Delta/eps)`` per coordinate (Delta = L1 sensitivity); pure eps-DP.
+
+    Cost ``eps`` (rho ``eps^2/2``). Default sampler ``"discrete"``: the statistic is
+    rounded to a ``2^-k`` grid and exact discrete Laplace noise is added, with the
+    grid step charged in the sensitivity (``accounting.noise.LaplaceGrid``);
+    ``"float"`` is the textbook float sampler (audits only). dp-accounting event:
+    ``LaplaceDpEvent(noise_multiplier=1/eps')`` with ``eps'`` the epsilon under the
+    requested relation (sensitivity normalised to 1). Note ``docs/privacy/laplace.md``.
+    """
+
+    sensitivity: float
+    epsilon: float
+    relation: Relation = Relation.REPLACE_ONE
+    sampler: str = "discrete"
+    kind: ClassVar[str] = "laplace"
+
+    def __post_init__(self) -> None:
+        _set(self, "sensitivity", _positive("sensitivity", self.sensitivity))
+        _set(self, "epsilon", _positive("epsilon", self.epsilon))
+        _set(self, "relation", _relation(self.relation))
+        _set(self, "sampler", _sampler(self.sampler))
+
+    @property
+    def scale(self) -> float:
+        """The nominal noise scale ``Delta/eps`` (the grid sampler's is at most 2^-20
+        relatively larger)."""
+        return self.sensitivity / self.epsilon
+
+    def epsilon_under(self, relation: Relation) -> Fraction:
+        return Fraction(self.epsilon) * _factor(self.sensitivity, self.relation, relation)
+
+    def cost(self, relation: Relation) -> Cost:
+        return Cost.pure(self.epsilon_under(relation))
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {
+            "sensitivity": self.sensitivity,
+            "epsilon": self.epsilon,
+            "relation": self.relation.value,
+            "sampler": self.sampler,
+        }
+
+    def dp_event(self, relation: Relation) -> Any:
+        import dp_accounting
+
+        eps = float(self.epsilon_under(relation))
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / eps)
+
+    def grid(self, dimension: int) -> LaplaceGrid:
+        return LaplaceGrid.build(self.sensitivity, self.epsilon, dimension)
+
+    def _noisy(self, f: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
+        if self.sampler == "discrete":
+            return self.grid(max(1, f.size)).release(f, rng, size)
+        shape = f.shape if size is None else (size, *f.shape)
+        return f + float_laplace(rng, self.scale, shape)
+
+    def release(self, exact: Any, rng: np.random.Generator) -> float | FloatArray:
+        f = as_exact(exact)
+        return _output(self._noisy(f, rng, None), f.ndim == 0)
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> FloatArray:
+        """``size`` independent releases, shape ``(size, *exact.shape)``."""
+        return self._noisy(as_exact(exact), rng, _size(size))
+
+
+# ---------------------------------------------------------------------------------
+# Gaussian
+# ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Gaussian:
+    """``f(D) + N(0, sigma^2)`` per coordinate (Delta2 = L2 sensitivity).
+
+    Cost: zCDP ``rho = Delta2^2/(2 sigma^2)`` (Bun-Steinke 2016, Prop. 1.6), no pure
+    epsilon, so the basic rule refuses it. dp-accounting event:
+    ``GaussianDpEvent(noise_multiplier=sigma/Delta2')``. Note
+    ``docs/privacy/gaussian.md``. The float normal sampler is used (see
+    ``docs/privacy/floating-point.md`` for the caveat).
+    """
+
+    l2_sensitivity: float
+    sigma: float
+    relation: Relation = Relation.REPLACE_ONE
+    kind: ClassVar[str] = "gaussian"
+
+    def __post_init__(self) -> None:
+        _set(self, "l2_sensitivity", _positive("l2_sensitivity", self.l2_sensitivity))
+        _set(self, "sigma", _positive("sigma", self.sigma))
+        _set(self, "relation", _relation(self.relation))
+
+    @classmethod
+    def for_rho(
+        cls,
+        l2_sensitivity: float,
+        rho: float | Fraction,
+        relation: Relation = Relation.REPLACE_ONE,
+    ) -> Gaussian:
+        """The Gaussian mechanism with the smallest float ``sigma`` whose exact cost
+        (under ``relation``) is at most ``rho``: ``k`` of them fit a budget ``k rho``."""
+        d2 = _positive("l2_sensitivity", l2_sensitivity)
+        r = Fraction(_positive("rho", rho)) if not isinstance(rho, Fraction) else rho
+        if r <= 0:
+            raise InvalidParameterError("rho", rho, "must be > 0")
+        sigma = d2 / math.sqrt(2.0 * float(r))
+        mech = cls(d2, sigma, relation)
+        while mech.rho_under(mech.relation) > r:
+            sigma = math.nextafter(sigma, math.inf)
+            mech = cls(d2, sigma, relation)
+        return mech
+
+    @property
+    def sensitivity(self) -> float:
+        return self.l2_sensitivity
+
+    def rho_under(self, relation: Relation) -> Fraction:
+        d2 = Fraction(self.l2_sensitivity) * _factor(self.l2_sensitivity, self.relation, relation)
+        s = Fraction(self.sigma)
+        return d2 * d2 / (2 * s * s)
+
+    def cost(self, relation: Relation) -> Cost:
+        return Cost.zcdp(self.rho_under(relation))
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {
+            "l2_sensitivity": self.l2_sensitivity,
+            "sigma": self.sigma,
+            "relation": self.relation.value,
+        }
+
+    def dp_event(self, relation: Relation) -> Any:
+        import dp_accounting
+
+        d2 = self.l2_sensitivity * float(_factor(self.l2_sensitivity, self.relation, relation))
+        return dp_accounting.GaussianDpEvent(noise_multiplier=self.sigma / d2)
+
+    def release(self, exact: Any, rng: np.random.Generator) -> float | FloatArray:
+        f = as_exact(exact)
+        return _output(f + rng.normal(0.0, self.sigma, size=f.shape), f.ndim == 0)
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> FloatArray:
+        f = as_exact(exact)
+        return f + rng.normal(0.0, self.sigma, size=(_size(size), *f.shape))
+
+
+# ---------------------------------------------------------------------------------
+# Report noisy max and the exponential mechanism
+# ---------------------------------------------------------------------------------
+def _argmax_rows(noisy: FloatArray) -> IntArray:
+    out: IntArray = np.argmax(noisy, axis=-1).astype(np.int64)
+    return out
+
+
+@dataclass(frozen=True)
+class ReportNoisyMax:
+    """Index of the largest ``s_r + noise``; only the index is released.
+
+    ``Delta`` bounds ``|s_r(D) - s_r(D')|`` for every candidate ``r``. Noise:
+    ``"exponential"``: ``Expo(2 Delta/eps)`` (= permute-and-flip, Ding et al. 2021);
+    ``"gumbel"``: ``Gumbel(2 Delta/eps)`` (= the exponential mechanism);
+    ``"laplace"``: ``Lap(2 Delta/eps)``, on the grid by default. Cost ``eps``; rho
+    ``eps^2/8`` for exponential/gumbel (bounded range, Cesar-Rogers 2021) and
+    ``eps^2/2`` for laplace. ``dp_event`` returns ``None``: dp-accounting 0.6.0 has no
+    pure-eps event for it. Note ``docs/privacy/report-noisy-max.md``.
+    """
+
+    sensitivity: float
+    epsilon: float
+    noise: str = "exponential"
+    relation: Relation = Relation.REPLACE_ONE
+    sampler: str = "discrete"
+    kind: ClassVar[str] = "report-noisy-max"
+
+    def __post_init__(self) -> None:
+        _set(self, "sensitivity", _positive("sensitivity", self.sensitivity))
+        _set(self, "epsilon", _positive("epsilon", self.epsilon))
+        if self.noise not in RNM_NOISES:
+            raise InvalidParameterError("noise", self.noise, f"expected one of {RNM_NOISES}")
+        _set(self, "relation", _relation(self.relation))
+        _set(self, "sampler", _sampler(self.sampler))
+
+    @property
+    def scale(self) -> float:
+        return 2.0 * self.sensitivity / self.epsilon
+
+    def epsilon_under(self, relation: Relation) -> Fraction:
+        return Fraction(self.epsilon) * _factor(self.sensitivity, self.relation, relation)
+
+    def cost(self, relation: Relation) -> Cost:
+        return Cost.pure(self.epsilon_under(relation), bounded_range=self.noise != "laplace")
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {
+            "sensitivity": self.sensitivity,
+            "epsilon": self.epsilon,
+            "noise": self.noise,
+            "relation": self.relation.value,
+            "sampler": self.sampler,
+        }
+
+    def dp_event(self, relation: Relation) -> None:
+        """``None``: dp-accounting has no event for report-noisy-max."""
+        _factor(self.sensitivity, self.relation, relation)
+        return None
+
+    def _noisy(self, s: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
+        shape = s.shape if size is None else (size, *s.shape)
+        if self.noise == "exponential":
+            return s + rng.exponential(self.scale, size=shape)
+        if self.noise == "gumbel":
+            return s + rng.gumbel(0.0, self.scale, size=shape)
+        if self.sampler == "discrete":
+            # Each score moves by <= Delta; noise 2 Delta/eps per score (multiplier 2).
+            grid = LaplaceGrid.build(self.sensitivity, self.epsilon, 1, multiplier=2)
+            base = grid.round(s)
+            count = int(np.prod(shape))
+            return base + grid.noise(rng, count).reshape(shape).astype(np.float64)
+        return s + float_laplace(rng, self.scale, shape)
+
+    def release(self, exact: Any, rng: np.random.Generator) -> int:
+        s = _vector(exact, "scores")
+        return int(np.argmax(self._noisy(s, rng, None)))
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
+        """``size`` independent indices (int64 array)."""
+        s = _vector(exact, "scores")
+        return _argmax_rows(self._noisy(s, rng, _size(size)))
+
+
+@dataclass(frozen=True)
+class Exponential:
+    """The exponential mechanism: index ``r`` with probability ``∝ exp(eps u_r/(2 Delta_u))``.
+
+    Sampled by the Gumbel-max trick (``argmax u_r + Gumbel(2 Delta_u/eps)``), which is
+    exact and numerically stable for any utilities. Cost ``eps``, rho ``eps^2/8``
+    (McSherry-Talwar 2007; Cesar-Rogers 2021). ``dp_event`` returns ``None``.
+    Note ``docs/privacy/exponential.md``.
+    """
+
+    sensitivity: float
+    epsilon: float
+    relation: Relation = Relation.REPLACE_ONE
+    kind: ClassVar[str] = "exponential"
+
+    def __post_init__(self) -> None:
+        _set(self, "sensitivity", _positive("sensitivity", self.sensitivity))
+        _set(self, "epsilon", _positive("epsilon", self.epsilon))
+        _set(self, "relation", _relation(self.relation))
+
+    def epsilon_under(self, relation: Relation) -> Fraction:
+        return Fraction(self.epsilon) * _factor(self.sensitivity, self.relation, relation)
+
+    def cost(self, relation: Relation) -> Cost:
+        return Cost.pure(self.epsilon_under(relation), bounded_range=True)
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {
+            "sensitivity": self.sensitivity,
+            "epsilon": self.epsilon,
+            "relation": self.relation.value,
+        }
+
+    def dp_event(self, relation: Relation) -> None:
+        """``None``: dp-accounting has no event for the exponential mechanism."""
+        _factor(self.sensitivity, self.relation, relation)
+        return None
+
+    def probabilities(self, utilities: Any) -> FloatArray:
+        """Exact selection probabilities (log-sum-exp), for tests and audits."""
+        u = _vector(utilities, "utilities")
+        logits = self.epsilon * u / (2.0 * self.sensitivity)
+        logits -= logits.max()
+        w = np.exp(logits)
+        return np.asarray(w / w.sum(), dtype=np.float64)
+
+    def _noisy(self, u: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
+        shape = u.shape if size is None else (size, *u.shape)
+        logits = self.epsilon * u / (2.0 * self.sensitivity)
+        return logits + rng.gumbel(0.0, 1.0, size=shape)
+
+    def release(self, exact: Any, rng: np.random.Generator) -> int:
+        u = _vector(exact, "utilities")
+        return int(np.argmax(self._noisy(u, rng, None)))
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
+        u = _vector(exact, "utilities")
+        return _argmax_rows(self._noisy(u, rng, _size(size)))
+
+
+# ---------------------------------------------------------------------------------
+# Smooth-sensitivity median
+# ---------------------------------------------------------------------------------
+def dilation_defect(epsilon: float, delta: float) -> float:
+    """Tail mass of ``Lap(1)`` outside the dilation-good set at ``|lambda| = beta``.
+
+    With ``beta = eps/(2 ln(2/delta))`` the Laplace density satisfies the dilation
+    condition of NRS 2007 (Def. 2.5) with slack ``delta/2`` iff this is ``<= delta/2``
+    (``docs/privacy/smooth-sensitivity-median.md``).
+    """
+    beta = epsilon / (2.0 * math.log(2.0 / delta))
+    return math.exp(-(epsilon / 2.0 + beta) / math.expm1(beta))
+
+
+def smooth_sensitivity_median(
+    values: FloatArray, lower: float, upper: float, beta: float
+) -> float:
+    """Exact ``beta``-smooth sensitivity of the (lower) median of ``values`` clipped to
+    ``[lower, upper]`` (Nissim, Raskhodnikova & Smith 2007, Prop. 3.4):
+
+    ``S* = max_{k>=0} e^{-k beta} max_{0<=t<=k+1} (x_{m+t} - x_{m+t-k-1})`` with the
+    sorted clipped values ``x_1..x_n``, ``m = floor((n+1)/2)``, ``x_i = lower`` for
+    ``i < 1`` and ``x_i = upper`` for ``i > n``. Vectorised over (k, t) in chunks; the
+    scan stops once ``e^{-k beta}(upper - lower)`` cannot beat the maximum so far.
+    """
+    x = np.sort(np.clip(np.asarray(values, dtype=np.float64), lower, upper))
+    n = x.shape[0]
+    m = (n + 1) // 2  # 1-based rank of the lower median
+    pad = n + 2
+    # padded[j + pad - 1] = x_j for 1-based j in [1 - pad, n + pad]
+    padded = np.concatenate([np.full(pad, lower), x, np.full(pad, upper)])
+    width = upper - lower
+    best = 0.0
+    k_max = n + 1  # for k >= n+1 every window is [lower, upper]: e^{-k beta} width
+    chunk = max(1, (1 << 21) // (k_max + 2))
+    for k0 in range(0, k_max + 1, chunk):
+        if math.exp(-k0 * beta) * width <= best:
+            break
+        ks = np.arange(k0, min(k0 + chunk, k_max + 1), dtype=np.int64)
+        ts = np.arange(0, int(ks[-1]) + 2, dtype=np.int64)
+        hi = m + ts[None, :]  # 1-based index m + t
+        lo = hi - ks[:, None] - 1
+        diff = padded[hi + pad - 1] - padded[lo + pad - 1]
+        diff = np.where(ts[None, :] <= ks[:, None] + 1, diff, -np.inf)
+        a_k = diff.max(axis=1)
+        best = max(best, float(np.max(np.exp(-ks * beta) * a_k)))
+    return best
+
+
+@dataclass(frozen=True)
+class SmoothSensitivityMedian:
+    """Median of block values clipped to public ``[lower, upper]`` plus
+    ``(2 S*_beta/eps) Lap(1)``, ``beta = eps/(2 ln(2/delta))`` (NRS 2007).
+
+    (eps, delta)-DP under replace-one of one block value (the blocks are a fixed
+    partition of the rows, so replacing a row changes at most one block value). No
+    zCDP bound, so the zcdp rule refuses it. ``dp_event`` returns ``None``.
+    The admissibility of Laplace noise needs ``delta <= 2/e`` and the dilation
+    condition checked by :func:`dilation_defect`; parameters violating it are refused.
+    Note ``docs/privacy/smooth-sensitivity-median.md``.
+    """
+
+    epsilon: float
+    delta: float
+    lower: float
+    upper: float
+    relation: Relation = Relation.REPLACE_ONE
+    kind: ClassVar[str] = "smooth-sensitivity-median"
+
+    def __post_init__(self) -> None:
+        _set(self, "epsilon", _positive("epsilon", self.epsilon))
+        _set(self, "delta", _delta("delta", self.delta, positive=True))
+        _set(self, "lower", _real("lower", self.lower))
+        _set(self, "upper", _real("upper", self.upper))
+        if not self.upper > self.lower:
+            raise InvalidParameterError("upper", self.upper, "must be > lower")
+        _set(self, "relation", _relation(self.relation))
+        if self.relation is not Relation.REPLACE_ONE:
+            raise InvalidParameterError(
+                "relation", self.relation.value, "the smooth median is analysed under replace-one"
+            )
+        if self.delta > 2.0 / math.e:
+            raise InvalidParameterError("delta", self.delta, "must be <= 2/e for Laplace noise")
+        if dilation_defect(self.epsilon, self.delta) > self.delta / 2.0:
+            raise InvalidParameterError(
+                "epsilon",
+                self.epsilon,
+                "too large for this delta: Laplace noise is not (eps/2, beta)-dilation "
+                "admissible (see docs/privacy/smooth-sensitivity-median.md)",
+            )
+
+    @property
+    def sensitivity(self) -> None:
+        return None
+
+    @property
+    def beta(self) -> float:
+        return self.epsilon / (2.0 * math.log(2.0 / self.delta))
+
+    def cost(self, relation: Relation) -> Cost:
+        if _relation(relation) is not Relation.REPLACE_ONE:
+            raise InvalidParameterError(
+                "relation", relation, "the smooth median is analysed under replace-one only"
+            )
+        return Cost.approximate(self.epsilon, self.delta)
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "lower": self.lower,
+            "upper": self.upper,
+            "relation": self.relation.value,
+        }
+
+    def dp_event(self, relation: Relation) -> None:
+        """``None``: there is no dp-accounting event for smooth-sensitivity noise."""
+        self.cost(relation)
+        return None
+
+    def median(self, values: FloatArray) -> float:
+        x = np.sort(np.clip(values, self.lower, self.upper))
+        return float(x[(x.shape[0] + 1) // 2 - 1])
+
+    def smooth_sensitivity(self, values: Any) -> float:
+        v = _vector(values, "block values")
+        return smooth_sensitivity_median(v, self.lower, self.upper, self.beta)
+
+    def release(self, exact: Any, rng: np.random.Generator) -> float:
+        v = _vector(exact, "block values")
+        s = smooth_sensitivity_median(v, self.lower, self.upper, self.beta)
+        return self.median(v) + (2.0 * s / self.epsilon) * float(rng.laplace(0.0, 1.0))
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> FloatArray:
+        v = _vector(exact, "block values")
+        s = smooth_sensitivity_median(v, self.lower, self.upper, self.beta)
+        return self.median(v) + (2.0 * s / self.epsilon) * rng.laplace(0.0, 1.0, _size(size))
+
+
+# ---------------------------------------------------------------------------------
+# Sparse vector (Lyu, Su & Li 2017, Alg. 1) and its subsampled variant
+# ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _SvtNoise:
+    """Threshold/query noise of one SVT configuration (grid or float)."""
+
+    threshold: float
+    threshold_scale: float
+    query_scale: float
+    grid_threshold: LaplaceGrid | None
+    grid_query: LaplaceGrid | None
+
+    def draw_threshold(self, rng: np.random.Generator, size: int) -> FloatArray:
+        if self.grid_threshold is not None:
+            base = self.grid_threshold.round(np.asarray(self.threshold))
+            return base + self.grid_threshold.noise(rng, size).astype(np.float64)
+        return self.threshold + rng.laplace(0.0, self.threshold_scale, size)
+
+    def noisy_queries(self, answers: FloatArray, rng: np.random.Generator) -> FloatArray:
+        if self.grid_query is not None:
+            base = self.grid_query.round(answers)
+            return base + self.grid_query.noise(rng, answers.size).reshape(answers.shape)
+        return answers + rng.laplace(0.0, self.query_scale, answers.shape)
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """AboveThreshold with cutoff ``c`` (Lyu, Su & Li 2017, Algorithm 1).
+
+    ``eps1 = eps2 = eps/2``; threshold noise ``Lap(Delta/eps1)``; query noise
+    ``Lap(2 c Delta/eps2)`` (``Lap(c Delta/eps2)`` for monotone queries); answers
+    ``q_i + nu_i >= T + rho`` with one threshold draw per instance (never refreshed);
+    halts after ``c`` positives. Cost ``eps`` (rho ``eps^2/2``), charged when the
+    instance starts. Only the booleans are released. ``dp_event`` returns ``None``.
+    Default noise: exact discrete Laplace on a grid (``sampler="discrete"``).
+    Note ``docs/privacy/sparse-vector.md``.
+    """
+
+    threshold: float
+    sensitivity: float
+    epsilon: float
+    cutoff: int = 1
+    monotone: bool = False
+    relation: Relation = Relation.REPLACE_ONE
+    sampler: str = "discrete"
+    kind: ClassVar[str] = "sparse-vector"
+
+    def __post_init__(self) -> None:
+        _set(self, "threshold", _real("threshold", self.threshold))
+        _set(self, "sensitivity", _positive("sensitivity", self.sensitivity))
+        _set(self, "epsilon", _positive("epsilon", self.epsilon))
+        _set(self, "cutoff", _int("cutoff", self.cutoff, 1))
+        if not isinstance(self.monotone, bool):
+            raise InvalidParameterError("monotone", self.monotone, "must be a bool")
+        _set(self, "relation", _relation(self.relation))
+        _set(self, "sampler", _sampler(self.sampler))
+
+    @property
+    def epsilon1(self) -> float:
+        return self.epsilon / 2.0
+
+    @property
+    def epsilon2(self) -> float:
+        return self.epsilon - self.epsilon1
+
+    @property
+    def threshold_scale(self) -> float:
+        return self.sensitivity / self.epsilon1
+
+    @property
+    def query_scale(self) -> float:
+        c = self.cutoff if self.monotone else 2 * self.cutoff
+        return c * self.sensitivity / self.epsilon2
+
+    def epsilon_under(self, relation: Relation) -> Fraction:
+        return Fraction(self.epsilon) * _factor(self.sensitivity, self.relation, relation)
+
+    def cost(self, relation: Relation) -> Cost:
+        return Cost.pure(self.epsilon_under(relation))
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {
+            "threshold": self.threshold,
+            "sensitivity": self.sensitivity,
+            "epsilon": self.epsilon,
+            "cutoff": self.cutoff,
+            "monotone": self.monotone,
+            "relation": self.relation.value,
+            "sampler": self.sampler,
+        }
+
+    def dp_event(self, relation: Relation) -> None:
+        """``None``: dp-accounting has no event for the sparse vector technique."""
+        _factor(self.sensitivity, self.relation, relation)
+        return None
+
+    def noise_plan(self) -> _SvtNoise:
+        if self.sampler == "discrete":
+            # Threshold: scale Delta/eps1 over the (rounded) query sensitivity.
+            gt = LaplaceGrid.build(self.sensitivity, self.epsilon1, 1)
+            mult = self.cutoff if self.monotone else 2 * self.cutoff
+            gq = LaplaceGrid.build(self.sensitivity, self.epsilon2, 1, multiplier=mult)
+            # Both grids must be the same for comparisons: take the finer one's step
+            # for both (rebuild the coarser with the same exponent when needed).
+            if gt.exponent != gq.exponent:
+                gt, gq = _common_grid(self.sensitivity, self.epsilon1, self.epsilon2, mult)
+            return _SvtNoise(self.threshold, self.threshold_scale, self.query_scale, gt, gq)
+        return _SvtNoise(self.threshold, self.threshold_scale, self.query_scale, None, None)
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> npt.NDArray[np.int8]:
+        """Vectorised simulation of ``size`` independent runs over fixed ``answers``.
+
+        Returns ``(size, len(answers))`` int8: 1 = above, 0 = below, -1 = not asked
+        (the run had halted after ``cutoff`` positives).
+        """
+        answers = _vector(exact, "answers")
+        return _simulate_svt(self.noise_plan(), answers, self.cutoff, rng, _size(size))
+
+
+def _common_grid(
+    sensitivity: float, eps1: float, eps2: float, mult: int
+) -> tuple[LaplaceGrid, LaplaceGrid]:
+    """Threshold and query grids with one common step (the larger exponent)."""
+    gt = LaplaceGrid.build(sensitivity, eps1, 1)
+    gq = LaplaceGrid.build(sensitivity, eps2, 1, multiplier=mult)
+    exponent = max(gt.exponent, gq.exponent)
+    return (
+        _grid_at(sensitivity, eps1, 1, exponent),
+        _grid_at(sensitivity, eps2, mult, exponent),
+    )
+
+
+def _grid_at(sensitivity: float, epsilon: float, mult: int, exponent: int) -> LaplaceGrid:
+    from accounting.noise import MAX_SCALE_BITS
+
+    g = Fraction(2) ** exponent
+    grid_sens = mult * (math.floor(Fraction(sensitivity) / g) + 1)
+    required = Fraction(grid_sens) / Fraction(epsilon)
+    shift = max(0, MAX_SCALE_BITS - math.ceil(required).bit_length())
+    s = 2**shift
+    t = math.ceil(required * s)
+    return LaplaceGrid(exponent=exponent, t=t, s=s, grid_sensitivity=grid_sens)
+
+
+def _simulate_svt(
+    plan: _SvtNoise, answers: FloatArray, cutoff: int, rng: np.random.Generator, size: int
+) -> npt.NDArray[np.int8]:
+    rho = plan.draw_threshold(rng, size)
+    noisy = plan.noisy_queries(np.broadcast_to(answers, (size, answers.shape[-1])).copy(), rng)
+    pos = noisy >= rho[:, None]
+    before: IntArray = np.cumsum(pos, axis=1) - pos  # positives before query i
+    asked = before < cutoff
+    return np.where(asked, pos, -1).astype(np.int8)
+
+
+@dataclass(frozen=True)
+class SubsampledSparseVector:
+    """SVT(cutoff 1) on ``m`` of ``n`` rows drawn without replacement by the primitive.
+
+    ``sensitivity`` is the statistic's sensitivity on ``m`` rows. The base mechanism is
+    ``SparseVector(threshold, sensitivity, epsilon, cutoff=1)``; its cost is amplified
+    by sampling without replacement under replace-one (Balle, Barthe & Gaboardi 2018,
+    Thm. 9): ``eps' = ln(1 + (m/n)(e^eps - 1))``, rounded up. Only replace-one (after
+    explicit conversion of an add/remove sensitivity). ``dp_event`` returns ``None``.
+    Note ``docs/privacy/subsampled-sparse-vector.md``.
+    """
+
+    n: int
+    m: int
+    threshold: float
+    sensitivity: float
+    epsilon: float
+    monotone: bool = False
+    relation: Relation = Relation.REPLACE_ONE
+    sampler: str = "discrete"
+    kind: ClassVar[str] = "subsampled-sparse-vector"
+    base: SparseVector = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _set(self, "n", _int("n", self.n, 1))
+        _set(self, "m", _int("m", self.m, 1))
+        if self.m > self.n:
+            raise InvalidParameterError("m", self.m, f"must be <= n = {self.n}")
+        base = SparseVector(
+            self.threshold, self.sensitivity, self.epsilon, 1, self.monotone, self.relation,
+            self.sampler,
+        )
+        _set(self, "threshold", base.threshold)
+        _set(self, "sensitivity", base.sensitivity)
+        _set(self, "epsilon", base.epsilon)
+        _set(self, "relation", base.relation)
+        _set(self, "sampler", base.sampler)
+        _set(self, "base", base)
+
+    @property
+    def cutoff(self) -> int:
+        return 1
+
+    def epsilon_under(self, relation: Relation) -> Fraction:
+        relation = _relation(relation)
+        if relation is not Relation.REPLACE_ONE:
+            raise InvalidParameterError(
+                "relation",
+                relation.value,
+                "sampling without replacement is analysed under replace-one only",
+            )
+        base_eps = float(self.base.epsilon_under(relation))
+        amplified = math.log1p((self.m / self.n) * math.expm1(base_eps))
+        return Fraction(round_up(Fraction(amplified) * (1 + AMPLIFICATION_SLACK)))
+
+    def cost(self, relation: Relation) -> Cost:
+        return Cost.pure(self.epsilon_under(relation))
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {
+            "n": self.n,
+            "m": self.m,
+            "threshold": self.threshold,
+            "sensitivity": self.sensitivity,
+            "epsilon": self.epsilon,
+            "monotone": self.monotone,
+            "relation": self.relation.value,
+            "sampler": self.sampler,
+        }
+
+    def dp_event(self, relation: Relation) -> None:
+        """``None``: dp-accounting has no event for (subsampled) SVT."""
+        self.epsilon_under(relation)
+        return None
+
+    def draw_subsample(self, rng: np.random.Generator) -> IntArray:
+        """Sorted int64 row indices of a uniform ``m``-subset of ``range(n)``."""
+        return np.sort(rng.choice(self.n, size=self.m, replace=False)).astype(np.int64)
+
+    def draw_subsamples(self, rng: np.random.Generator, size: int) -> IntArray:
+        """``(size, m)`` independent subsamples (vectorised; for audits)."""
+        keys = rng.random((_size(size), self.n))
+        idx = np.argpartition(keys, self.m - 1, axis=1)[:, : self.m]
+        return np.sort(idx, axis=1).astype(np.int64)
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> npt.NDArray[np.int8]:
+        """Simulated runs of the base SVT on given answers: ``answers`` of shape ``(L,)``
+        (the same for every run) or ``(size, L)`` (one row per run, computed by the
+        caller on the subsamples from :meth:`draw_subsamples`)."""
+        k = _size(size)
+        arr = np.asarray(exact, dtype=np.float64)
+        if arr.ndim == 2:
+            if arr.shape[0] != k or not np.all(np.isfinite(arr)) or arr.shape[1] == 0:
+                raise StatisticError(f"answers: expected finite ({k}, L) array, got {arr.shape}")
+            plan = self.base.noise_plan()
+            rho = plan.draw_threshold(rng, k)
+            noisy = plan.noisy_queries(arr.copy(), rng)
+            pos = noisy >= rho[:, None]
+            before: IntArray = np.cumsum(pos, axis=1) - pos
+            return np.where(before < 1, pos, -1).astype(np.int8)
+        return self.base.sample(arr, rng, k)
+
+
+class SparseVectorRun:
+    """A started SVT instance (created by :meth:`accounting.session.Session.start`).
+
+    The threshold noise is drawn once, at start. ``test(compute)`` evaluates the exact
+    query (``compute()`` for :class:`SparseVector`, ``compute(indices)`` with the
+    subsample's row indices for :class:`SubsampledSparseVector`), adds query noise and
+    answers above/below. After ``cutoff`` positives the run halts; testing a halted
+    run raises :class:`~accounting.errors.MechanismStateError` without calling
+    ``compute``.
+    """
+
+    def __init__(
+        self,
+        mechanism: SparseVector | SubsampledSparseVector,
+        rng: np.random.Generator,
+        sequence: int | None = None,
+        on_answer: Callable[[SparseVectorRun, bool], None] | None = None,
+    ) -> None:
+        self.mechanism = mechanism
+        self.sequence = sequence
+        self._rng = rng
+        base = mechanism.base if isinstance(mechanism, SubsampledSparseVector) else mechanism
+        self._cutoff = base.cutoff
+        self._plan = base.noise_plan()
+        self.indices: IntArray | None = None
+        if isinstance(mechanism, SubsampledSparseVector):
+            self.indices = mechanism.draw_subsample(rng)
+        self._noisy_threshold = float(self._plan.draw_threshold(rng, 1)[0])
+        self.positives = 0
+        self.queries = 0
+        self.answers: list[bool] = []
+        self._on_answer = on_answer
+
+    @property
+    def halted(self) -> bool:
+        return self.positives >= self._cutoff
+
+    def test(self, compute: Callable[..., Any]) -> bool:
+        if self.halted:
+            raise MechanismStateError(
+                f"{self.mechanism.kind} run halted after {self.positives} positive(s); "
+                "start a new instance"
+            )
+        raw = compute() if self.indices is None else compute(self.indices)
+        q = as_exact(raw, "query answer", vector_ok=False)
+        noisy = float(self._plan.noisy_queries(q.reshape(1), self._rng)[0])
+        above = noisy >= self._noisy_threshold
+        self.queries += 1
+        if above:
+            self.positives += 1
+        self.answers.append(bool(above))
+        if self._on_answer is not None:
+            self._on_answer(self, bool(above))
+        return bool(above)
+
+
+# ---------------------------------------------------------------------------------
+# Rebuilding from stored parameters
+# ---------------------------------------------------------------------------------
+MECHANISMS: dict[str, type[Any]] = {
+    cls.kind: cls
+    for cls in (
+        Laplace,
+        Gaussian,
+        ReportNoisyMax,
+        Exponential,
+        SmoothSensitivityMedian,
+        SparseVector,
+        SubsampledSparseVector,
+    )
+}
+
+
+def mechanism_from_params(kind: str, params: Mapping[str, JSONValue]) -> Any:
+    """Rebuild a mechanism from its stored ``kind`` and ``public_params()``.
+
+    Unknown kinds, missing or extra parameters raise
+    :class:`~accounting.errors.InvalidParameterError`; values are validated by the
+    mechanism's constructor. The ledger's verifier uses this to re-derive costs.
+    """
+    cls = MECHANISMS.get(kind)
+    if cls is None:
+        raise InvalidParameterError("mechanism", kind, f"unknown kind; known: {sorted(MECHANISMS)}")
+    if not isinstance(params, Mapping):
+        raise InvalidParameterError("params", params, "must be a mapping")
+    fields = {f.name for f in cls.__dataclass_fields__.values() if f.init}
+    unknown = set(params) - fields
+    if unknown:
+        raise InvalidParameterError("params", sorted(unknown), f"unknown parameters for {kind}")
+    try:
+        return cls(**dict(params))
+    except TypeError as err:
+        raise InvalidParameterError(
+            "params", dict(params), f"incomplete for {kind}: {err}"
+        ) from err

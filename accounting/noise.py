@@ -1,0 +1,223 @@
+"""Random generators and noise samplers (the only place privacy noise is drawn).
+
+* :func:`make_generator` seeds a NumPy generator from 128 bits of OS entropy
+  (:mod:`secrets`) unless the caller passes an explicit seed; the returned flag says
+  whether the seed was explicit (the session records it on every ledger entry).
+* :func:`discrete_laplace` is an exact, vectorised sampler of the discrete Laplace
+  distribution on the integers (Canonne, Kamath & Steinke 2020, Algorithms 1-2),
+  using only uniform integer draws. :class:`LaplaceGrid` combines it with rounding the
+  exact statistic to a ``2^-k`` grid: the floating-point-safe Laplace mechanism that
+  is the default everywhere Laplace noise is added (``docs/privacy/floating-point.md``).
+* :func:`float_laplace` is the textbook floating-point sampler, kept selectable
+  (``sampler="float"``) for audits and comparisons; it is vulnerable to Mironov's
+  (2012) attack on the low-order bits and is not the default.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from accounting.errors import InvalidParameterError
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Bits of OS entropy used to seed a generator when no seed is given.
+ENTROPY_BITS = 128
+
+#: The sampler names accepted by the mechanisms (``"discrete"`` is the default).
+SAMPLERS = ("discrete", "float")
+
+#: Relative resolution of the grid: the grid step ``g`` is at most
+#: ``sensitivity / (dimension * 2^GRID_BITS)``, so rounding costs at most a relative
+#: ``2^-GRID_BITS`` of extra noise.
+GRID_BITS = 20
+#: Upper bound on the discrete noise scale in grid units; keeps every integer that the
+#: sampler and the release touch below ``2^53`` (exact in float64) with overwhelming
+#: probability and below ``2^63`` (int64) always.
+MAX_SCALE_BITS = 44
+#: Largest grid magnitude of a rounded statistic (values beyond are clipped, which is
+#: 1-Lipschitz and therefore keeps the sensitivity bound).
+MAX_GRID_INDEX = float(2**52)
+#: Smallest grid exponent allowed (avoids subnormal grid steps).
+MIN_GRID_EXPONENT = -1000
+
+
+def make_generator(seed: int | None) -> tuple[np.random.Generator, bool]:
+    """A PCG64 generator and whether its seed was explicit.
+
+    ``seed=None`` seeds from :data:`ENTROPY_BITS` bits of OS entropy through
+    :func:`secrets.randbits` and :class:`numpy.random.SeedSequence`; the run is then
+    not reproducible, which is what a private release needs. An explicit ``seed``
+    (a non-negative int) gives a reproducible run, and the ledger marks it as seeded.
+
+    Independent auxiliary streams (for non-privacy resampling) come from
+    ``generator.spawn(1)[0]``; see :meth:`accounting.session.Session.auxiliary_generator`.
+    """
+    if seed is None:
+        ss = np.random.SeedSequence(secrets.randbits(ENTROPY_BITS))
+        return np.random.Generator(np.random.PCG64(ss)), False
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InvalidParameterError("seed", seed, "must be a non-negative int or None")
+    ss = np.random.SeedSequence(int(seed))
+    return np.random.Generator(np.random.PCG64(ss)), True
+
+
+# ---------------------------------------------------------------------------------
+# Exact discrete Laplace (Canonne, Kamath & Steinke 2020)
+# ---------------------------------------------------------------------------------
+def bernoulli_exp(rng: np.random.Generator, num: IntArray, den: int) -> BoolArray:
+    """Independent ``Bernoulli(exp(-num_i/den))`` draws for ``0 <= num_i <= den``.
+
+    CKS 2020 Algorithm 1 (case ``gamma in [0, 1]``): ``K = 1``; repeat ``A ~
+    Bernoulli(gamma/K)``, ``K += 1`` while ``A``; return ``K`` odd. Each
+    ``Bernoulli(num/(den K))`` is the exact event ``U < num`` for ``U`` uniform on
+    ``{0, ..., den K - 1}``. Vectorised: every round handles all still-running draws.
+    """
+    num = np.asarray(num, dtype=np.int64)
+    out = np.empty(num.shape[0], dtype=bool)
+    k = np.ones(num.shape[0], dtype=np.int64)
+    active = np.arange(num.shape[0])
+    while active.size:
+        a = rng.integers(0, den * k[active], dtype=np.int64) < num[active]
+        done = active[~a]
+        out[done] = (k[done] % 2) == 1
+        active = active[a]
+        k[active] += 1
+    return out
+
+
+def discrete_laplace(rng: np.random.Generator, t: int, s: int, size: int) -> IntArray:
+    """``size`` iid draws of the discrete Laplace with ``P(y) ∝ exp(-|y| s / t)``.
+
+    CKS 2020 Algorithm 2 with scale ``t/s`` (``t, s >= 1`` integers), exact: ``U``
+    uniform on ``{0..t-1}`` accepted with probability ``exp(-U/t)``; ``V`` the number of
+    successes of ``Bernoulli(exp(-1))`` before the first failure; ``Y = floor((U + tV)
+    / s)``; a fair sign ``B``, rejecting ``(B = 1, Y = 0)``; return ``(1-2B) Y``.
+    """
+    if t < 1 or s < 1:
+        raise InvalidParameterError("scale", (t, s), "t and s must be integers >= 1")
+    if t.bit_length() > 58 or s.bit_length() > 58:
+        raise InvalidParameterError("scale", (t, s), "t and s must be below 2^58")
+    out = np.empty(size, dtype=np.int64)
+    pending = np.arange(size)
+    while pending.size:
+        m = pending.size
+        u = rng.integers(0, t, size=m, dtype=np.int64)
+        accept = bernoulli_exp(rng, u, t)
+        v = np.zeros(m, dtype=np.int64)
+        active = np.flatnonzero(accept)
+        while active.size:
+            a = bernoulli_exp(rng, np.ones(active.size, dtype=np.int64), 1)
+            active = active[a]
+            v[active] += 1
+        y = (u + t * v) // s
+        negative = rng.integers(0, 2, size=m, dtype=np.int64).astype(bool)
+        ok = accept & ~(negative & (y == 0))
+        signed = np.where(negative, -y, y)
+        out[pending[ok]] = signed[ok]
+        pending = pending[~ok]
+    return out
+
+
+@dataclass(frozen=True)
+class LaplaceGrid:
+    """The discrete (grid) Laplace release for one sensitivity, epsilon and dimension.
+
+    The exact statistic ``f`` (``d`` coordinates) is rounded to the grid ``g Z`` with
+    ``g = 2^exponent`` (round half to even, clipped to ``|f/g| <= 2^52``); integer noise
+    with ``P(y) ∝ exp(-|y| s/t)`` is added per coordinate; the output is
+    ``(rint(f/g) + Y) g``, exactly representable. Rounding moves each coordinate by at
+    most ``g/2``, so the L1 distance of two rounded neighbours is an integer number of
+    grid steps at most ``grid_sensitivity = floor(multiplier Delta / g) + multiplier d``,
+    and ``t/s >= grid_sensitivity / epsilon`` makes the release ``epsilon``-DP (the
+    extra grid step is charged in the sensitivity, not in epsilon).
+
+    ``multiplier`` is 2 when the noise scale is ``2 Delta / eps`` (report-noisy-max,
+    SVT query noise): the grid sensitivity is then twice the per-query one.
+    """
+
+    exponent: int
+    t: int
+    s: int
+    grid_sensitivity: int
+
+    @property
+    def step(self) -> float:
+        return math.ldexp(1.0, self.exponent)
+
+    @property
+    def scale(self) -> float:
+        """Noise scale in the statistic's units, ``(t/s) g`` (rounded to float)."""
+        return math.ldexp(self.t / self.s, self.exponent)
+
+    @classmethod
+    def build(
+        cls, sensitivity: float, epsilon: float, dimension: int = 1, multiplier: int = 1
+    ) -> LaplaceGrid:
+        """Grid and integer scale for ``Lap(multiplier * sensitivity / epsilon)`` noise.
+
+        ``sensitivity`` is the L1 sensitivity of the ``dimension``-vector (for
+        ``multiplier > 1``, of each scalar query).
+        """
+        if dimension < 1:
+            raise InvalidParameterError("dimension", dimension, "must be >= 1")
+        delta_q = Fraction(sensitivity)
+        eps_q = Fraction(epsilon)
+        if delta_q <= 0 or eps_q <= 0:
+            raise InvalidParameterError(
+                "sensitivity", sensitivity, "sensitivity and epsilon must be > 0"
+            )
+        # g <= sensitivity / (dimension 2^GRID_BITS), a power of two.
+        exponent = math.floor(math.log2(sensitivity)) - GRID_BITS - math.ceil(
+            math.log2(dimension)
+        )
+        exponent = max(exponent, MIN_GRID_EXPONENT)
+        while True:
+            g = Fraction(2) ** exponent
+            grid_sens = multiplier * (math.floor(delta_q / g) + dimension)
+            required = Fraction(grid_sens) / eps_q  # discrete scale in grid units
+            if required <= 2**MAX_SCALE_BITS:
+                break
+            exponent += 1  # coarser grid: less scale in grid units
+        # Represent the scale t/s >= required with ~MAX_SCALE_BITS bits of precision.
+        shift = max(0, MAX_SCALE_BITS - math.ceil(required).bit_length())
+        s = 2**shift
+        t = math.ceil(required * s)
+        return cls(exponent=exponent, t=t, s=s, grid_sensitivity=grid_sens)
+
+    def round(self, exact: FloatArray) -> FloatArray:
+        """``rint(f/g)`` clipped to ``[-2^52, 2^52]`` (float64 holding integers)."""
+        scaled = np.ldexp(np.asarray(exact, dtype=np.float64), -self.exponent)
+        out: FloatArray = np.rint(np.clip(scaled, -MAX_GRID_INDEX, MAX_GRID_INDEX))
+        return out
+
+    def noise(self, rng: np.random.Generator, size: int) -> IntArray:
+        """``size`` integer noise draws (grid units)."""
+        return discrete_laplace(rng, self.t, self.s, size)
+
+    def release(
+        self, exact: FloatArray, rng: np.random.Generator, size: int | None = None
+    ) -> FloatArray:
+        """``(rint(f/g) + Y) g``; with ``size``, ``size`` independent releases stacked."""
+        f = np.asarray(exact, dtype=np.float64)
+        base = self.round(f)
+        shape = f.shape if size is None else (size, *f.shape)
+        count = int(np.prod(shape)) if shape else 1
+        y = self.noise(rng, count).reshape(shape).astype(np.float64)
+        out: FloatArray = np.ldexp(base + y, self.exponent)
+        return out
+
+
+def float_laplace(
+    rng: np.random.Generator, scale: float, shape: tuple[int, ...]
+) -> FloatArray:
+    """Plain floating-point ``Lap(scale)`` draws (NOT floating-point safe)."""
+    return rng.laplace(0.0, scale, size=shape)

@@ -1,0 +1,271 @@
+"""A privacy session: one run's filter, generator and ledger recorder.
+
+Every release follows the same order (``docs/internals.md``)::
+
+    validate -> filter admits (declared cost, public information only)
+             -> recorder.record(entry) (durable)
+             -> compute() (the only place the data is touched)
+             -> add noise -> return
+
+* A refusal for lack of budget raises :class:`BudgetExceededError` and halts the
+  session: any later call raises :class:`SessionHaltedError`. ``compute`` is never
+  called for a refused mechanism.
+* A recorder failure (e.g. :class:`LedgerError`) releases nothing and charges nothing
+  in the session; the session halts, because the ledger can no longer be trusted to
+  hold every release.
+* Stateful mechanisms (:class:`SparseVector`, :class:`SubsampledSparseVector`) are
+  charged in full when :meth:`Session.start` admits them, and return a
+  :class:`~accounting.mechanisms.SparseVectorRun`.
+
+Proof note of the filter rules: ``docs/privacy/costs-and-filter.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from accounting.costs import Budget, Cost
+from accounting.entries import EntryDraft, JSONValue, RunRecorder
+from accounting.errors import InvalidParameterError, SessionHaltedError
+from accounting.filter import PrivacyFilter, check_rule
+from accounting.mechanisms import (
+    MECHANISMS,
+    SparseVector,
+    SparseVectorRun,
+    SubsampledSparseVector,
+)
+from accounting.noise import make_generator
+from accounting.relations import Relation
+
+STATEFUL = (SparseVector, SubsampledSparseVector)
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The end-to-end guarantee of a run: ``(epsilon, delta)``-DP under ``relation``,
+    enforced by ``rule`` under fully adaptive composition. Equal to the budget."""
+
+    epsilon: float
+    delta: float
+    relation: Relation
+    rule: str
+
+    def as_dict(self) -> dict[str, JSONValue]:
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "relation": self.relation.value,
+            "rule": self.rule,
+        }
+
+
+def _jsonable(output: Any) -> JSONValue:
+    if isinstance(output, bool | int | float | str) or output is None:
+        return output
+    if isinstance(output, np.generic):
+        return _jsonable(output.item())
+    if isinstance(output, np.ndarray):
+        return _jsonable(output.tolist())
+    if isinstance(output, list | tuple):
+        return [_jsonable(v) for v in output]
+    return repr(output)
+
+
+class Session:
+    """One private run: budget, rule, relation, generator and (optional) recorder."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        rule: str = "basic",
+        relation: Relation = Relation.REPLACE_ONE,
+        recorder: RunRecorder | None = None,
+        seed: int | None = None,
+        store_outputs: bool = False,
+    ) -> None:
+        if not isinstance(budget, Budget):
+            raise InvalidParameterError("budget", budget, "must be an accounting.Budget")
+        rule = check_rule(rule)
+        relation = Relation.parse(relation)
+        if recorder is not None:
+            if not isinstance(recorder, RunRecorder):
+                raise InvalidParameterError("recorder", recorder, "must implement RunRecorder")
+            if recorder.relation is not relation:
+                raise InvalidParameterError(
+                    "relation", relation.value, f"the recorder's run uses {recorder.relation.value}"
+                )
+            if recorder.budget != budget:
+                raise InvalidParameterError(
+                    "budget", budget, f"the recorder's run reserved {recorder.budget}"
+                )
+            if recorder.rule != rule:
+                raise InvalidParameterError(
+                    "rule", rule, f"the recorder's run uses {recorder.rule!r}"
+                )
+        if not isinstance(store_outputs, bool):
+            raise InvalidParameterError("store_outputs", store_outputs, "must be a bool")
+        self._filter = PrivacyFilter(budget, rule)
+        self.budget = budget
+        self.rule = rule
+        self.relation = relation
+        self.recorder = recorder
+        self.store_outputs = store_outputs
+        self._rng, self.seed_explicit = make_generator(seed)
+        self._closed: str | None = None
+        self._runs: list[SparseVectorRun] = []
+        self._stored_runs: set[int] = set()
+
+    # -- state ----------------------------------------------------------------------
+    @property
+    def halted(self) -> bool:
+        """True after a refusal, a recorder failure or :meth:`close`."""
+        return self._filter.halted or self._closed is not None
+
+    @property
+    def releases(self) -> int:
+        """Number of admitted mechanisms (releases and started runs)."""
+        return self._filter.admitted
+
+    def spent(self) -> Cost:
+        """Exact sum of the declared costs admitted so far (under the session's relation)."""
+        return self._filter.spent()
+
+    def remaining(self) -> Cost:
+        """What is left: ``basic``: ``(eps_B - eps, delta_B - delta)``; ``zcdp``: rho."""
+        return self._filter.remaining()
+
+    @property
+    def rho_budget(self) -> Fraction | None:
+        """``Budget.rho()`` under the zcdp rule (a Fraction), ``None`` under basic."""
+        return self._filter.rho_budget
+
+    def guarantee(self) -> Guarantee:
+        """The run's guarantee: the budget, under the session's relation and rule."""
+        return Guarantee(self.budget.epsilon, self.budget.delta, self.relation, self.rule)
+
+    def cost_of(self, mechanism: Any) -> Cost:
+        """The declared cost of ``mechanism`` under the session's relation (validated)."""
+        self._check_mechanism(mechanism)
+        cost = mechanism.cost(self.relation)
+        self._filter.check_applicable(cost, mechanism.kind)
+        return cost  # type: ignore[no-any-return]
+
+    def can_afford(self, mechanism: Any) -> bool:
+        """Whether the filter would admit ``mechanism`` now (no state change).
+
+        False when halted; raises :class:`InvalidParameterError` for a mechanism the
+        rule cannot account (e.g. Gaussian under ``basic``).
+        """
+        if self.halted:
+            return False
+        return self._filter.fits(self.cost_of(mechanism))
+
+    def auxiliary_generator(self) -> np.random.Generator:
+        """A fresh generator for NON-privacy randomness (e.g. model-X resampling).
+
+        Spawned from the session generator's seed sequence (independent of the noise
+        stream, and seeded or not exactly as the session is). Never use it for noise.
+        """
+        return self._rng.spawn(1)[0]
+
+    # -- releases -------------------------------------------------------------------
+    def release(self, mechanism: Any, compute: Callable[[], Any], *, purpose: str) -> Any:
+        """Admit, record, compute and release a one-shot mechanism."""
+        if isinstance(mechanism, STATEFUL):
+            raise InvalidParameterError(
+                "mechanism", mechanism.kind, "stateful mechanisms are started with start()"
+            )
+        self._check_callable(compute)
+        sequence, _ = self._admit(mechanism, purpose)
+        exact = compute()
+        output = mechanism.release(exact, self._rng)
+        if self.store_outputs and self.recorder is not None and sequence is not None:
+            self.recorder.record_output(sequence, _jsonable(output))
+        return output
+
+    def start(
+        self, mechanism: SparseVector | SubsampledSparseVector, *, purpose: str
+    ) -> SparseVectorRun:
+        """Admit and record a stateful SVT instance (charged in full now) and start it."""
+        if not isinstance(mechanism, STATEFUL):
+            raise InvalidParameterError(
+                "mechanism", getattr(mechanism, "kind", mechanism),
+                "start() takes SparseVector or SubsampledSparseVector; use release()",
+            )
+        sequence, _ = self._admit(mechanism, purpose)
+        run = SparseVectorRun(mechanism, self._rng, sequence, self._on_answer)
+        self._runs.append(run)
+        return run
+
+    def close(self, status: str = "completed") -> None:
+        """Finish the session (and the recorder's run); later calls raise."""
+        if self._closed is not None:
+            raise SessionHaltedError(f"session already closed ({self._closed})")
+        if not isinstance(status, str) or not status:
+            raise InvalidParameterError("status", status, "must be a non-empty string")
+        for run in self._runs:
+            self._store_run(run)
+        self._closed = status
+        if self.recorder is not None:
+            self.recorder.close(status)
+
+    # -- internals ------------------------------------------------------------------
+    def _check_mechanism(self, mechanism: Any) -> None:
+        kind = getattr(mechanism, "kind", None)
+        if not isinstance(kind, str) or MECHANISMS.get(kind) is not type(mechanism):
+            raise InvalidParameterError(
+                "mechanism", mechanism, "must be one of the accounting.mechanisms primitives"
+            )
+
+    @staticmethod
+    def _check_callable(compute: object) -> None:
+        if not callable(compute):
+            raise InvalidParameterError("compute", compute, "must be a callable")
+
+    def _admit(self, mechanism: Any, purpose: object) -> tuple[int | None, Cost]:
+        if self._closed is not None:
+            raise SessionHaltedError(f"session closed ({self._closed}); it admits nothing")
+        if self._filter.halted:
+            raise SessionHaltedError("session halted after a refusal; it admits nothing more")
+        if not isinstance(purpose, str):
+            raise InvalidParameterError("purpose", purpose, "must be a string")
+        cost = self.cost_of(mechanism)
+        self._filter.check(cost, mechanism.kind)  # raises BudgetExceededError (halts)
+        sequence: int | None = None
+        if self.recorder is not None:
+            entry = EntryDraft(
+                mechanism=mechanism.kind,
+                params=mechanism.public_params(),
+                sensitivity=mechanism.sensitivity,
+                relation=self.relation,
+                cost=cost,
+                purpose=purpose,
+                seed_explicit=self.seed_explicit,
+                extra={"rule": self.rule},
+            )
+            try:
+                sequence = self.recorder.record(entry)
+            except BaseException:
+                self._filter.halt()
+                raise
+        self._filter.commit(cost)
+        return sequence, cost
+
+    def _on_answer(self, run: SparseVectorRun, above: bool) -> None:
+        if run.halted:
+            self._store_run(run)
+
+    def _store_run(self, run: SparseVectorRun) -> None:
+        if (
+            self.store_outputs
+            and self.recorder is not None
+            and run.sequence is not None
+            and run.sequence not in self._stored_runs
+        ):
+            self._stored_runs.add(run.sequence)
+            self.recorder.record_output(run.sequence, [bool(a) for a in run.answers])

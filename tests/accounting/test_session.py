@@ -1,0 +1,260 @@
+"""Session order of operations, halting, recorder contract and guarantee."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from accounting import (
+    Budget,
+    BudgetExceededError,
+    Cost,
+    Gaussian,
+    Guarantee,
+    InMemoryRecorder,
+    InvalidParameterError,
+    Laplace,
+    LedgerError,
+    Relation,
+    ReportNoisyMax,
+    Session,
+    SessionHaltedError,
+    SmoothSensitivityMedian,
+    SparseVector,
+    SubsampledSparseVector,
+    split_epsilon,
+)
+from accounting.errors import MechanismStateError, StatisticError
+
+
+def _note(log: list[object], value: object, result: float = 0.0) -> float:
+    log.append(value)
+    return result
+
+
+def test_order_validate_admit_record_compute() -> None:
+    budget = Budget(1.0)
+    log: list[str] = []
+
+    class Recorder(InMemoryRecorder):
+        def record(self, entry):  # type: ignore[no-untyped-def]
+            log.append("record")
+            return super().record(entry)
+
+    rec = Recorder(budget)
+    session = Session(budget, recorder=rec, seed=1)
+
+    def compute() -> float:
+        log.append("compute")
+        assert len(rec.entries) == 1  # the entry is durable before the data is touched
+        return 0.5
+
+    out = session.release(Laplace(1.0, 0.5), compute, purpose="q")
+    assert isinstance(out, float)
+    assert log == ["record", "compute"]
+    entry = rec.entries[0]
+    assert entry.mechanism == "laplace"
+    assert entry.cost == Cost.pure(0.5)
+    assert entry.seed_explicit is True
+    assert entry.relation is Relation.REPLACE_ONE
+    assert entry.purpose == "q"
+
+
+def test_refusal_never_computes_and_halts() -> None:
+    budget = Budget(1.0)
+    rec = InMemoryRecorder(budget)
+    session = Session(budget, recorder=rec)
+    calls: list[object] = []
+    session.release(Laplace(1.0, 0.75), lambda: _note(calls, 1), purpose="a")
+    with pytest.raises(BudgetExceededError):
+        session.release(Laplace(1.0, 0.5), lambda: _note(calls, 2), purpose="b")
+    assert calls == [1]
+    assert session.halted
+    assert len(rec.entries) == 1
+    assert session.spent() == Cost.pure(0.75)
+    # halt semantics: even an affordable mechanism is refused now
+    with pytest.raises(SessionHaltedError):
+        session.release(Laplace(1.0, 0.01), lambda: 0.0, purpose="c")
+    assert not session.can_afford(Laplace(1.0, 0.01))
+    with pytest.raises(SessionHaltedError):
+        session.start(SparseVector(0.0, 1.0, 0.01), purpose="d")
+
+
+def test_recorder_failure_releases_nothing() -> None:
+    budget = Budget(1.0)
+    rec = InMemoryRecorder(budget, fail_on={1})
+    session = Session(budget, recorder=rec)
+    session.release(Laplace(1.0, 0.1), lambda: 0.0, purpose="a")
+    called: list[object] = []
+    with pytest.raises(LedgerError):
+        session.release(Laplace(1.0, 0.1), lambda: _note(called, 1), purpose="b")
+    assert called == []
+    assert session.spent() == Cost.pure(0.1)
+    assert session.halted
+
+
+def test_store_outputs_records_output() -> None:
+    budget = Budget(2.0)
+    rec = InMemoryRecorder(budget)
+    session = Session(budget, recorder=rec, seed=7, store_outputs=True)
+    v = session.release(Laplace(1.0, 0.5), lambda: np.array([1.0, 2.0]), purpose="v")
+    i = session.release(ReportNoisyMax(1.0, 0.5), lambda: np.array([0.0, 10.0]), purpose="r")
+    assert rec.outputs[0] == list(v)
+    assert rec.outputs[1] == i
+    assert isinstance(i, int)
+    run = session.start(SparseVector(0.0, 1.0, 0.5, cutoff=1), purpose="svt")
+    while not run.halted:
+        run.test(lambda: 100.0)
+    assert rec.outputs[2] == run.answers
+    session.close()
+    assert rec.status == "completed"
+
+
+def test_outputs_not_stored_by_default() -> None:
+    budget = Budget(1.0)
+    rec = InMemoryRecorder(budget)
+    session = Session(budget, recorder=rec)
+    session.release(Laplace(1.0, 0.5), lambda: 1.0, purpose="v")
+    assert rec.outputs == {}
+
+
+def test_guarantee_and_recorder_match() -> None:
+    budget = Budget(1.0, 1e-6)
+    session = Session(budget, rule="zcdp", relation=Relation.REPLACE_ONE)
+    assert session.guarantee() == Guarantee(1.0, 1e-6, Relation.REPLACE_ONE, "zcdp")
+    with pytest.raises(InvalidParameterError, match="rule"):
+        Session(budget, rule="basic", recorder=InMemoryRecorder(budget, rule="zcdp"))
+    with pytest.raises(InvalidParameterError, match="budget"):
+        Session(budget, recorder=InMemoryRecorder(Budget(2.0, 1e-6)))
+    with pytest.raises(InvalidParameterError, match="relation"):
+        Session(
+            budget,
+            relation=Relation.ADD_REMOVE,
+            recorder=InMemoryRecorder(budget, relation=Relation.REPLACE_ONE),
+        )
+    with pytest.raises(InvalidParameterError, match="rule"):
+        Session(budget, rule="pld")
+    with pytest.raises(InvalidParameterError, match="delta"):
+        Session(Budget(1.0), rule="zcdp")
+
+
+def test_spent_and_remaining_exact() -> None:
+    budget = Budget(1.0, 1e-5)
+    session = Session(budget)
+    session.release(Laplace(1.0, 0.1), lambda: 0.0, purpose="a")
+    session.release(SmoothSensitivityMedian(0.2, 1e-6, 0.0, 1.0), lambda: [0.1, 0.2, 0.3],
+                    purpose="m")
+    spent = session.spent()
+    assert spent.epsilon == Fraction(0.1) + Fraction(0.2)
+    assert spent.delta == Fraction(1e-6)
+    assert spent.rho is None
+    rem = session.remaining()
+    assert rem.epsilon == Fraction(1.0) - Fraction(0.1) - Fraction(0.2)
+    assert rem.delta == Fraction(1e-5) - Fraction(1e-6)
+
+    z = Session(budget, rule="zcdp")
+    assert z.rho_budget is not None
+    g = Gaussian.for_rho(1.0, z.rho_budget / 3)
+    z.release(g, lambda: 0.0, purpose="g")
+    assert z.remaining().rho == z.rho_budget - g.rho_under(Relation.REPLACE_ONE)
+
+
+def test_rule_applicability() -> None:
+    basic = Session(Budget(1.0, 1e-6))
+    with pytest.raises(InvalidParameterError, match="rule"):
+        basic.release(Gaussian(1.0, 1.0), lambda: 0.0, purpose="g")
+    assert basic.spent() == Cost.zero()
+    assert not basic.halted
+    z = Session(Budget(1.0, 1e-6), rule="zcdp")
+    with pytest.raises(InvalidParameterError, match="rule"):
+        z.release(SmoothSensitivityMedian(0.5, 1e-7, 0.0, 1.0), lambda: [0.5], purpose="m")
+    assert z.spent() == Cost.zero()
+    assert not z.halted
+
+
+def test_equal_split_fits_exactly_in_session() -> None:
+    k = 1000
+    session = Session(Budget(0.7))
+    e = split_epsilon(0.7, k)
+    for _ in range(k):
+        session.release(Laplace(1.0, e), lambda: 0.0, purpose="t")
+    spent_eps = session.spent().epsilon
+    assert spent_eps is not None
+    assert spent_eps <= Fraction(0.7)
+
+    z = Session(Budget(0.3, 1e-7), rule="zcdp")
+    assert z.rho_budget is not None
+    per = z.rho_budget / k
+    g = Gaussian.for_rho(0.05, per)
+    for _ in range(k):
+        z.release(g, lambda: 0.0, purpose="t")
+    spent_rho = z.spent().rho
+    assert spent_rho is not None
+    assert spent_rho <= z.rho_budget
+
+
+def test_stateful_runs_charged_at_start() -> None:
+    session = Session(Budget(1.0), seed=3)
+    run = session.start(SparseVector(1.0, 1.0, 0.4, cutoff=2), purpose="svt")
+    assert session.spent() == Cost.pure(0.4)
+    while not run.halted:
+        run.test(lambda: 1e9)
+    assert run.positives == 2
+    with pytest.raises(MechanismStateError):
+        run.test(lambda: pytest.fail("compute must not be called"))
+    sub = SubsampledSparseVector(100, 10, 0.0, 1.0, 0.5)
+    run2 = session.start(sub, purpose="sieve")
+    sub_eps = sub.cost(Relation.REPLACE_ONE).epsilon
+    assert sub_eps is not None
+    assert session.spent().epsilon == Fraction(0.4) + sub_eps
+    assert run2.indices is not None
+    seen: list[object] = []
+    run2.test(lambda idx: _note(seen, idx))
+    idx = seen[0]
+    assert isinstance(idx, np.ndarray)
+    assert idx.dtype == np.int64
+    assert len(idx) == 10
+    assert np.all(np.diff(idx) > 0)
+    with pytest.raises(InvalidParameterError, match="mechanism"):
+        session.release(SparseVector(0.0, 1.0, 0.1), lambda: 0.0, purpose="x")
+    with pytest.raises(InvalidParameterError, match="mechanism"):
+        session.start(Laplace(1.0, 0.1), purpose="x")  # type: ignore[arg-type]
+
+
+def test_bad_statistic_raises_statistic_error() -> None:
+    session = Session(Budget(1.0))
+    with pytest.raises(StatisticError):
+        session.release(Laplace(1.0, 0.1), lambda: float("nan"), purpose="x")
+
+
+def test_close_then_halted() -> None:
+    budget = Budget(1.0)
+    rec = InMemoryRecorder(budget)
+    session = Session(budget, recorder=rec)
+    session.close("error")
+    assert rec.status == "error"
+    assert session.halted
+    with pytest.raises(SessionHaltedError):
+        session.release(Laplace(1.0, 0.1), lambda: 0.0, purpose="x")
+    with pytest.raises(SessionHaltedError):
+        session.close()
+
+
+def test_seed_flag_and_auxiliary_generator() -> None:
+    a = Session(Budget(1.0), seed=11)
+    b = Session(Budget(1.0), seed=11)
+    c = Session(Budget(1.0))
+    assert a.seed_explicit
+    assert not c.seed_explicit
+    xa = a.auxiliary_generator().random(4)
+    xb = b.auxiliary_generator().random(4)
+    assert np.array_equal(xa, xb)
+    # the auxiliary stream differs from the noise stream and from the next auxiliary one
+    assert not np.array_equal(a.auxiliary_generator().random(4), xa)
+    ra = a.release(Laplace(1.0, 0.5, sampler="float"), lambda: 0.0, purpose="x")
+    rb = b.release(Laplace(1.0, 0.5, sampler="float"), lambda: 0.0, purpose="x")
+    assert ra == rb
+    with pytest.raises(InvalidParameterError, match="seed"):
+        Session(Budget(1.0), seed=-1)
