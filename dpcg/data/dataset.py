@@ -642,16 +642,30 @@ class Dataset:
 
     # -- output ------------------------------------------------------------------------
     def to_csv(self, path: str | os.PathLike[str], *, header: bool = True) -> None:
-        """Write the table as CSV: category labels, and ``repr`` floats (exact round trip)."""
-        cols: list[Sequence[str]] = []
+        """Write the table as CSV: category labels, and ``repr`` floats (exact round trip).
+
+        Fields are quoted (``csv`` module) only when a label or name needs it; otherwise
+        the rows are joined directly, which is several times faster.
+        """
+        cols: list[list[str]] = []
         for j, col in enumerate(self.schema):
             if isinstance(col, Continuous):
                 cols.append([repr(x) for x in self.column(j).tolist()])
             else:
-                cols.append(self.labels(j).tolist())
+                labels = np.asarray(col.labels, dtype=object)
+                cols.append(labels[self.column(j)].tolist())
+        special = (",", '"', "\r", "\n")
+        texts = [*self.names] + [
+            label for col in self.schema if not isinstance(col, Continuous) for label in col.labels
+        ]
         with Path(path).open("w", newline="", encoding="utf-8") as fh:
+            if not any(ch in text for text in texts for ch in special):
+                if header:
+                    fh.write(",".join(self.names) + "\n")
+                fh.write("\n".join(map(",".join, zip(*cols, strict=True))))
+                fh.write("\n")
+                return
             writer = csv.writer(fh, lineterminator="\n")
             if header:
                 writer.writerow(self.names)
             writer.writerows(zip(*cols, strict=True))
-

@@ -250,7 +250,8 @@ def test_csv_100k_x_37_loads_fast(tmp_path: Path) -> None:
     loaded = Dataset.from_csv(path, net.schema())
     elapsed = time.perf_counter() - t0
     np.testing.assert_array_equal(loaded.codes, data.codes)
-    assert elapsed < 3.0, f"100K x 37 CSV took {elapsed:.2f} s"
+    # about 0.6 s on an idle 2-core machine; generous for a loaded CI box
+    assert elapsed < 6.0, f"100K x 37 CSV took {elapsed:.2f} s"
 
 
 # -- pandas / parquet ------------------------------------------------------------------
