@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import chi2 as _chi2
+from scipy.special import chdtrc
 
 from dpcg.stats.contingency import StrataTable
 
@@ -108,7 +108,9 @@ def chi2_statistic(table: StrataTable) -> float:
 
 
 def _result(stat: float, df: int) -> ChiSquareResult:
-    p = 1.0 if df == 0 else float(_chi2.sf(stat, df))
+    # chdtrc is the chi^2 survival function (what scipy.stats.chi2.sf evaluates),
+    # without the distribution-object overhead (~1 us instead of ~120 us).
+    p = 1.0 if df == 0 else float(chdtrc(df, stat))
     return ChiSquareResult(stat, df, p)
 
 
