@@ -1,0 +1,353 @@
+"""Private CI statistics for the private PC family (Laplace-PC, SVT-PC, Priv-PC, EM-PC,
+CURATE).
+
+A :class:`StatisticSource` computes one exact **dependence score** ``s(x, y | S)``
+(larger = more dependent) on a discrete dataset, together with its **public**
+sensitivity and decision threshold ``T``: a test says *independent* when the (noisy)
+score is at most ``T``. Three scores are offered:
+
+* ``kendall-z`` (default): ``|z|`` of the conditional Kendall z with the public
+  normaliser ``sqrt(9n/4)`` (:func:`dpcg.stats.kendall.conditional_kendall_z`); its
+  sensitivity is the registered one (``|.|`` is 1-Lipschitz). ``T = z_{1-alpha/2}``.
+  PRIVACY.md section 7: noise on the ``z`` scale keeps strong dependences far above
+  ``T``.
+* ``kendall-p``: the references' variant, noise on the p-value. The score is
+  ``1 - p = erf(|z| / sqrt 2)`` with ``p = 2 (1 - Phi(|z|))``, which is
+  ``sqrt(2/pi)``-Lipschitz in ``|z|``, so its sensitivity is ``sqrt(2/pi) Delta_z``;
+  ``T = 1 - alpha``. Kept for comparison only.
+* ``cmi``: ``n CMI = G^2 / 2`` with the registered bound ``2 g(n-1)`` (replace-one);
+  ``T = chi2_{1-alpha}(df) / 2`` with ``df = (cx-1)(cy-1) prod_{s in S} c_s`` from the
+  declared cardinalities (public).
+
+Releases go through :meth:`accounting.session.Session.release` with the mechanism the
+algorithm chose (:class:`ReleasePlan`): ``Laplace(Delta, eps)`` under basic
+composition or ``Gaussian(Delta, sigma)`` under zCDP. :class:`PrivateCITest` is the
+per-test release (Laplace-PC); :class:`ThresholdCITest` is the same decision rule
+without noise (the non-private PC "with the same test").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import erf
+from scipy.stats import chi2 as _chi2
+
+from accounting.relations import Relation
+from dpcg.citests.base import CIResult, validate_query
+from dpcg.errors import CITestError
+from dpcg.stats import registry
+from dpcg.stats.contingency import contingency_table
+from dpcg.stats.discrete import n_cmi
+from dpcg.stats.kendall import conditional_kendall_z, public_floor
+
+ScoreName = Literal["kendall-z", "kendall-p", "cmi"]
+SCORES: tuple[str, ...] = ("kendall-z", "kendall-p", "cmi")
+
+#: Registry names of the statistics the scores are built on.
+KENDALL_SPEC = "conditional-kendall-z"
+CMI_SPEC = "n-cmi"
+
+#: Lipschitz constant of ``|z| -> 1 - p = erf(|z|/sqrt 2)``: ``2 phi(0) = sqrt(2/pi)``.
+P_LIPSCHITZ = math.sqrt(2.0 / math.pi)
+
+DEFAULT_ALPHA = 0.05
+
+
+def z_threshold(alpha: float) -> float:
+    """Two-sided normal critical value ``z_{1-alpha/2}``."""
+    from scipy.stats import norm
+
+    return float(norm.isf(alpha / 2.0))
+
+
+def _kendall_sensitivity(n: int, relation: Relation) -> float:
+    spec = registry.get(KENDALL_SPEC, relation)
+    public: dict[str, float] = {"n": n}
+    if "w0" in spec.public_params:
+        public["w0"] = public_floor(n)
+    return spec.bound(**{k: v for k, v in public.items() if k in spec.public_params})
+
+
+def _cmi_sensitivity(n: int, relation: Relation) -> float:
+    return registry.get(CMI_SPEC, relation).bound(n=n)
+
+
+class StatisticSource:
+    """Exact dependence scores of one discrete dataset, with public sensitivities and
+    thresholds.
+
+    ``codes``: ``(p, n)`` array of category codes (validated against the declared
+    ``cardinalities``). Exact full-data scores are cached by ``(x, y, S)`` (the cache
+    holds exact statistics, never released values; sharing it between runs on the same
+    data only saves time).
+    """
+
+    def __init__(
+        self,
+        codes: NDArray[np.generic],
+        cardinalities: Sequence[int | None],
+        score: str = "kendall-z",
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        threshold: float | None = None,
+        relation: Relation | str = Relation.REPLACE_ONE,
+        cache: dict[tuple[int, int, tuple[int, ...]], float] | None = None,
+        check: bool = True,
+    ) -> None:
+        if score not in SCORES:
+            raise CITestError(f"test: unknown private score {score!r}; choose from {SCORES}")
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+            raise CITestError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+        arr = np.asarray(codes)
+        if arr.ndim != 2 or arr.shape[1] < 2:
+            raise CITestError(f"codes: expected a (p, n) array with n >= 2, got {arr.shape}")
+        if arr.dtype.kind not in "ui":
+            raise CITestError(f"codes: expected integer category codes, got {arr.dtype}")
+        cards = tuple(cardinalities)
+        if len(cards) != arr.shape[0]:
+            raise CITestError(
+                f"cardinalities: got {len(cards)} for {arr.shape[0]} columns"
+            )
+        for j, c in enumerate(cards):
+            if c is None or isinstance(c, bool) or not isinstance(c, int) or c < 1:
+                raise CITestError(
+                    f"cardinalities[{j}]: private tests need discrete columns with a declared "
+                    f"number of categories, got {c!r}"
+                )
+        if check:
+            lo = arr.min(axis=1)
+            hi = arr.max(axis=1)
+            for j, c in enumerate(cards):
+                if int(lo[j]) < 0 or int(hi[j]) >= int(c):  # type: ignore[arg-type]
+                    raise CITestError(
+                        f"column {j} has a code outside its declared range [0, {c})"
+                    )
+        if threshold is not None and (
+            isinstance(threshold, bool) or not isinstance(threshold, int | float)
+            or not math.isfinite(threshold)
+        ):
+            raise CITestError(f"threshold: expected a finite number, got {threshold!r}")
+        self.codes = np.ascontiguousarray(arr)
+        self.cardinalities: tuple[int, ...] = tuple(int(c) for c in cards)  # type: ignore[arg-type]
+        self.score_name = score
+        self.alpha = float(alpha)
+        self.relation = Relation.parse(relation)
+        self.fixed_threshold = None if threshold is None else float(threshold)
+        self.cache = {} if cache is None else cache
+        self.p, self.n = (int(v) for v in arr.shape)
+        self._z_T = z_threshold(self.alpha)
+
+    # ---------------------------------------------------------------- public info
+    def sensitivity(self, m: int | None = None) -> float:
+        """Sensitivity of the score on ``m`` rows (default ``n``) under the relation."""
+        rows = self.n if m is None else int(m)
+        if self.score_name == "cmi":
+            return _cmi_sensitivity(rows, self.relation)
+        dz = _kendall_sensitivity(rows, self.relation)
+        return P_LIPSCHITZ * dz if self.score_name == "kendall-p" else dz
+
+    def threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        """The public decision threshold of the test ``(x, y | S)`` (score scale)."""
+        if self.fixed_threshold is not None:
+            return self.fixed_threshold
+        if self.score_name == "kendall-z":
+            return self._z_T
+        if self.score_name == "kendall-p":
+            return 1.0 - self.alpha
+        c = self.cardinalities
+        df = (c[x] - 1) * (c[y] - 1) * math.prod(c[s] for s in S)
+        if df <= 0:
+            return 0.0
+        return float(_chi2.isf(self.alpha, df)) / 2.0
+
+    def public_params(self) -> dict[str, Any]:
+        return {
+            "score": self.score_name,
+            "alpha": self.alpha,
+            "n": self.n,
+            "relation": self.relation.value,
+            "threshold": self.fixed_threshold,
+        }
+
+    # ---------------------------------------------------------------- exact scores
+    def _score_codes(self, codes: NDArray[np.generic], x: int, y: int,
+                     S: tuple[int, ...]) -> float:
+        table = contingency_table(codes, self.cardinalities, x, y, S, check=False)
+        if self.score_name == "cmi":
+            return n_cmi(table)
+        z = abs(conditional_kendall_z(table))
+        if self.score_name == "kendall-p":
+            return float(erf(z / math.sqrt(2.0)))
+        return z
+
+    def score(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        """The exact score on all ``n`` rows (cached)."""
+        key = (x, y, tuple(S))
+        v = self.cache.get(key)
+        if v is None:
+            v = self._score_codes(self.codes, x, y, key[2])
+            self.cache[key] = v
+        return v
+
+    def subset(self, rows: NDArray[np.integer]) -> StatisticSource:
+        """The same score on the rows ``rows`` (a subsample; public size ``len(rows)``).
+
+        Its sensitivity is the registered one at ``m = len(rows)``; for the floored
+        Kendall z (normaliser ``sqrt(9m/4)``) this is exactly ``Delta_n sqrt(n/m)``.
+        """
+        idx = np.asarray(rows, dtype=np.int64)
+        sub = StatisticSource.__new__(StatisticSource)
+        sub.codes = np.ascontiguousarray(self.codes[:, idx])
+        sub.cardinalities = self.cardinalities
+        sub.score_name = self.score_name
+        sub.alpha = self.alpha
+        sub.relation = self.relation
+        sub.fixed_threshold = self.fixed_threshold
+        sub.cache = {}
+        sub.p = self.p
+        sub.n = int(idx.shape[0])
+        sub._z_T = self._z_T
+        return sub
+
+
+# -------------------------------------------------------------------- mechanisms
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """How one test's score is released: Laplace (basic composition) or Gaussian
+    (zCDP), with the per-test parameter fixed before the run from public information.
+
+    * ``kind="laplace"``: ``Laplace(Delta, epsilon)`` (``epsilon`` per test).
+    * ``kind="gaussian"``: ``Gaussian(Delta, sigma)`` with ``sigma = Delta/sqrt(2 rho)``
+      (``rho`` per test).
+    """
+
+    kind: Literal["laplace", "gaussian"]
+    epsilon: float | None = None
+    rho: float | None = None
+
+    def mechanism(self, sensitivity: float) -> Any:
+        from accounting.mechanisms import Gaussian, Laplace
+
+        if self.kind == "laplace":
+            assert self.epsilon is not None
+            return Laplace(sensitivity, self.epsilon)
+        assert self.rho is not None
+        return Gaussian.for_rho(sensitivity, self.rho)
+
+    def describe(self) -> dict[str, Any]:
+        return {"mechanism": self.kind, "epsilon_per_test": self.epsilon,
+                "rho_per_test": self.rho}
+
+
+def _purpose(x: int, y: int, S: tuple[int, ...], what: str = "test") -> str:
+    return f"{what} {x} _||_ {y} | {list(S)}"
+
+
+class PrivateCITest:
+    """One noisy release of the score per test (Laplace-PC's tester).
+
+    ``test(x, y, S)`` releases ``s(x, y | S) + noise`` through ``session.release`` (the
+    filter admits the declared cost and the ledger records it before the data is
+    touched) and says *independent* when the noisy score is at most the public ``T``.
+    """
+
+    def __init__(self, source: StatisticSource, session: Any, plan: ReleasePlan) -> None:
+        if session is None:
+            raise CITestError("session: a private test needs an accounting session")
+        self.source = source
+        self.session = session
+        self.plan = plan
+        self.sensitivity = source.sensitivity()
+        self.releases = 0
+        self._mech: Any = None
+
+    def mechanism(self) -> Any:
+        if self._mech is None:
+            self._mech = self.plan.mechanism(self.sensitivity)
+        return self._mech
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        x, y, S = validate_query(x, y, S, self.source.p)
+        src = self.source
+        noisy = float(np.asarray(self.session.release(
+            self.mechanism(), lambda: src.score(x, y, S), purpose=_purpose(x, y, S)
+        )))
+        self.releases += 1
+        return CIResult(noisy <= src.threshold(x, y, S), noisy, None)
+
+
+class ThresholdCITest:
+    """The same decision rule on the exact score (no noise, NOT private): the
+    non-private PC "with the same test" that the private algorithms converge to."""
+
+    def __init__(self, source: StatisticSource) -> None:
+        self.source = source
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        x, y, S = validate_query(x, y, S, self.source.p)
+        s = self.source.score(x, y, S)
+        return CIResult(s <= self.source.threshold(x, y, S), s, None)
+
+
+def source_for_dataset(
+    dataset: Any,
+    score: str = "kendall-z",
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    threshold: float | None = None,
+    cache: dict[tuple[int, int, tuple[int, ...]], float] | None = None,
+) -> StatisticSource:
+    """A :class:`StatisticSource` on a :class:`dpcg.data.Dataset` (discrete columns)."""
+    try:
+        codes = dataset.codes
+        cards = dataset.cardinalities
+    except AttributeError as exc:
+        raise CITestError(
+            f"dataset: expected a dpcg Dataset with codes and cardinalities ({exc})"
+        ) from None
+    return StatisticSource(codes, cards, score, alpha=alpha, threshold=threshold, cache=cache,
+                           check=False)
+
+
+# -------------------------------------------------------------- registry hook
+
+
+def _register() -> None:
+    from dpcg.pc.registry import Argument, TestContext, TestSpec, register_test
+
+    def build(score: str) -> Any:
+        def _build(ctx: TestContext) -> ThresholdCITest:
+            thr = getattr(ctx.args, "threshold", None)
+            return ThresholdCITest(source_for_dataset(ctx.dataset, score, alpha=ctx.alpha,
+                                                      threshold=thr))
+        return _build
+
+    thr_arg = Argument.of(
+        "--threshold", type=float, default=None,
+        help="public decision threshold on the score scale (default: from --alpha)",
+    )
+    descriptions = {
+        "kendall-z": "|conditional Kendall z| (public normaliser sqrt(9n/4)) > z_{1-alpha/2}; "
+                     "exact with --algorithm pc, noisy with the private algorithms",
+        "kendall-p": "p-value of the conditional Kendall z < alpha (noise on the p-value "
+                     "with the private algorithms; for comparison)",
+        "cmi": "n CMI = G^2/2 > chi2_{1-alpha}(df)/2; exact with --algorithm pc, noisy with "
+               "the private algorithms",
+    }
+    for name in SCORES:
+        register_test(TestSpec(name=name, build=build(name), description=descriptions[name],
+                               arguments=(thr_arg,), data="discrete"))
+
+
+_register()
+
+# The private algorithms register themselves when this plugin module is loaded.
+import dpcg.private.registration  # noqa: E402,F401

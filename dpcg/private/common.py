@@ -1,0 +1,223 @@
+"""Shared pieces of the private PC family: settings, the run's session, results.
+
+Every private algorithm is a *strategy* over the one engine
+(:func:`dpcg.pc.engine.pc_stable`): an :class:`~dpcg.pc.engine.EdgeTester` (Laplace-PC,
+SVT-PC, Priv-PC, CURATE) or a :class:`~dpcg.pc.engine.LevelStrategy` (EM-PC). The
+strategy holds an ``accounting`` session; every release goes through
+``session.release`` / ``session.start`` (filter admission and ledger entry first). When
+the filter refuses a mechanism the engine stops and returns the graph so far with
+``budget_exhausted=True``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accounting.costs import Budget
+from accounting.relations import Relation
+from dpcg.errors import AlgorithmError
+from dpcg.pc.engine import PCResult
+
+ALGORITHMS: tuple[str, ...] = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
+
+
+@dataclass(frozen=True)
+class PrivateSettings:
+    """The user's choices for one private run (all public).
+
+    * ``epsilon``, ``delta``: the TOTAL budget of the run.
+    * ``test``: the score (``kendall-z``, ``kendall-p``, ``cmi``).
+    * ``plan_size``: Laplace-PC's public plan size K (tests); SVT-PC's and Priv-PC's
+      number of instances / rounds. ``None`` = the algorithm's default.
+    * ``test_epsilon``: alternatively, the budget of one test (Laplace-PC), one SVT
+      instance (SVT-PC) or one sieve-and-examine round (Priv-PC); the plan size is then
+      ``floor(epsilon / test_epsilon)`` (0 means nothing can run).
+    * ``threshold``: public decision threshold on the score scale (default from
+      ``alpha``).
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    test: str = "kendall-z"
+    alpha: float = 0.05
+    threshold: float | None = None
+    plan_size: int | None = None
+    test_epsilon: float | None = None
+    rule: str | None = None
+    seed: int | None = None
+    max_depth: int | None = None
+    relation: Relation = Relation.REPLACE_ONE
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def budget(self) -> Budget:
+        """The validated total budget (raises ``InvalidParameterError`` naming the field)."""
+        return Budget(self.epsilon, self.delta)
+
+
+def validate_settings(s: PrivateSettings) -> None:
+    """Reject bad settings before anything is charged (errors name the parameter)."""
+    from dpcg.citests.private import SCORES
+
+    for name in ("epsilon", "delta"):
+        v = getattr(s, name)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise AlgorithmError(f"{name}: expected a finite number, got {v!r}")
+    if s.epsilon <= 0:
+        raise AlgorithmError(f"epsilon: must be > 0, got {s.epsilon!r}")
+    if not 0 <= s.delta < 1:
+        raise AlgorithmError(f"delta: must be in [0, 1), got {s.delta!r}")
+    if s.test not in SCORES:
+        raise AlgorithmError(f"test: unknown private test {s.test!r}; choose from {SCORES}")
+    if isinstance(s.alpha, bool) or not isinstance(s.alpha, int | float) or not 0 < s.alpha < 1:
+        raise AlgorithmError(f"alpha: expected a number in (0, 1), got {s.alpha!r}")
+    if s.plan_size is not None and (
+        isinstance(s.plan_size, bool) or not isinstance(s.plan_size, int) or s.plan_size < 1
+    ):
+        raise AlgorithmError(f"plan_size: expected a positive integer, got {s.plan_size!r}")
+    if s.test_epsilon is not None:
+        te = s.test_epsilon
+        if isinstance(te, bool) or not isinstance(te, int | float) or not (
+            math.isfinite(te) and te > 0
+        ):
+            raise AlgorithmError(f"test_epsilon: expected a finite number > 0, got {te!r}")
+        if s.plan_size is not None:
+            raise AlgorithmError("give at most one of plan_size and test_epsilon")
+    if s.rule is not None and s.rule not in ("basic", "zcdp"):
+        raise AlgorithmError(f"rule: expected 'basic', 'zcdp' or None, got {s.rule!r}")
+    if s.rule == "zcdp" and s.delta <= 0:
+        raise AlgorithmError("rule: 'zcdp' needs delta > 0 to convert to (epsilon, delta)")
+    if s.seed is not None and (isinstance(s.seed, bool) or not isinstance(s.seed, int)):
+        raise AlgorithmError(f"seed: expected an integer or None, got {s.seed!r}")
+    if s.max_depth is not None and (
+        isinstance(s.max_depth, bool) or not isinstance(s.max_depth, int) or s.max_depth < 0
+    ):
+        raise AlgorithmError(f"max_depth: expected an integer >= 0 or None, got {s.max_depth!r}")
+    if s.threshold is not None and (
+        isinstance(s.threshold, bool) or not isinstance(s.threshold, int | float)
+        or not math.isfinite(s.threshold)
+    ):
+        raise AlgorithmError(f"threshold: expected a finite number, got {s.threshold!r}")
+
+
+def plan_count(s: PrivateSettings, default: int) -> int:
+    """Plan size from ``plan_size`` / ``test_epsilon`` / the default (may be 0)."""
+    if s.plan_size is not None:
+        return int(s.plan_size)
+    if s.test_epsilon is not None:
+        from fractions import Fraction
+
+        return int(Fraction(s.epsilon) // Fraction(s.test_epsilon))
+    return default
+
+
+# --------------------------------------------------------------------------- session
+
+
+@dataclass
+class SessionHandle:
+    """The run's session and where it is recorded."""
+
+    session: Any
+    ledger_path: str | None
+    run_id: str | None
+    recorder: Any
+
+
+def open_session(
+    budget: Budget,
+    rule: str,
+    *,
+    relation: Relation = Relation.REPLACE_ONE,
+    seed: int | None = None,
+    ledger: str | Path | None = None,
+    dataset_id: str | None = None,
+    description: str = "",
+) -> SessionHandle:
+    """A session for one run: in memory, or recorded in the ledger at ``ledger``.
+
+    With a ledger, ``dataset_id`` names the dataset; if the ledger does not know it yet
+    it is registered with a lifetime budget equal to this run's budget (register it
+    beforehand with ``dpcg ledger`` to give it a larger lifetime).
+    """
+    if ledger is None:
+        from accounting.memory import InMemoryRecorder
+        from accounting.session import Session
+
+        recorder = InMemoryRecorder(budget=budget, rule=rule, relation=relation)
+        session = Session(budget, rule=rule, relation=relation, recorder=recorder, seed=seed)
+        return SessionHandle(session, None, getattr(recorder, "run_id", None), recorder)
+    if dataset_id is None or not isinstance(dataset_id, str) or not dataset_id.strip():
+        raise AlgorithmError("dataset_id: a ledger run needs a declared dataset id")
+    from accounting.ledger import Ledger, session_for_run
+
+    led = Ledger.open(Path(ledger), create=True)
+    if not _has_dataset(led, dataset_id):
+        led.register_dataset(dataset_id, budget, relation, description=description)
+    session = session_for_run(led, dataset_id, budget, rule, seed=seed,
+                              description=description)
+    run_recorder: Any = session.recorder
+    run_id = getattr(run_recorder, "run_id", None)
+    return SessionHandle(session, str(ledger), run_id, run_recorder)
+
+
+def _has_dataset(ledger: Any, dataset_id: str) -> bool:
+    for name in ("has_dataset", "dataset_exists"):
+        fn = getattr(ledger, name, None)
+        if fn is not None:
+            return bool(fn(dataset_id))
+    datasets = getattr(ledger, "datasets", None)
+    if callable(datasets):
+        found = datasets()
+        ids = {getattr(d, "dataset_id", d) for d in found}
+        return dataset_id in ids
+    return False
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class PrivateResult:
+    """A private run: the engine's result plus the guarantee, the ledger reference and
+    the public plan. :meth:`to_json` gives the fields of ``result.json``."""
+
+    algorithm: str
+    test: str
+    pc: PCResult
+    guarantee: dict[str, Any]
+    ledger: dict[str, Any] | None
+    budget_exhausted: bool
+    spent: dict[str, Any]
+    plan: dict[str, Any]
+    mechanisms: dict[str, int]
+    message: str | None = None
+
+    @property
+    def cpdag(self) -> Any:
+        return self.pc.cpdag
+
+    @property
+    def n_tests(self) -> int:
+        return self.pc.n_tests
+
+    def extra(self) -> dict[str, Any]:
+        """The fields a private run adds to the engine's JSON."""
+        return {
+            "guarantee": self.guarantee,
+            "privacy": self.guarantee,
+            "ledger": self.ledger,
+            "budget_exhausted": self.budget_exhausted,
+            "spent": self.spent,
+            "plan": self.plan,
+            "mechanisms": self.mechanisms,
+            "message": self.message,
+        }
+
+    def to_json(self, *, include_tests: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"algorithm": self.algorithm, "test": self.test}
+        out.update(self.pc.to_json(include_tests=include_tests))
+        out.update(self.extra())
+        return out

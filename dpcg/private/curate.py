@@ -1,0 +1,168 @@
+"""CURATE (Bhattacharjee & Tandon): adaptive per-order budgets, corrected.
+
+At the first test of order ``i`` the strategy re-plans with SLSQP
+(:func:`dpcg.private.planning.curate_plan`) from public quantities only: the remaining
+zCDP budget, the current edge count ``e_i`` (a post-processed output of the earlier
+noisy tests) and the public test bound ``t_j = e_i C(p-2, j)``. Orders beyond a public
+horizon (``i + 3``) are re-planned when they are reached.
+
+Each test of order ``i`` releases the score with ``Laplace(Delta, eps_i)``; EVERY test is
+charged (``rho = eps_i^2 / 2`` under the zCDP filter, which enforces the adaptively
+chosen budgets under full adaptivity). Decision on the ``|z|`` scale (CURATE's rule
+mirrored, since here a large score means dependence):
+
+* noisy score ``< T (1 - beta1)``: independent (edge deleted);
+* noisy score ``> T (1 + beta2)``: dependent (edge kept);
+* in between: a fair coin, drawn by accounting as ``Exponential`` over two options with
+  equal utility (no data touched; its tiny declared cost is charged and planned for).
+  The coin is never reseeded: it comes from the session's generator.
+
+The sensitivity is the score's registered one. Proof note:
+``docs/privacy/algorithm-curate.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from scipy.special import comb
+
+from accounting.costs import Budget
+from dpcg.citests.base import CIResult, validate_query
+from dpcg.citests.private import StatisticSource
+from dpcg.private.common import PrivateSettings
+from dpcg.private.planning import (
+    CuratePlan,
+    check_nonnegative,
+    check_positive,
+    curate_plan,
+    n_pairs,
+)
+
+DEFAULT_BETA1 = 0.1
+DEFAULT_BETA2 = 0.1
+#: Orders planned ahead at each re-plan (public).
+HORIZON = 3
+#: Budget of one coin (pure eps; zCDP ``eps^2/8``): negligible and reserved in the plan.
+COIN_EPSILON = 1e-9
+#: Share of rho kept back for coins (coins are cheaper than 1e-17 rho each).
+COIN_RESERVE = 1e-6
+
+
+@dataclass(frozen=True)
+class CurateSettings:
+    rule: str
+    p: int
+    beta1: float
+    beta2: float
+    sensitivity: float
+    rho_total: float
+    max_depth: int | None
+
+    def describe(self) -> dict[str, Any]:
+        return {"rule": self.rule, "beta1": self.beta1, "beta2": self.beta2,
+                "sensitivity": self.sensitivity, "rho_total": self.rho_total,
+                "horizon": HORIZON, "coin_epsilon": COIN_EPSILON,
+                "max_depth": self.max_depth}
+
+
+def make_plan(settings: PrivateSettings, source: StatisticSource) -> CurateSettings:
+    budget: Budget = settings.budget()
+    from dpcg.errors import AlgorithmError
+
+    if budget.delta <= 0:
+        raise AlgorithmError("delta: CURATE runs under the zCDP filter and needs delta > 0")
+    b1 = check_nonnegative("beta1", settings.options.get("beta1", DEFAULT_BETA1))
+    b2 = check_nonnegative("beta2", settings.options.get("beta2", DEFAULT_BETA2))
+    if b1 >= 1:
+        raise AlgorithmError(f"beta1: must be < 1, got {b1}")
+    return CurateSettings("zcdp", source.p, b1, b2, source.sensitivity(),
+                          float(budget.rho()), settings.max_depth)
+
+
+class CurateTester:
+    """Edge tester with per-order budgets re-planned at the start of every order."""
+
+    def __init__(self, plan: CurateSettings, source: StatisticSource, session: Any) -> None:
+        self.plan = plan
+        self.source = source
+        self.session = session
+        self.order = -1
+        self.current: CuratePlan | None = None
+        self.removed: set[tuple[int, int]] = set()
+        self.history: list[dict[str, Any]] = []
+        self.coins = 0
+
+    def _remaining_rho(self) -> float:
+        rem = self.session.remaining()
+        rho = rem.rho if rem.rho is not None else Fraction(0)
+        return float(rho) * (1.0 - COIN_RESERVE)
+
+    def _replan(self, order: int) -> None:
+        p = self.plan.p
+        edges = n_pairs(p) - len(self.removed)
+        last = p - 2 if self.plan.max_depth is None else min(p - 2, self.plan.max_depth)
+        last = max(order, min(last, order + HORIZON))
+        T = self.source.threshold(0, 1, ()) if p >= 2 else 1.0
+        self.current = curate_plan(
+            rho_remaining=self._remaining_rho(), edges=edges, p=p, order=order,
+            max_order=last, threshold=T, sensitivity=self.plan.sensitivity,
+            beta1=self.plan.beta1, beta2=self.plan.beta2,
+        )
+        self.order = order
+        self.history.append({"order": order, "edges": edges,
+                             "epsilons": list(self.current.epsilons)})
+
+    def _coin(self) -> bool:
+        from accounting.mechanisms import Exponential
+
+        self.coins += 1
+        idx = int(self.session.release(
+            Exponential(1.0, COIN_EPSILON), lambda: np.zeros(2),
+            purpose="curate coin (equal utilities; data not used)",
+        ))
+        return idx == 1
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        from accounting.mechanisms import Laplace
+
+        x, y, S = validate_query(x, y, S, self.source.p)
+        if len(S) != self.order or self.current is None:
+            self._replan(len(S))
+        assert self.current is not None
+        eps = self.current.epsilon
+        if not eps > 0 or not math.isfinite(eps):
+            eps = 1e-300  # nothing left: the filter refuses and the run stops
+        src = self.source
+        T = src.threshold(x, y, S)
+        noisy = float(np.asarray(self.session.release(
+            Laplace(self.plan.sensitivity, eps), lambda: src.score(x, y, S),
+            purpose=f"curate order {len(S)}: {x} _||_ {y} | {list(S)}",
+        )))
+        lo = T * (1.0 - self.plan.beta1)
+        hi = T * (1.0 + self.plan.beta2)
+        if noisy < lo:
+            indep = True
+        elif noisy > hi:
+            indep = False
+        else:
+            indep = self._coin()
+        if indep:
+            self.removed.add((x, y))
+        return CIResult(indep, noisy, None)
+
+
+def make_tester(plan: CurateSettings, source: StatisticSource, session: Any) -> CurateTester:
+    return CurateTester(plan, source, session)
+
+
+def tests_bound(p: int, edges: int, order: int) -> int:
+    return int(edges) * int(comb(p - 2, order, exact=True))
+
+
+__all__ = ["CurateSettings", "CurateTester", "check_positive", "make_plan", "make_tester",
+           "tests_bound"]

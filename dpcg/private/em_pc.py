@@ -1,0 +1,154 @@
+"""EM-PC (Xu, Yuan, Wu 2017, as described in Priv-PC's appendix): per level, the
+exponential mechanism picks how many edges to delete and which.
+
+A :class:`~dpcg.pc.engine.LevelStrategy`. At level ``l`` the engine hands over every
+adjacent pair ``e`` with its candidate conditioning sets. With the public threshold
+``T`` define the margin ``d(e, S) = s(e | S) - T(e, S)`` (``Delta``-sensitive: ``T`` is
+public) and the pair's score ``s_e = min_S d(e, S)`` (a minimum of ``Delta``-sensitive
+functions is ``Delta``-sensitive). Sort the scores ``s_(1) <= ... <= s_(N)`` and put
+``s_(0) = -inf``, ``s_(N+1) = +inf``.
+
+1. **How many**: ``Exponential(Delta, eps_count)`` over ``k = 0..N`` with utility
+   ``u(k) = -dist(0, [s_(k), s_(k+1)])``: 0 exactly when ``k`` is the number of pairs
+   with a negative margin. Sorting is 1-Lipschitz in the sup norm, so both interval ends
+   move by at most ``Delta`` between neighbours and so does ``u(k)``: sensitivity
+   ``Delta``.
+2. **Which**: ``k`` successive ``Exponential(Delta, eps_pick / k)`` draws over the
+   remaining candidates ``(e, S)`` with utility ``-d(e, S)``; a drawn pair is removed with
+   ``S`` as its separating set, and all its other candidates leave the pool.
+
+Level ``l`` spends ``eps_l = w_l eps`` (public halving weights over levels
+``0..max_depth``, default max depth ``min(p - 2, 3)``): ``eps_l / 2`` on the count and
+``eps_l / 2`` on the ``k`` picks (``k`` is a released, post-processed value). Basic
+composition, enforced by the filter. Only indices are released. Proof note:
+``docs/privacy/algorithm-em-pc.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from accounting.costs import split_epsilon
+from dpcg.citests.base import CIResult
+from dpcg.citests.private import StatisticSource
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset
+from dpcg.private.common import PrivateSettings
+from dpcg.private.planning import level_weights
+
+#: Default deepest level of EM-PC (public; EM-PC computes every test of a level).
+DEFAULT_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class EMPlan:
+    rule: str
+    max_depth: int
+    level_epsilons: tuple[float, ...]
+    sensitivity: float
+
+    def describe(self) -> dict[str, Any]:
+        return {"rule": self.rule, "max_depth": self.max_depth,
+                "epsilon_per_level": list(self.level_epsilons),
+                "sensitivity": self.sensitivity}
+
+
+def make_plan(settings: PrivateSettings, source: StatisticSource) -> EMPlan:
+    budget = settings.budget()
+    depth = settings.max_depth
+    if depth is None:
+        depth = max(0, min(source.p - 2, DEFAULT_MAX_DEPTH))
+    w = level_weights(depth)
+    # Each level's share rounded down; their exact sum stays within the budget.
+    unit = split_epsilon(budget.epsilon, 1 << depth) if depth > 0 else budget.epsilon
+    eps = []
+    for i in range(depth + 1):
+        parts = (1 << (depth - i - 1)) if i < depth else 1
+        eps.append(unit * parts)
+    del w  # the halving weights, realised exactly on the 2^-depth grid
+    return EMPlan("basic", depth, tuple(eps), source.sensitivity())
+
+
+def count_utilities(scores: np.ndarray) -> np.ndarray:
+    """``u(k) = -dist(0, [s_(k), s_(k+1)])`` for ``k = 0..N`` (see module docstring)."""
+    s = np.sort(np.asarray(scores, dtype=np.float64))
+    lo = np.concatenate(([-np.inf], s))
+    hi = np.concatenate((s, [np.inf]))
+    out = np.where(lo > 0, -lo, np.where(hi < 0, hi, 0.0))
+    return np.asarray(out, dtype=np.float64)
+
+
+class EMPCStrategy:
+    """Level strategy: exponential mechanism for the count, then for the picks."""
+
+    def __init__(self, plan: EMPlan, source: StatisticSource, session: Any) -> None:
+        self.plan = plan
+        self.source = source
+        self.session = session
+
+    def _margins(self, candidates: LevelCandidates) -> list[tuple[Pair, Sepset, float]]:
+        src = self.source
+        out = []
+        for pair in candidates:
+            x, y = pair
+            for S in candidates[pair]:
+                out.append((pair, S, src.score(x, y, S) - src.threshold(x, y, S)))
+        return out
+
+    def decide_level(self, level: int, candidates: LevelCandidates) -> Mapping[Pair, Sepset]:
+        from accounting.mechanisms import Exponential
+
+        if level > self.plan.max_depth or len(candidates) == 0:
+            return {}
+        eps_level = self.plan.level_epsilons[level]
+        eps_count = eps_level / 2.0
+        eps_pick_total = eps_level - eps_count
+        pairs = list(candidates)
+        cache: dict[str, list[tuple[Pair, Sepset, float]]] = {}
+
+        def margins() -> list[tuple[Pair, Sepset, float]]:
+            if "m" not in cache:
+                cache["m"] = self._margins(candidates)
+            return cache["m"]
+
+        def pair_scores() -> np.ndarray:
+            best: dict[Pair, float] = {}
+            for pair, _S, d in margins():
+                best[pair] = min(d, best.get(pair, np.inf))
+            return np.array([best[p] for p in pairs], dtype=np.float64)
+
+        delta = self.plan.sensitivity
+        k = int(self.session.release(
+            Exponential(delta, eps_count), lambda: count_utilities(pair_scores()),
+            purpose=f"em-pc level {level}: number of edges to delete",
+        ))
+        removals: dict[Pair, Sepset] = {}
+        if k == 0:
+            return removals
+        eps_pick = split_epsilon(eps_pick_total, k)
+        pool = list(range(len(margins())))
+        for i in range(k):
+            cands = pool
+
+            def utilities(c: list[int] = cands) -> np.ndarray:
+                m = margins()
+                return np.array([-m[j][2] for j in c], dtype=np.float64)
+
+            idx = int(self.session.release(
+                Exponential(delta, eps_pick), utilities,
+                purpose=f"em-pc level {level}: edge to delete {i + 1}/{k}",
+            ))
+            pair, S, _ = margins()[cands[idx]]
+            removals[pair] = S
+            candidates.record(pair[0], pair[1], S, CIResult(True, None, None))
+            pool = [j for j in cands if margins()[j][0] != pair]
+            if not pool:
+                break
+        return removals
+
+
+def make_tester(plan: EMPlan, source: StatisticSource, session: Any) -> EMPCStrategy:
+    return EMPCStrategy(plan, source, session)

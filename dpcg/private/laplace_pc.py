@@ -1,0 +1,106 @@
+"""Laplace-PC: every CI test is one noisy release of the score, and every test is
+charged.
+
+Plan (public, fixed before the run): ``K`` tests (default
+:func:`dpcg.private.planning.default_plan_size`), and a composition rule chosen from
+public information only (:func:`choose_rule`):
+
+* ``basic``: each test is ``Laplace(Delta, eps/K)``; ``K`` tests fit exactly in ``eps``
+  (:func:`accounting.costs.split_epsilon`).
+* ``zcdp``: each test is ``Gaussian(Delta, sigma)`` with ``rho_test = rho(eps, delta)/K``
+  and ``sigma = Delta / sqrt(2 rho_test)`` (rounded up so that ``K`` tests fit).
+
+The decision: noisy score ``<= T`` means independent. The filter enforces the budget
+under full adaptivity (the engine decides which test comes next from earlier noisy
+answers); when it refuses, the engine returns the graph so far, flagged. Proof note:
+``docs/privacy/algorithm-laplace-pc.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from accounting.costs import Budget, round_down, split_epsilon
+from dpcg.citests.private import PrivateCITest, ReleasePlan, StatisticSource
+from dpcg.private.common import PrivateSettings, plan_count
+from dpcg.private.planning import default_plan_size, gaussian_sigma, laplace_sd
+
+
+@dataclass(frozen=True)
+class LaplacePlan:
+    rule: str
+    tests: int
+    release: ReleasePlan
+    sensitivity: float
+    max_depth: int | None
+
+    def describe(self) -> dict[str, Any]:
+        return {"rule": self.rule, "plan_size": self.tests, "sensitivity": self.sensitivity,
+                **self.release.describe(), "max_depth": self.max_depth}
+
+
+def choose_rule(budget: Budget, tests: int, sensitivity: float) -> str:
+    """Basic composition with Laplace, or zCDP with Gaussian: whichever gives the smaller
+    per-test noise standard deviation for ``tests`` planned tests. Public information
+    only (budget, plan size, sensitivity); decided before the run.
+
+    Uses :func:`accounting.planning.choose_rule` when accounting provides it.
+    """
+    try:
+        acc_planning = importlib.import_module("accounting.planning")
+        fn = getattr(acc_planning, "choose_rule", None)
+    except ImportError:  # pragma: no cover - accounting without planning
+        fn = None
+    if fn is not None:
+        try:
+            return str(fn(budget, tests, sensitivity))
+        except TypeError:
+            pass
+    if budget.delta <= 0 or tests < 1:
+        return "basic"
+    lap = laplace_sd(sensitivity, budget.epsilon / tests)
+    gau = gaussian_sigma(sensitivity, float(budget.rho()) / tests)
+    return "zcdp" if gau < lap else "basic"
+
+
+def gaussian_release(budget: Budget, tests: int) -> ReleasePlan:
+    """Per-test rho ``rho(eps, delta)/K`` rounded down (``K`` of them fit exactly)."""
+    rho = Fraction(budget.rho()) / tests
+    return ReleasePlan("gaussian", rho=round_down(rho))
+
+
+def make_plan(settings: PrivateSettings, source: StatisticSource) -> LaplacePlan:
+    budget = settings.budget()
+    k = plan_count(settings, default_plan_size(source.p))
+    sens = source.sensitivity()
+    units = max(k, 1)
+    rule = settings.rule or choose_rule(budget, units, sens)
+    if rule == "zcdp":
+        if settings.test_epsilon is not None:
+            # one test's share given as epsilon: spend rho = test_epsilon^2 / 2 per test.
+            release = ReleasePlan("gaussian", rho=settings.test_epsilon ** 2 / 2.0)
+        else:
+            release = gaussian_release(budget, units)
+    else:
+        eps = settings.test_epsilon if settings.test_epsilon is not None else split_epsilon(
+            budget.epsilon, units)
+        release = ReleasePlan("laplace", epsilon=float(eps))
+    return LaplacePlan(rule, k, release, sens, settings.max_depth)
+
+
+def make_tester(plan: LaplacePlan, source: StatisticSource, session: Any) -> PrivateCITest:
+    return PrivateCITest(source, session, plan.release)
+
+
+def expected_noise_sd(plan: LaplacePlan) -> float:
+    """Standard deviation of one test's noise (for docs and benchmarks)."""
+    r = plan.release
+    if r.kind == "laplace":
+        assert r.epsilon is not None
+        return laplace_sd(plan.sensitivity, r.epsilon)
+    assert r.rho is not None
+    return plan.sensitivity / math.sqrt(2.0 * r.rho)

@@ -1,0 +1,276 @@
+"""Public planning for the private PC family: plan sizes, per-test budgets, subsample
+rates and CURATE's per-order budgets.
+
+Everything here is a function of **public** quantities only (the number of variables,
+the declared cardinalities, ``n``, the user's total budget and hyper-parameters); no
+function in this module receives data or a released value other than post-processed
+outputs of earlier private releases (CURATE's remaining edge count). The defaults were
+fixed before any benchmark score was looked at (PRIVACY.md section 7 gives the
+prototype's findings they start from).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import comb
+
+from dpcg.errors import AlgorithmError
+
+#: Two-sided 5 % critical value of the standard normal, ``z_{0.975}``: the default
+#: decision threshold on the ``|z|`` scale (noisy ``|z| > T`` means dependent).
+Z_THRESHOLD = 1.959963984540054
+
+#: Default significance level of the p-value variant and of the CMI threshold.
+ALPHA = 0.05
+
+#: Root of ``sqrt(u) / ln(1 + u)``'s first-order condition ``ln(1 + u) = 2u / (1 + u)``.
+#: The sieve's noise ``sqrt(n/m) / eps_base`` is minimised at ``(n/m)(e^{eps/2} - 1) = U``.
+SUBSAMPLE_ROOT = 3.9216
+
+#: Largest amplified sieve budget used (a larger per-round share is not spent on the sieve;
+#: keeps ``e^eps`` finite in the amplification formula).
+SIEVE_EPSILON_CAP = 300.0
+
+#: Clip range of the sieve's subsample rate ``m/n`` (Priv-PC section 3.2).
+SUBSAMPLE_MIN_RATE = 1.0 / 20.0
+
+
+def n_pairs(p: int) -> int:
+    """Number of unordered pairs of ``p`` variables."""
+    return p * (p - 1) // 2
+
+
+def default_plan_size(p: int) -> int:
+    """Default public plan size K (number of tests the budget is split over).
+
+    PRIVACY.md section 7: ``4 x pairs`` below 10 variables, ``8-16 x pairs`` above; we take
+    the lower end (8) above, fixed before looking at any score.
+    """
+    if isinstance(p, bool) or not isinstance(p, int) or p < 2:
+        raise AlgorithmError(f"p: need at least 2 variables, got {p!r}")
+    factor = 4 if p < 10 else 8
+    return factor * n_pairs(p)
+
+
+def default_rounds(p: int) -> int:
+    """Default number of sieve-and-examine rounds / SVT instances (public).
+
+    Each round ends with one sieve positive (an independence candidate); a pair is removed
+    at most once, so ``pairs`` rounds suffice for a noise-free run and the other ``pairs``
+    absorb sieve positives that the examine step rejects.
+    """
+    if isinstance(p, bool) or not isinstance(p, int) or p < 2:
+        raise AlgorithmError(f"p: need at least 2 variables, got {p!r}")
+    return 2 * n_pairs(p)
+
+
+def check_count(name: str, value: object) -> int:
+    """A positive integer parameter (plan size, rounds, cutoff), validated."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or int(value) < 1:
+        raise AlgorithmError(f"{name}: expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def check_positive(name: str, value: object) -> float:
+    """A finite positive float parameter, validated."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+        raise AlgorithmError(f"{name}: expected a positive number, got {value!r}")
+    f = float(value)
+    if not math.isfinite(f) or f <= 0:
+        raise AlgorithmError(f"{name}: expected a finite number > 0, got {value!r}")
+    return f
+
+
+def check_nonnegative(name: str, value: object) -> float:
+    """A finite float parameter >= 0, validated."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+        raise AlgorithmError(f"{name}: expected a number >= 0, got {value!r}")
+    f = float(value)
+    if not math.isfinite(f) or f < 0:
+        raise AlgorithmError(f"{name}: expected a finite number >= 0, got {value!r}")
+    return f
+
+
+# --------------------------------------------------------------------------------------
+# Priv-PC sieve
+# --------------------------------------------------------------------------------------
+
+
+def subsample_rate(eps_round: float) -> float:
+    """Closed-form optimal sieve subsample rate for a round budget ``eps_round``.
+
+    The round spends ``eps_round / 2`` on the (amplified) sieve. With ``a = e^{eps/2} - 1``
+    the sieve's query noise scales as ``sqrt(n/m) / ln(1 + (n/m) a)``; writing
+    ``u = (n/m) a`` this is ``sqrt(u/a) / ln(1 + u)``, minimised where
+    ``ln(1 + u) = 2u / (1 + u)``, i.e. ``u = 3.9216``. Hence ``m/n = a / 3.9216``, clipped
+    to ``[1/20, 1]``.
+    """
+    eps = check_positive("eps_round", eps_round)
+    if eps / 2.0 > math.log(SUBSAMPLE_ROOT + 1.0):
+        return 1.0
+    rate = math.expm1(eps / 2.0) / SUBSAMPLE_ROOT
+    return float(min(1.0, max(SUBSAMPLE_MIN_RATE, rate)))
+
+
+def subsample_size(n: int, eps_round: float) -> int:
+    """Public subsample size ``m`` (at least 2 rows, at most ``n``)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise AlgorithmError(f"n: need at least 2 rows, got {n!r}")
+    m = math.floor(subsample_rate(eps_round) * n)
+    return max(2, min(n, m))
+
+
+def amplified_base_epsilon(n: int, m: int, eps_target: float) -> float:
+    """The SVT budget ``eps_base`` whose subsampled cost is ``eps_target``.
+
+    Balle-Barthe-Gaboardi (2018), sampling ``m`` of ``n`` without replacement under
+    replace-one: ``eps_amp = ln(1 + (m/n)(e^{eps_base} - 1))``; inverted,
+    ``eps_base = ln(1 + (n/m)(e^{eps_target} - 1))``. The caller still checks the
+    primitive's declared (rounded-up) cost against its budget.
+    """
+    eps = check_positive("eps_target", eps_target)
+    if not 1 <= m <= n:
+        raise AlgorithmError(f"m: subsample size must be in [1, n={n}], got {m!r}")
+    if m == n:
+        return eps
+    if eps > SIEVE_EPSILON_CAP:
+        raise AlgorithmError(
+            f"eps_target={eps} is above {SIEVE_EPSILON_CAP}: cap the sieve's budget first"
+        )
+    return math.log1p((n / m) * math.expm1(eps))
+
+
+# --------------------------------------------------------------------------------------
+# Noise scales (for choosing between Laplace/basic and Gaussian/zCDP)
+# --------------------------------------------------------------------------------------
+
+
+def laplace_sd(sensitivity: float, eps_test: float) -> float:
+    """Standard deviation of ``Lap(Delta / eps)``."""
+    return math.sqrt(2.0) * sensitivity / eps_test
+
+
+def gaussian_sigma(l2_sensitivity: float, rho_test: float) -> float:
+    """Gaussian noise of a ``rho_test``-zCDP release: ``sigma = Delta / sqrt(2 rho)``."""
+    return l2_sensitivity / math.sqrt(2.0 * rho_test)
+
+
+# --------------------------------------------------------------------------------------
+# EM-PC
+# --------------------------------------------------------------------------------------
+
+
+def level_weights(max_level: int) -> list[float]:
+    """Public split of EM-PC's budget over levels ``0..max_level``: halving weights
+    ``1/2, 1/4, ...`` with the remainder on the last level (they sum to 1)."""
+    if isinstance(max_level, bool) or not isinstance(max_level, int) or max_level < 0:
+        raise AlgorithmError(f"max_level: expected an integer >= 0, got {max_level!r}")
+    w = [0.5 ** (i + 1) for i in range(max_level)]
+    w.append(1.0 - sum(w))
+    return w
+
+
+# --------------------------------------------------------------------------------------
+# CURATE
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CuratePlan:
+    """Per-order Laplace budgets ``eps_i >= eps_{i+1} >= ...`` for the remaining orders,
+    and the zCDP rho each order may spend (``t_j eps_j^2 / 2``)."""
+
+    first_order: int
+    epsilons: tuple[float, ...]
+    tests_bound: tuple[int, ...]
+
+    @property
+    def epsilon(self) -> float:
+        """Per-test Laplace budget of the current order."""
+        return self.epsilons[0]
+
+
+def curate_tests_bound(edges: int, p: int, order: int) -> int:
+    """CURATE's public bound on order-``order`` tests: ``e_i C(p-2, i)`` (each remaining
+    edge is tested at most once per size-``order`` subset of the other ``p - 2``)."""
+    return int(edges) * int(comb(p - 2, order, exact=True))
+
+
+def curate_error_surrogate(
+    eps: np.ndarray, threshold: float, sensitivity: float, beta1: float, beta2: float,
+    c1: float, c2: float,
+) -> float:
+    """CURATE's objective (1): ``prod q1_j + 1 - prod (1 - q2_j)`` with
+    ``q_j = c/2 + exp(-T beta eps_j / Delta) / 2`` (Bhattacharjee-Tandon, Lemma 1)."""
+    q1 = c1 / 2.0 + 0.5 * np.exp(-threshold * beta1 * eps / sensitivity)
+    q2 = c2 / 2.0 + 0.5 * np.exp(-threshold * beta2 * eps / sensitivity)
+    return float(np.prod(q1) + 1.0 - np.prod(1.0 - q2))
+
+
+def curate_plan(
+    *,
+    rho_remaining: float,
+    edges: int,
+    p: int,
+    order: int,
+    max_order: int,
+    threshold: float,
+    sensitivity: float,
+    beta1: float,
+    beta2: float,
+    c1: float = 0.1,
+    c2: float = 0.1,
+) -> CuratePlan:
+    """Solve CURATE's ``OPT`` with SLSQP on public quantities.
+
+    Variables: per-test Laplace budgets ``eps_order..eps_max_order``. Constraint: under
+    zCDP a Laplace test costs ``eps^2 / 2``, so the planned spend
+    ``sum_j t_j eps_j^2 / 2 <= rho_remaining`` with ``t_j = e C(p-2, j)`` (``e`` the current
+    edge count, an upper bound on later edge counts); monotonicity
+    ``eps_j >= eps_{j+1}``. If SLSQP fails, the feasible uniform-in-rho allocation is used.
+    The result is always feasible (it is scaled into the constraint after solving).
+    """
+    if max_order < order:
+        raise AlgorithmError(f"max_order={max_order} must be >= order={order}")
+    k = max_order - order + 1
+    t = np.array([max(1, curate_tests_bound(edges, p, j)) for j in range(order, max_order + 1)],
+                 dtype=np.float64)
+    if rho_remaining <= 0:
+        return CuratePlan(order, tuple(0.0 for _ in range(k)), tuple(int(v) for v in t))
+
+    def spend(e: np.ndarray) -> float:
+        return float(np.sum(t * e * e) / 2.0)
+
+    # Feasible start: equal eps for every planned test.
+    e0 = np.full(k, math.sqrt(2.0 * rho_remaining / float(t.sum())))
+    scale = max(float(e0[0]), 1e-300)
+
+    def objective(u: np.ndarray) -> float:
+        return curate_error_surrogate(u * scale, threshold, sensitivity, beta1, beta2, c1, c2)
+
+    cons: list[dict[str, object]] = [
+        {"type": "ineq", "fun": lambda u: 1.0 - spend(u * scale) / rho_remaining},
+    ]
+    if k > 1:
+        cons.append({"type": "ineq", "fun": lambda u: u[:-1] - u[1:]})
+    best = e0
+    try:
+        res = minimize(objective, np.ones(k), method="SLSQP", constraints=cons,
+                       bounds=[(0.0, None)] * k, options={"maxiter": 200, "ftol": 1e-12})
+        cand = np.maximum(np.asarray(res.x, dtype=np.float64) * scale, 0.0)
+        cand = np.maximum.accumulate(cand[::-1])[::-1]  # enforce monotone non-increasing
+        if np.all(np.isfinite(cand)) and cand[0] > 0 and (
+            objective(cand / scale) <= objective(np.ones(k))
+        ):
+            best = cand
+    except (ValueError, ArithmeticError):  # pragma: no cover - SLSQP numerical failure
+        best = e0
+    # Scale into the constraint (guards against SLSQP's tolerance).
+    s = spend(best)
+    if s > rho_remaining:
+        best = best * math.sqrt(rho_remaining / s) * (1.0 - 1e-9)
+    return CuratePlan(order, tuple(float(v) for v in best), tuple(int(v) for v in t))

@@ -1,0 +1,93 @@
+"""Registers the private algorithms in :mod:`dpcg.pc.registry` (``dpcg discover
+--algorithm laplace-pc|svt-pc|priv-pc|em-pc|curate``).
+
+Imported by :mod:`dpcg.citests.private` (a plugin module the registry loads), so the
+CLI finds the algorithms without any other file being edited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dpcg.errors import AlgorithmError
+from dpcg.pc.registry import AlgorithmRun, AlgorithmSpec, Argument, RunContext, register_algorithm
+from dpcg.private.common import ALGORITHMS
+
+ARGUMENTS = (
+    Argument.of("--epsilon", type=float, help="TOTAL privacy budget epsilon of the run"),
+    Argument.of("--delta", type=float,
+                help="TOTAL privacy budget delta (default 1e-6; 0 forces pure DP)"),
+    Argument.of("--ledger", metavar="PATH", help="record the run in this ledger file"),
+    Argument.of("--dataset-id", metavar="ID", dest="dataset_id",
+                help="declared id of the dataset in the ledger"),
+    Argument.of("--plan-size", type=int, dest="plan_size", metavar="K",
+                help="public plan size: tests (laplace-pc), instances (svt-pc), rounds "
+                     "(priv-pc); default from the number of variables"),
+    Argument.of("--test-epsilon", type=float, dest="test_epsilon", metavar="E",
+                help="budget of one test/instance/round instead of --plan-size"),
+    Argument.of("--rule", choices=("basic", "zcdp"),
+                help="composition rule (default: chosen from public information)"),
+)
+
+DESCRIPTIONS = {
+    "laplace-pc": "PC with every test a Laplace (basic) or Gaussian (zCDP) release of the "
+                  "score; budget split over a public plan of K tests",
+    "svt-pc": "PC with the tests streamed through the sparse vector technique "
+              "(positive = independent; new instance after each positive)",
+    "priv-pc": "Priv-PC sieve-and-examine: subsampled SVT sieve + Laplace examine per round",
+    "em-pc": "EM-PC: exponential mechanism picks how many and which edges per level",
+    "curate": "CURATE: adaptive per-order budgets (SLSQP) under the zCDP filter",
+}
+
+
+def _runner(algorithm: str) -> Callable[[RunContext], AlgorithmRun]:
+    def run(ctx: RunContext) -> AlgorithmRun:
+        from dpcg.citests.private import SCORES, source_for_dataset
+        from dpcg.private.api import run_private
+        from dpcg.private.common import PrivateSettings
+
+        a = ctx.args
+        if ctx.test_name not in SCORES:
+            raise AlgorithmError(
+                f"--test {ctx.test_name}: the private algorithms release one of {SCORES}"
+            )
+        eps = getattr(a, "epsilon", None)
+        if eps is None:
+            raise AlgorithmError(f"--algorithm {algorithm} needs --epsilon (the total budget)")
+        delta = getattr(a, "delta", None)
+        ledger = getattr(a, "ledger", None)
+        dataset_id = getattr(a, "dataset_id", None)
+        if ledger is not None and dataset_id is None:
+            raise AlgorithmError("--ledger needs --dataset-id (the dataset's declared id)")
+        settings = PrivateSettings(
+            epsilon=eps, delta=1e-6 if delta is None else delta, test=ctx.test_name,
+            alpha=ctx.alpha, threshold=getattr(a, "threshold", None),
+            plan_size=getattr(a, "plan_size", None),
+            test_epsilon=getattr(a, "test_epsilon", None), rule=getattr(a, "rule", None),
+            seed=getattr(a, "seed", None), max_depth=ctx.max_depth,
+        )
+        from dpcg.private.common import validate_settings
+
+        validate_settings(settings)
+        source = source_for_dataset(ctx.dataset, ctx.test_name, alpha=ctx.alpha,
+                                    threshold=settings.threshold)
+        res = run_private(algorithm, source, ctx.names, settings, ledger=ledger,
+                          dataset_id=dataset_id, background=ctx.background,
+                          progress=ctx.progress)
+        return AlgorithmRun(res.pc, res.extra())
+
+    return run
+
+
+def register() -> None:
+    for name in ALGORITHMS:
+        register_algorithm(AlgorithmSpec(name=name, run=_runner(name),
+                                         description=DESCRIPTIONS[name], arguments=ARGUMENTS,
+                                         private=True))
+
+
+_done: list[Any] = []
+if not _done:
+    register()
+    _done.append(True)

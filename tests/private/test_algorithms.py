@@ -1,0 +1,190 @@
+"""Integration tests of the private PC family over the one engine.
+
+* every algorithm except EM-PC reproduces non-private PC (same score, same threshold) at
+  eps = 1e6;
+* each algorithm charges exactly the mechanisms it declares (ledger entries counted
+  against the tests it ran), within the budget;
+* a budget smaller than one test's cost spends nothing and says so;
+* the run is recorded in a ledger that verifies, with totals equal to the guarantee.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accounting.costs import Budget
+from dpcg.errors import AlgorithmError
+from dpcg.private import discover, nonprivate_pc
+from dpcg.private.api import run_private
+from dpcg.private.common import PrivateSettings
+
+ALL = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
+
+
+def _graph(res: Any) -> tuple[Any, ...]:
+    j = res.cpdag.to_json()
+    return (sorted(map(tuple, j["edges"]["directed"])),
+            sorted(tuple(sorted(e)) for e in j["edges"]["undirected"]))
+
+
+def _kinds(res: Any) -> Counter[str]:
+    return Counter(res.mechanisms)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "kwargs"),
+    [
+        ("laplace-pc", {"plan_size": 1000}),  # the default plan may stop before PC does
+        ("laplace-pc", {"rule": "zcdp", "plan_size": 1000}),
+        ("svt-pc", {}),
+        ("priv-pc", {"plan_size": 2000}),  # keeps the per-round sieve budget finite
+        ("curate", {"beta1": 0.0, "beta2": 0.0}),  # no coin band: the rule is |z| <= T
+    ],
+)
+@pytest.mark.parametrize("test", ["kendall-z", "cmi"])
+def test_high_epsilon_matches_nonprivate_pc(asia: Any, algorithm: str, kwargs: dict[str, Any],
+                                            test: str) -> None:
+    ref = nonprivate_pc(asia, test)
+    res = discover(asia, algorithm, test, epsilon=1e6, delta=1e-6, seed=11, **kwargs)
+    assert not res.budget_exhausted
+    assert _graph(res) == _graph(type("R", (), {"cpdag": ref.cpdag})())
+    assert res.pc.sepsets.keys() == ref.sepsets.keys()
+
+
+def test_laplace_pc_charges_one_release_per_test(asia: Any) -> None:
+    res = discover(asia, "laplace-pc", epsilon=1.0, delta=0.0, seed=1, plan_size=500)
+    assert res.guarantee["rule"] == "basic"
+    assert _kinds(res) == Counter({"laplace": res.n_tests})
+    assert Fraction(res.spent["exact"]["epsilon"]) <= Fraction(1.0)
+    assert res.plan["plan_size"] == 500
+
+
+def test_laplace_pc_zcdp_charges_gaussians(asia: Any) -> None:
+    res = discover(asia, "laplace-pc", epsilon=1.0, delta=1e-6, seed=1, rule="zcdp",
+                   plan_size=300)
+    assert res.guarantee["rule"] == "zcdp"
+    assert _kinds(res) == Counter({"gaussian": res.n_tests})
+    assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
+
+
+def test_laplace_pc_plan_exhaustion_returns_graph_so_far(asia: Any) -> None:
+    res = discover(asia, "laplace-pc", epsilon=0.5, delta=0.0, seed=2, plan_size=5)
+    assert res.budget_exhausted
+    assert res.n_tests == 5
+    assert _kinds(res) == Counter({"laplace": 5})
+    assert Fraction(res.spent["exact"]["epsilon"]) <= Fraction(0.5)
+    assert res.message is not None
+    assert "graph so far" in res.message
+
+
+def test_svt_pc_charges_one_instance_per_positive(asia: Any) -> None:
+    res = discover(asia, "svt-pc", epsilon=5.0, delta=0.0, seed=3)
+    positives = sum(1 for t in res.pc.tests if t.independent)
+    instances = res.mechanisms.get("sparse-vector", 0)
+    assert set(res.mechanisms) == {"sparse-vector"}
+    # one instance per positive, plus the last one if it never fired
+    assert instances in (positives, positives + 1)
+    assert res.plan["used_instances"] == instances
+
+
+def test_priv_pc_charges_sieve_per_round_and_examine_per_positive(asia: Any) -> None:
+    res = discover(asia, "priv-pc", epsilon=20.0, delta=0.0, seed=4)
+    k = res.mechanisms
+    examined = sum(1 for t in res.pc.tests if t.statistic is not None)
+    assert k.get("laplace", 0) == examined == res.plan["used_examines"]
+    rounds = k.get("subsampled-sparse-vector", 0)
+    assert rounds == res.plan["used_rounds"]
+    assert rounds in (examined, examined + 1)
+    assert Fraction(res.spent["exact"]["epsilon"]) <= Fraction(20.0)
+    assert res.plan["m"] < res.plan["n"]  # subsampled at this per-round budget
+
+
+def test_curate_charges_every_test_and_every_coin(survey: Any) -> None:
+    res = discover(survey, "curate", epsilon=2.0, delta=1e-6, seed=5)
+    assert res.guarantee["rule"] == "zcdp"
+    assert res.mechanisms.get("laplace", 0) == res.n_tests
+    assert res.mechanisms.get("exponential", 0) == res.plan["used_coins"]
+    assert Fraction(res.spent["exact"]["rho"]) <= Budget(2.0, 1e-6).rho()
+    assert res.plan["orders"][0]["order"] == 0
+
+
+def test_curate_coin_is_not_reseeded(survey: Any) -> None:
+    # A huge coin band: every test lands between the margins, so decisions are coins.
+    res = discover(survey, "curate", epsilon=1e6, delta=1e-6, seed=6, beta1=0.99,
+                   beta2=1e6)
+    decisions = {t.independent for t in res.pc.tests}
+    assert res.plan["used_coins"] >= res.n_tests - 2  # (scores of exactly 0 fall below)
+    assert decisions == {True, False}
+
+
+def test_em_pc_charges_exponential_draws(asia: Any) -> None:
+    res = discover(asia, "em-pc", epsilon=5.0, delta=0.0, seed=7)
+    removed = len(res.pc.sepsets)
+    levels = res.pc.levels_completed
+    assert set(res.mechanisms) == {"exponential"}
+    assert res.mechanisms["exponential"] == removed + levels
+    assert Fraction(res.spent["exact"]["epsilon"]) <= Fraction(5.0)
+
+
+@pytest.mark.parametrize("algorithm", ["laplace-pc", "svt-pc", "priv-pc"])
+def test_budget_below_one_test_spends_nothing(asia: Any, algorithm: str) -> None:
+    res = discover(asia, algorithm, epsilon=0.5, delta=0.0, seed=8, test_epsilon=1.0)
+    assert res.budget_exhausted
+    assert res.n_tests == 0
+    assert res.mechanisms == {}
+    assert Fraction(res.spent["exact"]["epsilon"]) == 0
+    assert res.message is not None
+    assert "nothing was spent" in res.message
+    p = len(asia.names)
+    assert len(res.cpdag.to_json()["edges"]["undirected"]) == p * (p - 1) // 2
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"epsilon": 0.0}, {"epsilon": -1.0}, {"epsilon": float("nan")}, {"delta": 1.0},
+     {"plan_size": 0}, {"test": "nope"}, {"rule": "zcdp", "delta": 0.0},
+     {"algorithm": "nope"}, {"bogus_option": 1}],
+)
+def test_bad_input_raises_before_anything_is_charged(asia: Any, kwargs: dict[str, Any]
+                                                     ) -> None:
+    args: dict[str, Any] = {"algorithm": "laplace-pc", "epsilon": 1.0, "delta": 1e-6}
+    args.update(kwargs)
+    with pytest.raises(AlgorithmError):
+        discover(asia, **args)
+
+
+def test_ledger_run_verifies_with_totals_equal_to_guarantee(asia: Any, tmp_path: Path
+                                                            ) -> None:
+    from accounting.ledger import Ledger
+
+    path = tmp_path / "runs.db"
+    res = discover(asia, "laplace-pc", epsilon=1.0, delta=1e-6, ledger=path,
+                   dataset_id="asia-4k", seed=9)
+    assert res.ledger is not None
+    assert res.ledger["run_id"]
+    led = Ledger.open(path)
+    report = led.verify()
+    assert report.ok, report.problems
+    run = led.run(res.ledger["run_id"])
+    assert run.budget_epsilon == Fraction(res.guarantee["epsilon"])
+    assert run.budget_delta == Fraction(res.guarantee["delta"])
+    assert run.n_entries == res.n_tests
+    assert run.status == ("budget-exhausted" if res.budget_exhausted else "completed")
+
+
+def test_run_private_reuses_a_cache_without_changing_accounting(asia: Any) -> None:
+    from dpcg.citests.private import source_for_dataset
+
+    cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
+    src = source_for_dataset(asia, "kendall-z", cache=cache)
+    s = PrivateSettings(epsilon=1.0, delta=0.0, seed=10, plan_size=200)
+    a = run_private("laplace-pc", src, tuple(asia.names), s)
+    b = run_private("laplace-pc", src, tuple(asia.names), s)
+    assert cache
+    assert _graph(a) == _graph(b)  # same seed, same noise, same cached statistics
+    assert a.mechanisms == b.mechanisms

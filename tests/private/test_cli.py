@@ -1,0 +1,64 @@
+"""``dpcg discover --algorithm <private> ...`` end to end (result.json + ledger)."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpcg.cli import main
+
+
+@pytest.mark.parametrize("algorithm", ["laplace-pc", "priv-pc", "svt-pc", "curate", "em-pc"])
+def test_discover_private_writes_guarantee_and_ledger(tmp_path: Path, algorithm: str) -> None:
+    out = tmp_path / "result.json"
+    ledger = tmp_path / "runs.db"
+    code = main(["discover", "--dataset", "cancer", "--rows", "3000", "--algorithm", algorithm,
+                 "--test", "kendall-z", "--epsilon", "2", "--delta", "1e-6",
+                 "--ledger", str(ledger), "--dataset-id", "cancer-3k", "--out", str(out),
+                 "--quiet"])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["algorithm"] == algorithm
+    assert doc["guarantee"]["epsilon"] == 2.0
+    assert doc["guarantee"]["delta"] == 1e-6
+    assert doc["guarantee"]["relation"] == "replace-one"
+    assert doc["guarantee"]["rule"] in ("basic", "zcdp")
+    assert doc["ledger"]["path"] == str(ledger)
+    assert isinstance(doc["budget_exhausted"], bool)
+    assert "skeleton_f1" in doc["metrics"]
+    from accounting.ledger import Ledger
+
+    led = Ledger.open(ledger)
+    assert led.verify().ok
+    run = led.run(doc["ledger"]["run_id"])
+    assert run.budget_epsilon == Fraction(2.0)
+    assert run.spent_epsilon is None or run.spent_epsilon <= Fraction(2.0)
+
+
+def test_discover_private_needs_epsilon(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                        ) -> None:
+    code = main(["discover", "--dataset", "cancer", "--rows", "500", "--algorithm",
+                 "laplace-pc", "--test", "kendall-z", "--quiet"])
+    assert code == 2
+    assert "--epsilon" in capsys.readouterr().err
+
+
+def test_ledger_without_dataset_id_is_refused(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = tmp_path / "runs.db"
+    code = main(["discover", "--dataset", "cancer", "--rows", "500", "--algorithm",
+                 "laplace-pc", "--test", "kendall-z", "--epsilon", "1", "--ledger",
+                 str(ledger), "--quiet"])
+    assert code == 2
+    assert "dataset-id" in capsys.readouterr().err
+    assert not ledger.exists()
+
+
+def test_nonprivate_pc_with_the_same_test(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert main(["discover", "--dataset", "cancer", "--rows", "2000", "--algorithm", "pc",
+                 "--test", "kendall-z", "--out", str(out), "--quiet"]) == 0
+    assert json.loads(out.read_text())["test"] == "kendall-z"
