@@ -1,0 +1,331 @@
+"""``dpcg ledger``: create, inspect, verify and export privacy ledgers; a demo.
+
+Examples::
+
+    dpcg ledger init runs.db --dataset-id survey-2024 --epsilon 3 --delta 1e-6
+    dpcg ledger show runs.db
+    dpcg ledger verify runs.db
+    dpcg ledger export runs.db --out survey-2024.cert.json
+    dpcg ledger verify survey-2024.cert.json --head <published head hash>
+    dpcg ledger demo
+
+``verify`` accepts either a ledger (SQLite) file or an exported JSON certificate. It
+exits 0 and prints a summary when everything verifies, 1 with a one-line reason when
+the chain, a cost or a total does not, and 2 for a file that is not a ledger at all.
+See ``docs/ledger.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accounting.costs import Budget, round_up
+from accounting.entries import JSONValue
+from accounting.errors import BudgetExceededError, ForeignLedgerError, LedgerError
+from accounting.ledger import (
+    Ledger,
+    VerificationReport,
+    session_for_run,
+    verify_certificate,
+)
+from accounting.ledger.store import SQLITE_MAGIC, DatasetInfo, RunInfo
+from accounting.relations import Relation
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "ledger",
+        help="create, show, verify and export privacy ledgers",
+        description="Create, inspect, verify and export hash-chained privacy ledgers.",
+    )
+    sub = parser.add_subparsers(dest="ledger_command", metavar="ACTION")
+    parser.set_defaults(func=lambda args: _usage(parser))
+
+    p_init = sub.add_parser("init", help="create a ledger (if missing) and register a dataset")
+    p_init.add_argument("path", type=Path, metavar="PATH", help="ledger file (SQLite)")
+    p_init.add_argument("--dataset-id", required=True, metavar="ID",
+                        help="declared dataset id (a name you choose, never a hash of rows)")
+    p_init.add_argument("--epsilon", type=float, required=True, metavar="E",
+                        help="lifetime epsilon of the dataset (> 0)")
+    p_init.add_argument("--delta", type=float, default=0.0, metavar="D",
+                        help="lifetime delta of the dataset, in [0, 1) (default 0)")
+    p_init.add_argument("--relation", default=Relation.REPLACE_ONE.value,
+                        choices=[r.value for r in Relation],
+                        help="neighbouring relation (default replace-one)")
+    p_init.add_argument("--description", default="", help="free text about the dataset")
+    p_init.set_defaults(func=_init)
+
+    p_show = sub.add_parser("show", help="datasets, runs and budgets recorded in a ledger")
+    p_show.add_argument("path", type=Path, metavar="PATH", help="ledger file")
+    p_show.add_argument("--dataset-id", metavar="ID", help="only this dataset")
+    p_show.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p_show.set_defaults(func=_show)
+
+    p_verify = sub.add_parser("verify", help="verify a ledger or an exported certificate")
+    p_verify.add_argument("path", type=Path, metavar="PATH_OR_CERTIFICATE",
+                          help="ledger file or JSON certificate")
+    p_verify.add_argument("--head", metavar="HASH",
+                          help="also require this head hash (e.g. one published earlier)")
+    p_verify.add_argument("--json", action="store_true", help="print the full report as JSON")
+    p_verify.set_defaults(func=_verify)
+
+    p_export = sub.add_parser("export", help="verify a ledger and write its JSON certificate")
+    p_export.add_argument("path", type=Path, metavar="PATH", help="ledger file")
+    p_export.add_argument("--out", type=Path, required=True, metavar="FILE",
+                          help="certificate to write")
+    p_export.set_defaults(func=_export)
+
+    p_demo = sub.add_parser("demo", help="a small private analysis recorded in a ledger")
+    p_demo.add_argument("--ledger", type=Path, metavar="PATH",
+                        help="ledger to use (created if missing; default: a new temporary file)")
+    p_demo.set_defaults(func=_demo)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _f(q: Fraction) -> str:
+    """A rational for display: its float rounded up (never understates spending)."""
+    return f"{round_up(q):.6g}"
+
+
+# ---------------------------------------------------------------------------------
+# init / show / export
+# ---------------------------------------------------------------------------------
+def _init(args: argparse.Namespace) -> int:
+    lifetime = Budget(args.epsilon, args.delta)  # validates before anything is written
+    with Ledger.open(args.path, create=True) as ledger:
+        ledger.register_dataset(args.dataset_id, lifetime, Relation.parse(args.relation),
+                                args.description)
+        print(f"ledger {args.path} (id {ledger.ledger_id})")
+        print(f"registered dataset {args.dataset_id!r}: lifetime epsilon={args.epsilon:g}, "
+              f"delta={args.delta:g}, relation {args.relation}")
+    return 0
+
+
+def _dataset_json(d: DatasetInfo, runs: list[RunInfo]) -> dict[str, JSONValue]:
+    return {
+        "dataset_id": d.dataset_id,
+        "relation": d.relation.value,
+        "description": d.description,
+        "lifetime": {"epsilon": str(d.lifetime_epsilon), "delta": str(d.lifetime_delta)},
+        "reserved": {"epsilon": str(d.reserved_epsilon), "delta": str(d.reserved_delta)},
+        "remaining": {"epsilon": str(d.remaining_epsilon), "delta": str(d.remaining_delta)},
+        "runs": [_run_json(r) for r in runs],
+    }
+
+
+def _run_json(r: RunInfo) -> dict[str, JSONValue]:
+    return {
+        "run_id": r.run_id,
+        "rule": r.rule,
+        "budget": {"epsilon": str(r.budget_epsilon), "delta": str(r.budget_delta)},
+        "status": r.status,
+        "seed_explicit": r.seed_explicit,
+        "description": r.description,
+        "entries": r.n_entries,
+        "outputs": r.n_outputs,
+        "spent": {
+            "epsilon": None if r.spent_epsilon is None else str(r.spent_epsilon),
+            "delta": str(r.spent_delta),
+            "rho": None if r.spent_rho is None else str(r.spent_rho),
+        },
+    }
+
+
+def _run_line(r: RunInfo) -> str:
+    spent = []
+    if r.spent_epsilon is not None:
+        spent.append(f"eps={_f(r.spent_epsilon)}")
+    if r.spent_rho is not None:
+        spent.append(f"rho={_f(r.spent_rho)}")
+    spent.append(f"delta={_f(r.spent_delta)}")
+    seeded = ", SEEDED" if r.seed_explicit else ""
+    desc = f"  {r.description}" if r.description else ""
+    return (f"    run {r.run_id}  {r.rule:5s}  reserved eps={_f(r.budget_epsilon)} "
+            f"delta={_f(r.budget_delta)}  {r.status}{seeded}  {r.n_entries} releases, "
+            f"spent {' '.join(spent)}{desc}")
+
+
+def _show(args: argparse.Namespace) -> int:
+    with Ledger.open(args.path) as ledger:
+        datasets = ([ledger.dataset(args.dataset_id)] if args.dataset_id
+                    else ledger.datasets())
+        per = [(d, ledger.runs(d.dataset_id)) for d in datasets]
+        head = ledger.head_hash()
+        entries = len(ledger.entries())
+        if args.json:
+            print(json.dumps({
+                "path": str(args.path), "ledger_id": ledger.ledger_id,
+                "created_at": ledger.created_at, "format_version": ledger.format_version,
+                "entries": entries, "head_hash": head,
+                "datasets": [_dataset_json(d, runs) for d, runs in per],
+            }, indent=2))
+            return 0
+        print(f"ledger {args.path}  id {ledger.ledger_id}  created {ledger.created_at}")
+        print(f"  {entries} entries, head hash {head or '(empty)'}")
+        if not per:
+            print("  no datasets registered (use `dpcg ledger init`)")
+        for d, runs in per:
+            desc = f" - {d.description}" if d.description else ""
+            print(f"  dataset {d.dataset_id!r} ({d.relation.value}){desc}")
+            print(f"    lifetime eps={_f(d.lifetime_epsilon)} delta={_f(d.lifetime_delta)}; "
+                  f"reserved eps={_f(d.reserved_epsilon)} delta={_f(d.reserved_delta)} "
+                  f"by {len(runs)} run(s); remaining eps={_f(d.remaining_epsilon)} "
+                  f"delta={_f(d.remaining_delta)}")
+            for r in runs:
+                print(_run_line(r))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    with Ledger.open(args.path) as ledger:
+        report = ledger.export(args.out)
+    print(f"wrote certificate {args.out}: {report.entries} entries, "
+          f"head hash {report.head_hash or '(empty)'}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------
+# verify
+# ---------------------------------------------------------------------------------
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError as exc:
+        raise LedgerError(f"cannot read {path}: {exc}") from None
+
+
+def verify_path(path: Path, head: str | None = None) -> VerificationReport:
+    """Verify a ledger file or a certificate, whichever ``path`` is."""
+    if not path.is_file():
+        raise LedgerError(f"{path} does not exist or is not a file")
+    if _is_sqlite(path):
+        with Ledger.open(path) as ledger:
+            report = ledger.verify()
+        if head is not None and report.head_hash != head:
+            problems = (*report.problems,
+                        f"head hash {report.head_hash!r} differs from the expected {head!r}")
+            report = VerificationReport(False, problems, report.source, report.ledger_id,
+                                        report.entries, report.head_hash, report.datasets,
+                                        report.runs)
+        return report
+    try:
+        return verify_certificate(path, expected_head=head)
+    except ForeignLedgerError:
+        raise ForeignLedgerError(
+            f"{path} is neither a dpcg ledger (SQLite) nor a ledger certificate (JSON)") from None
+
+
+def _verify(args: argparse.Namespace) -> int:
+    report = verify_path(args.path, args.head)
+    if args.json:
+        print(json.dumps(report.summary(), indent=2))
+    if not report.ok:
+        more = f" (and {len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
+        print(f"dpcg ledger verify: FAILED: {report.source}: {report.problems[0]}{more}",
+              file=sys.stderr)
+        return 1
+    if not args.json:
+        print(f"OK: {report.source} verifies: {report.entries} entries, hash chain intact, "
+              f"costs re-derived from parameters, totals and budgets consistent")
+        for d in report.datasets:
+            print(f"  dataset {d.dataset_id!r}: reserved eps={_f(d.reserved_epsilon)} "
+                  f"delta={_f(d.reserved_delta)} of lifetime eps={_f(d.lifetime_epsilon)} "
+                  f"delta={_f(d.lifetime_delta)} by {len(d.runs)} run(s)")
+        print(f"  head hash {report.head_hash or '(empty)'}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------
+# demo
+# ---------------------------------------------------------------------------------
+#: The demo's private table: 40 survey respondents, columns (age in [18, 90], smoker 0/1).
+#: Fixed literal data (nothing random); the bounds and n are public.
+DEMO_TABLE = np.array([
+    [23, 0], [35, 1], [47, 0], [52, 1], [61, 0], [29, 0], [44, 1], [38, 0], [71, 0], [19, 1],
+    [33, 0], [58, 1], [66, 0], [27, 0], [49, 1], [40, 0], [55, 0], [31, 1], [62, 0], [24, 0],
+    [45, 1], [37, 0], [68, 0], [53, 1], [21, 0], [42, 0], [59, 1], [34, 0], [77, 0], [26, 1],
+    [48, 0], [39, 0], [64, 1], [30, 0], [51, 0], [36, 1], [57, 0], [28, 0], [73, 0], [43, 1],
+], dtype=np.float64)
+DEMO_DATASET = "demo-survey"
+AGE_BOUNDS = (18.0, 90.0)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from accounting.mechanisms import Laplace
+
+    if args.ledger is None:
+        path = Path(tempfile.mkdtemp(prefix="dpcg-demo-")) / "demo-ledger.db"
+    else:
+        path = args.ledger
+    n = DEMO_TABLE.shape[0]  # public: the survey's size is published
+    lo, hi = AGE_BOUNDS  # public bounds, declared, never read off the data
+    with Ledger.open(path, create=True) as ledger:
+        if DEMO_DATASET not in {d.dataset_id for d in ledger.datasets()}:
+            ledger.register_dataset(DEMO_DATASET, Budget(3.0), Relation.REPLACE_ONE,
+                                    f"built-in demo table: {n} respondents (age, smoker)")
+        print(f"ledger {path}: dataset {DEMO_DATASET!r}, {n} rows, lifetime epsilon 3")
+        try:
+            session = session_for_run(ledger, DEMO_DATASET, Budget(1.0), "basic",
+                                      description="dpcg ledger demo", store_outputs=True)
+        except BudgetExceededError as exc:
+            print(f"dpcg ledger demo: {exc}", file=sys.stderr)
+            return 2
+        age = np.clip(DEMO_TABLE[:, 0], lo, hi)
+        smoker = DEMO_TABLE[:, 1]
+        band_edges = np.array([40.0, 60.0])  # public: bands 18-39, 40-59, 60-90
+        releases: list[tuple[str, Any, Callable[[], Any]]] = [
+            ("number of smokers", Laplace(sensitivity=1.0, epsilon=0.25),
+             lambda: float(smoker.sum())),
+            # replace-one: one row changes the sum by at most (hi - lo), the mean by that / n
+            ("mean age", Laplace(sensitivity=(hi - lo) / n, epsilon=0.5),
+             lambda: float(age.mean())),
+            # replace-one: moving one row between bands changes two counts by 1 (L1 = 2)
+            ("respondents per age band (18-39, 40-59, 60-90)",
+             Laplace(sensitivity=2.0, epsilon=0.25),
+             lambda: np.bincount(np.searchsorted(band_edges, age, side="right"),
+                                 minlength=3).astype(np.float64)),
+        ]
+        for purpose, mech, compute in releases:
+            value = np.round(np.asarray(session.release(mech, compute, purpose=purpose)), 3)
+            print(f"  released {purpose}: {value.tolist()}  "
+                  f"(Laplace, sensitivity {mech.sensitivity:.4g}, epsilon {mech.epsilon:g})")
+        spent = session.spent()
+        eps = "n/a" if spent.epsilon is None else _f(spent.epsilon)
+        print(f"  spent epsilon={eps} delta={_f(spent.delta)} of the run's 1.0")
+        touched: list[bool] = []
+
+        def one_more() -> float:
+            touched.append(True)
+            return float(smoker.sum())
+
+        try:
+            session.release(Laplace(sensitivity=1.0, epsilon=0.25), one_more,
+                            purpose="one release too many")
+        except BudgetExceededError as exc:
+            print(f"  a further release with epsilon 0.25 is refused before the data is "
+                  f"touched (data read: {bool(touched)}): {exc}")
+        session.close("budget-exhausted" if session.halted else "completed")
+        info = ledger.dataset(DEMO_DATASET)
+        print(f"  dataset lifetime: {_f(info.reserved_epsilon)} of "
+              f"{_f(info.lifetime_epsilon)} reserved by {info.n_runs} run(s)")
+        report = ledger.verify()
+    if not report.ok:
+        print(f"dpcg ledger demo: ledger does not verify: {report.problems[0]}", file=sys.stderr)
+        return 1
+    print(f"verified: {report.entries} entries, head hash {report.head_hash}")
+    print(f"inspect it with: dpcg ledger show {path}")
+    return 0
