@@ -391,14 +391,7 @@ class PrivCRTTest(_CRTBase):
 
     def _rng(self) -> np.random.Generator:
         if self.generator is None:
-            aux = getattr(self.session, "auxiliary_generator", None)
-            if aux is None:
-                raise CITestError(
-                    "PrivCRT needs a generator for the model-X resamples: pass generator= "
-                    "or use a session with auxiliary_generator()"
-                )
-            self.generator = aux()
-        assert self.generator is not None
+            self.generator = self.session.auxiliary_generator()
         return self.generator
 
     @property
@@ -416,8 +409,13 @@ class PrivCRTTest(_CRTBase):
         delta_t = self.sensitivity
         names = self.data.names
 
+        # The model-X resamples are drawn (and the sampler's output validated) before
+        # the release, so a broken sampler raises without spending budget; nothing
+        # computed here leaves this method except through the mechanism.
+        queries = self.queries(xi, yi, Si)
+
         def compute() -> FloatArray:
-            return rank_scores(self.queries(xi, yi, Si), delta_t)
+            return rank_scores(queries, delta_t)
 
         purpose = (
             f"PrivCRT rank {names[xi]} _||_ {names[yi]} | "

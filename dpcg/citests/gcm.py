@@ -36,7 +36,7 @@ from scipy.special import ndtr
 
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.errors import CITestError
-from dpcg.regression import KernelRidge, KRRFactor
+from dpcg.regression import LAMBDA_FLOOR, KernelRidge, KRRFactor
 
 if TYPE_CHECKING:
     from accounting.session import Session
@@ -275,7 +275,8 @@ class _FactorCache:
 class GCMTest:
     """Non-private GCM test with KRR (same fit and rescaling as PrivGCM).
 
-    For comparison only: it releases the exact statistic.
+    For comparison only: it releases the exact statistic. As nothing is released
+    privately, ``lam_floor`` may be lowered here (e.g. to fit complex functions).
     """
 
     def __init__(
@@ -287,9 +288,10 @@ class GCMTest:
         lam: float = DEFAULT_LAMBDA,
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
+        lam_floor: float = LAMBDA_FLOOR,
     ) -> None:
         self.alpha = check_alpha(alpha)
-        self.krr = KernelRidge(bandwidth, lam)
+        self.krr = KernelRidge(bandwidth, lam, lam_floor)
         self.data = ContinuousData.build(values, bounds, names)
         self._factors = _FactorCache(self.data, self.krr)
 
