@@ -16,8 +16,10 @@ unconditional statistic), plus the public parameters named in ``public_params``.
 Public parameter names (all JSON numbers):
 
 * ``n``: number of rows. Under add/remove ``n`` is the size of the **smaller** of the
-  two neighbours (any public lower bound on it also gives a valid bound, as every
-  registered bound is non-increasing in ``n``).
+  two neighbours. As ``n`` is not public under add/remove, a caller must evaluate the
+  bound at a public value that makes it largest: a public lower bound on ``n`` for
+  bounds that decrease in ``n`` (``kendall-tau-a``), a public upper bound for bounds
+  that increase in ``n`` (``n-cmi``: ``g(n)`` grows like ``ln n``).
 * ``cx``, ``cy``: declared cardinalities of x and y.
 * ``n_configs``: number of possible configurations of the conditioning set.
 * ``w0``: a public floor for a data-dependent normaliser.
@@ -220,7 +222,9 @@ register(
         name="n-cmi",
         relation=Relation.ADD_REMOVE,
         sensitivity=_sens_n_cmi_ar,
-        assumptions=_CMI_ASSUMPTIONS + " n = size of the smaller neighbour; bound g(n).",
+        assumptions=_CMI_ASSUMPTIONS
+        + " n = size of the smaller neighbour; bound g(n), increasing in n (evaluate it at a"
+        " public upper bound on n).",
         proof_note="docs/privacy/statistics-cmi.md",
         statistic=_stat_n_cmi,
         public_params=("n",),
