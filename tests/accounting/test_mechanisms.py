@@ -1,0 +1,237 @@
+"""Mechanism parameters, costs, relations, events and rebuilding from stored params."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+
+from accounting import (
+    Budget,
+    Cost,
+    Exponential,
+    Gaussian,
+    InMemoryRecorder,
+    InvalidParameterError,
+    Laplace,
+    Relation,
+    ReportNoisyMax,
+    Session,
+    SmoothSensitivityMedian,
+    SparseVector,
+    SubsampledSparseVector,
+    mechanism_from_params,
+)
+from accounting.errors import StatisticError
+from accounting.mechanisms import MECHANISMS, dilation_defect
+
+GOOD: dict[str, dict[str, Any]] = {
+    "laplace": {"sensitivity": 0.5, "epsilon": 0.3},
+    "gaussian": {"l2_sensitivity": 0.5, "sigma": 2.0},
+    "report-noisy-max": {"sensitivity": 1.0, "epsilon": 0.3, "noise": "exponential"},
+    "exponential": {"sensitivity": 1.0, "epsilon": 0.3},
+    "smooth-sensitivity-median": {"epsilon": 0.5, "delta": 1e-6, "lower": 0.0, "upper": 1.0},
+    "sparse-vector": {"threshold": 1.0, "sensitivity": 0.1, "epsilon": 0.4, "cutoff": 2},
+    "subsampled-sparse-vector": {
+        "n": 1000, "m": 50, "threshold": 1.0, "sensitivity": 0.1, "epsilon": 0.4,
+    },
+}
+
+NAN, INF = float("nan"), float("inf")
+BAD: list[tuple[str, str, object]] = [
+    *[(k, p, v) for k in ("laplace", "report-noisy-max", "exponential", "sparse-vector",
+                          "subsampled-sparse-vector")
+      for p in ("sensitivity", "epsilon") for v in (0.0, -1.0, NAN, INF, "1", True, None)],
+    *[("gaussian", p, v) for p in ("l2_sensitivity", "sigma")
+      for v in (0.0, -1.0, NAN, INF, "1", None)],
+    *[("smooth-sensitivity-median", "epsilon", v) for v in (0.0, -1.0, NAN, INF, 50.0)],
+    *[("smooth-sensitivity-median", "delta", v) for v in (0.0, -0.1, 1.0, 1.5, NAN, 0.9)],
+    ("smooth-sensitivity-median", "lower", NAN),
+    ("smooth-sensitivity-median", "upper", -1.0),
+    ("smooth-sensitivity-median", "upper", INF),
+    ("smooth-sensitivity-median", "relation", "add-remove"),
+    ("report-noisy-max", "noise", "cauchy"),
+    ("laplace", "sampler", "fast"),
+    ("sparse-vector", "sampler", "snapping"),
+    ("sparse-vector", "cutoff", 0),
+    ("sparse-vector", "cutoff", 1.5),
+    ("sparse-vector", "threshold", NAN),
+    ("sparse-vector", "monotone", "yes"),
+    ("subsampled-sparse-vector", "m", 0),
+    ("subsampled-sparse-vector", "m", 1001),
+    ("subsampled-sparse-vector", "n", 0),
+    ("subsampled-sparse-vector", "n", 10.5),
+    ("laplace", "relation", "neighbours"),
+]
+
+
+@pytest.mark.parametrize(("kind", "param", "value"), BAD)
+def test_bad_parameter_rejected_and_charges_nothing(kind: str, param: str, value: object) -> None:
+    params = {**GOOD[kind], param: value}
+    with pytest.raises(InvalidParameterError) as info:
+        MECHANISMS[kind](**params)
+    assert info.value.parameter in (param, "m")  # m > n is reported on m
+    # a session that is asked to run the bad mechanism never gets one: nothing charged
+    budget = Budget(1.0, 1e-5)
+    rec = InMemoryRecorder(budget)
+    session = Session(budget, recorder=rec)
+    with pytest.raises(InvalidParameterError):
+        session.release(MECHANISMS[kind](**params), lambda: 0.0, purpose="bad")
+    assert session.spent() == Cost.zero()
+    assert rec.entries == []
+    assert not session.halted
+
+
+@pytest.mark.parametrize("kind", sorted(GOOD))
+def test_round_trip_from_public_params(kind: str) -> None:
+    mech = MECHANISMS[kind](**GOOD[kind])
+    again = mechanism_from_params(kind, mech.public_params())
+    assert again == mech
+    for rel in (Relation.REPLACE_ONE,):
+        assert again.cost(rel) == mech.cost(rel)
+    with pytest.raises(InvalidParameterError):
+        mechanism_from_params(kind, {**mech.public_params(), "bogus": 1})
+    with pytest.raises(InvalidParameterError):
+        mechanism_from_params("no-such", mech.public_params())
+
+
+def test_stored_params_rejected_when_incomplete() -> None:
+    with pytest.raises(InvalidParameterError, match="params"):
+        mechanism_from_params("laplace", {"epsilon": 1.0})
+
+
+def test_costs() -> None:
+    r1 = Relation.REPLACE_ONE
+    assert Laplace(1.0, 0.5).cost(r1) == Cost.pure(0.5)
+    assert Laplace(1.0, 0.5).cost(r1).rho == Fraction(1, 8)
+    g = Gaussian(2.0, 4.0)
+    assert g.cost(r1) == Cost.zcdp(Fraction(4, 32))
+    assert g.cost(r1).epsilon is None
+    for noise, rho in (("exponential", Fraction(1, 32)), ("gumbel", Fraction(1, 32)),
+                       ("laplace", Fraction(1, 8))):
+        c = ReportNoisyMax(1.0, 0.5, noise).cost(r1)
+        assert c.epsilon == Fraction(1, 2)
+        assert c.rho == rho
+    assert Exponential(1.0, 0.5).cost(r1).rho == Fraction(1, 32)
+    assert SparseVector(0.0, 1.0, 0.5, cutoff=3).cost(r1) == Cost.pure(0.5)
+    sm = SmoothSensitivityMedian(0.5, 1e-6, 0.0, 1.0).cost(r1)
+    assert sm.rho is None
+    assert sm.delta == Fraction(1e-6)
+    sub = SubsampledSparseVector(1000, 50, 0.0, 1.0, 1.0)
+    amp = math.log1p(0.05 * math.expm1(1.0))
+    eps = sub.cost(r1).epsilon
+    assert eps is not None
+    assert amp <= float(eps) <= amp * (1 + 1e-9)
+    assert eps >= Fraction(amp)
+    assert SubsampledSparseVector(10, 10, 0.0, 1.0, 1.0).cost(r1).epsilon >= 1  # type: ignore[operator]
+
+
+def test_relation_conversion() -> None:
+    r1, ar = Relation.REPLACE_ONE, Relation.ADD_REMOVE
+    lap = Laplace(1.0, 0.5, relation=ar)
+    assert lap.cost(ar) == Cost.pure(0.5)
+    assert lap.cost(r1) == Cost.pure(1.0)  # doubled sensitivity -> doubled epsilon
+    g = Gaussian(1.0, 1.0, relation=ar)
+    assert g.cost(r1).rho == 4 * g.cost(ar).rho  # type: ignore[operator]
+    assert ReportNoisyMax(1.0, 0.5, relation=ar).cost(r1).epsilon == 1
+    assert SparseVector(0.0, 1.0, 0.5, relation=ar).cost(r1).epsilon == 1
+    # replace-one never converts to add/remove
+    for mech in (Laplace(1.0, 0.5), Gaussian(1.0, 1.0), Exponential(1.0, 1.0),
+                 ReportNoisyMax(1.0, 1.0), SparseVector(0.0, 1.0, 1.0),
+                 SubsampledSparseVector(10, 5, 0.0, 1.0, 1.0),
+                 SmoothSensitivityMedian(0.5, 1e-6, 0.0, 1.0)):
+        with pytest.raises(InvalidParameterError, match="relation"):
+            mech.cost(ar)
+    # subsampling without replacement: replace-one only, after explicit conversion
+    sub = SubsampledSparseVector(100, 10, 0.0, 1.0, 0.5, relation=ar)
+    assert sub.cost(r1) == SubsampledSparseVector(100, 10, 0.0, 1.0, 1.0).cost(r1)
+    with pytest.raises(InvalidParameterError):
+        sub.cost(ar)
+    # a session under add/remove accepts add/remove declarations unchanged
+    s = Session(Budget(1.0), relation=ar)
+    s.release(lap, lambda: 0.0, purpose="x")
+    assert s.spent() == Cost.pure(0.5)
+    with pytest.raises(InvalidParameterError):
+        s.release(Laplace(1.0, 0.1), lambda: 0.0, purpose="r1 declared")
+
+
+def test_dp_events_normalised() -> None:
+    import dp_accounting
+
+    r1, ar = Relation.REPLACE_ONE, Relation.ADD_REMOVE
+    ev = Laplace(0.2, 0.5).dp_event(r1)
+    assert isinstance(ev, dp_accounting.LaplaceDpEvent)
+    assert ev.noise_multiplier == pytest.approx(2.0)  # scale/Delta = (0.2/0.5)/0.2
+    ev2 = Laplace(0.2, 0.5, relation=ar).dp_event(r1)
+    assert ev2.noise_multiplier == pytest.approx(1.0)
+    gv = Gaussian(0.5, 2.0).dp_event(r1)
+    assert isinstance(gv, dp_accounting.GaussianDpEvent)
+    assert gv.noise_multiplier == pytest.approx(4.0)
+    assert Gaussian(0.5, 2.0, relation=ar).dp_event(r1).noise_multiplier == pytest.approx(2.0)
+    for mech in (ReportNoisyMax(1.0, 1.0), Exponential(1.0, 1.0), SparseVector(0.0, 1.0, 1.0),
+                 SubsampledSparseVector(10, 5, 0.0, 1.0, 1.0),
+                 SmoothSensitivityMedian(0.5, 1e-6, 0.0, 1.0)):
+        assert mech.dp_event(r1) is None
+
+
+def test_gaussian_for_rho_fits() -> None:
+    for d2 in (0.01, 0.3, 1.0, 7.0):
+        for rho in (Fraction(1, 3), Fraction(1e-5), Fraction(2, 7) / 997):
+            g = Gaussian.for_rho(d2, rho)
+            assert g.rho_under(Relation.REPLACE_ONE) <= rho
+            assert g.rho_under(Relation.REPLACE_ONE) > rho * (1 - Fraction(1, 10**12))
+    g = Gaussian.for_rho(1.0, 0.5, relation=Relation.ADD_REMOVE)
+    assert g.rho_under(Relation.ADD_REMOVE) <= Fraction(0.5)
+    with pytest.raises(InvalidParameterError, match="rho"):
+        Gaussian.for_rho(1.0, 0.0)
+
+
+def test_outputs_types() -> None:
+    rng = np.random.default_rng(0)
+    assert isinstance(Laplace(1.0, 1.0).release(0.5, rng), float)
+    v = Laplace(1.0, 1.0).release([0.5, 1.0], rng)
+    assert isinstance(v, np.ndarray)
+    assert v.shape == (2,)
+    assert isinstance(Gaussian(1.0, 1.0).release(0.5, rng), float)
+    for noise in ("exponential", "gumbel", "laplace"):
+        for sampler in ("discrete", "float"):
+            i = ReportNoisyMax(1.0, 1.0, noise, sampler=sampler).release([0.0, 3.0, 1.0], rng)
+            assert type(i) is int
+            assert 0 <= i < 3
+    assert type(Exponential(1.0, 1.0).release([0.0, 3.0], rng)) is int
+    assert isinstance(SmoothSensitivityMedian(1.0, 1e-6, 0.0, 1.0).release([0.2, 0.5], rng),
+                      float)
+    assert Laplace(1.0, 1.0).sample([1.0, 2.0, 3.0], rng, 5).shape == (5, 3)
+    assert ReportNoisyMax(1.0, 1.0).sample([1.0, 2.0, 3.0], rng, 5).dtype == np.int64
+    with pytest.raises(StatisticError):
+        ReportNoisyMax(1.0, 1.0).release(1.0, rng)
+    with pytest.raises(StatisticError):
+        Laplace(1.0, 1.0).release(np.zeros((2, 2)), rng)
+    with pytest.raises(StatisticError):
+        Exponential(1.0, 1.0).release([], rng)
+    with pytest.raises(StatisticError):
+        Gaussian(1.0, 1.0).release("abc", rng)
+
+
+def test_discrete_outputs_on_grid() -> None:
+    rng = np.random.default_rng(5)
+    mech = Laplace(0.37, 0.9)
+    f = np.array([0.123456789, -5.5, 1e3])
+    out = mech.sample(f, rng, 2000)
+    g = mech.grid(3).step
+    assert g == 2.0 ** mech.grid(3).exponent
+    assert np.all(out / g == np.rint(out / g))
+    # the grid step is tiny compared with the noise scale
+    assert g < mech.scale * 2.0**-20
+    assert mech.grid(3).scale >= mech.scale
+
+
+def test_smooth_median_admissibility_guard() -> None:
+    # beta = eps/(2 ln(2/delta)); the dilation condition holds for moderate eps
+    assert dilation_defect(1.0, 1e-6) <= 0.5e-6
+    assert dilation_defect(50.0, 0.01) > 0.005
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        SmoothSensitivityMedian(50.0, 0.01, 0.0, 1.0)

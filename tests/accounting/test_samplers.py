@@ -1,0 +1,311 @@
+"""Distribution tests of every sampler (fixed seeds: deterministic)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from accounting.mechanisms import (
+    Exponential,
+    Gaussian,
+    Laplace,
+    ReportNoisyMax,
+    SmoothSensitivityMedian,
+    SparseVector,
+    SubsampledSparseVector,
+    smooth_sensitivity_median,
+)
+from accounting.noise import LaplaceGrid, bernoulli_exp, discrete_laplace, make_generator
+
+P_MIN = 1e-3  # fixed seeds make these deterministic; the bar only guards regressions
+
+
+def lap_cdf(x: np.ndarray, b: float) -> np.ndarray:
+    left = 0.5 * np.exp(np.minimum(x, 0) / b)
+    right = 1 - 0.5 * np.exp(-np.maximum(x, 0) / b)
+    out: np.ndarray = np.where(x < 0, left, right)
+    return out
+
+
+def lap_pdf(x: np.ndarray, b: float) -> np.ndarray:
+    out: np.ndarray = np.exp(-np.abs(x) / b) / (2 * b)
+    return out
+
+
+XS = np.linspace(-60.0, 60.0, 600001)
+
+
+def integral(values: np.ndarray) -> float:
+    return float(np.trapezoid(values, XS))
+
+
+def chi2_p(counts: np.ndarray, probs: np.ndarray) -> float:
+    probs = probs / probs.sum()
+    expected = probs * counts.sum()
+    keep = expected >= 5
+    obs = np.append(counts[keep], counts[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    return float(stats.chisquare(obs, exp).pvalue)
+
+
+def test_make_generator() -> None:
+    g1, explicit = make_generator(5)
+    g2, _ = make_generator(5)
+    assert explicit
+    assert np.array_equal(g1.random(3), g2.random(3))
+    g3, explicit3 = make_generator(None)
+    g4, _ = make_generator(None)
+    assert not explicit3
+    assert not np.array_equal(g3.random(3), g4.random(3))
+    assert g3.bit_generator.seed_seq.entropy.bit_length() > 64  # type: ignore[attr-defined]
+
+
+def test_bernoulli_exp() -> None:
+    rng = np.random.default_rng(1)
+    num = np.repeat(np.array([0, 1, 3, 7], dtype=np.int64), 40000)
+    out = bernoulli_exp(rng, num, 7).reshape(4, -1).mean(axis=1)
+    assert out[0] == 1.0
+    np.testing.assert_allclose(out, np.exp(-np.array([0, 1, 3, 7]) / 7), atol=0.01)
+
+
+@pytest.mark.parametrize(("t", "s"), [(1, 1), (7, 2), (3, 10), (1000, 1)])
+def test_discrete_laplace_pmf(t: int, s: int) -> None:
+    rng = np.random.default_rng(t * 31 + s)
+    y = discrete_laplace(rng, t, s, 60000)
+    q = math.exp(-s / t)
+    lo, hi = int(y.min()), int(y.max())
+    support = np.arange(lo, hi + 1)
+    counts = np.bincount(y - lo, minlength=support.size).astype(float)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(support)
+    # add the mass outside the observed range to the ends so probabilities sum to 1
+    tail = q ** (np.abs(np.array([lo, hi])) + 1) / (1 + q)
+    pmf[0] += tail[0]
+    pmf[-1] += tail[1]
+    assert chi2_p(counts, pmf) > P_MIN
+    assert abs(y.var() - 2 * q / (1 - q) ** 2) < 0.05 * 2 * q / (1 - q) ** 2 + 0.01
+
+
+@pytest.mark.parametrize("sampler", ["discrete", "float"])
+def test_laplace_matches_continuous(sampler: str) -> None:
+    rng = np.random.default_rng(11)
+    mech = Laplace(0.3, 0.7, sampler=sampler)
+    x = mech.sample(1.25, rng, 20000)
+    ks = stats.kstest(x, stats.laplace(loc=1.25, scale=mech.scale).cdf)
+    assert ks.pvalue > P_MIN
+    v = mech.sample([0.0, 10.0], rng, 20000)
+    assert stats.kstest(v[:, 1], stats.laplace(loc=10.0, scale=mech.scale).cdf).pvalue > P_MIN
+
+
+def test_grid_scale_covers_rounding() -> None:
+    for sens, eps, d, mult in [(0.3, 0.7, 1, 1), (1e-6, 5.0, 7, 2), (12.4, 1e-4, 10**5, 1)]:
+        grid = LaplaceGrid.build(sens, eps, d, mult)
+        g = grid.step
+        assert grid.grid_sensitivity == mult * (math.floor(sens / g) + d)
+        # discrete scale t/s (grid units) >= grid_sensitivity/eps
+        assert grid.t * eps >= grid.grid_sensitivity * grid.s * (1 - 1e-15)
+        assert grid.t < 2**46
+        # extra noise from the grid step: <= 2^-20 relative, or 2d/(eps 2^44) when the
+        # scale cap coarsens the grid
+        slack = max(2.0**-19, 2 * d / (eps * 2.0**44))
+        assert grid.scale <= mult * sens / eps * (1 + slack)
+
+
+def test_gaussian_ks() -> None:
+    rng = np.random.default_rng(3)
+    x = Gaussian(1.0, 2.5).sample(-1.0, rng, 20000)
+    assert stats.kstest(x, stats.norm(loc=-1.0, scale=2.5).cdf).pvalue > P_MIN
+
+
+def test_exponential_mechanism_chi2() -> None:
+    rng = np.random.default_rng(4)
+    u = np.array([0.0, 1.0, 2.5, -3.0, 2.0])
+    mech = Exponential(1.5, 2.0)
+    probs = mech.probabilities(u)
+    expected = np.exp(2.0 * u / 3.0)
+    np.testing.assert_allclose(probs, expected / expected.sum())
+    idx = mech.sample(u, rng, 40000)
+    assert chi2_p(np.bincount(idx, minlength=5).astype(float), probs) > P_MIN
+    # huge utilities stay stable (Gumbel-max never exponentiates)
+    big = mech.probabilities(u * 1e6)
+    assert np.isfinite(big).all()
+    assert mech.release(u * 1e6, rng) == 2
+
+
+def test_rnm_gumbel_is_exponential_mechanism() -> None:
+    rng = np.random.default_rng(6)
+    s = np.array([0.0, 1.0, 2.0, 0.5])
+    idx = ReportNoisyMax(0.5, 1.0, "gumbel").sample(s, rng, 40000)
+    probs = Exponential(0.5, 1.0).probabilities(s)
+    assert chi2_p(np.bincount(idx, minlength=4).astype(float), probs) > P_MIN
+
+
+def permute_and_flip_probs(s: np.ndarray, sens: float, eps: float) -> np.ndarray:
+    p = np.exp(eps * (s - s.max()) / (2 * sens))
+    out = np.zeros(len(s))
+    perms = list(itertools.permutations(range(len(s))))
+    for perm in perms:
+        survive = 1.0
+        for r in perm:
+            out[r] += survive * p[r]
+            survive *= 1 - p[r]
+    return out / len(perms)
+
+
+def test_rnm_exponential_is_permute_and_flip() -> None:
+    rng = np.random.default_rng(7)
+    s = np.array([0.0, 1.0, 2.0, 1.5])
+    idx = ReportNoisyMax(1.0, 1.0, "exponential").sample(s, rng, 40000)
+    probs = permute_and_flip_probs(s, 1.0, 1.0)
+    assert probs.sum() == pytest.approx(1.0)
+    assert chi2_p(np.bincount(idx, minlength=4).astype(float), probs) > P_MIN
+
+
+@pytest.mark.parametrize("sampler", ["discrete", "float"])
+def test_rnm_laplace(sampler: str) -> None:
+    rng = np.random.default_rng(8)
+    s = np.array([0.0, 1.0, 2.0])
+    mech = ReportNoisyMax(1.0, 2.0, "laplace", sampler=sampler)
+    b = mech.scale
+
+    def win(r: int) -> float:
+        others = [lap_cdf(XS - s[j], b) for j in range(3) if j != r]
+        return integral(lap_pdf(XS - s[r], b) * np.prod(others, axis=0))
+
+    probs = np.array([win(r) for r in range(3)])
+    assert probs.sum() == pytest.approx(1.0, abs=1e-6)
+    idx = mech.sample(s, rng, 40000)
+    assert chi2_p(np.bincount(idx, minlength=3).astype(float), probs) > P_MIN
+
+
+@pytest.mark.parametrize(("sampler", "monotone"), [("discrete", False), ("float", False),
+                                                   ("discrete", True)])
+def test_svt_first_positive_distribution(sampler: str, monotone: bool) -> None:
+    rng = np.random.default_rng(9)
+    answers = np.array([0.0, 0.5, 1.0, 0.2, 1.5])
+    mech = SparseVector(1.0, 0.5, 1.0, cutoff=1, monotone=monotone, sampler=sampler)
+    out = mech.sample(answers, rng, 40000)
+    assert out.shape == (40000, 5)
+    # outcome index: first positive (or 5 = none)
+    pos = out == 1
+    first = np.where(pos.any(axis=1), pos.argmax(axis=1), 5)
+    bt, bq = mech.threshold_scale, mech.query_scale
+
+    def prob(i: int) -> float:
+        below = np.prod([lap_cdf(1.0 + XS - answers[j], bq) for j in range(i)], axis=0)
+        if i == 5:
+            return integral(lap_pdf(XS, bt) * below)
+        return integral(lap_pdf(XS, bt) * below * (1 - lap_cdf(1.0 + XS - answers[i], bq)))
+
+    probs = np.array([prob(i) for i in range(6)])
+    assert probs.sum() == pytest.approx(1.0, abs=1e-6)
+    assert chi2_p(np.bincount(first, minlength=6).astype(float), probs) > P_MIN
+    # after the first positive nothing more is answered
+    after = np.cumsum(pos, axis=1) - pos >= 1
+    assert np.all(out[after] == -1)
+    assert np.all(out[~after] >= 0)
+
+
+def test_svt_halts_after_cutoff() -> None:
+    rng = np.random.default_rng(10)
+    out = SparseVector(0.0, 1.0, 1.0, cutoff=3).sample(np.full(20, 100.0), rng, 100)
+    assert np.all((out == 1).sum(axis=1) == 3)
+    assert np.all(out[:, 3:] == -1)
+
+
+def test_subsample_uniform() -> None:
+    rng = np.random.default_rng(12)
+    mech = SubsampledSparseVector(20, 5, 0.0, 1.0, 1.0)
+    subs = mech.draw_subsamples(rng, 20000)
+    assert subs.shape == (20000, 5)
+    assert np.all(np.diff(subs, axis=1) > 0)
+    counts = np.bincount(subs.ravel(), minlength=20).astype(float)
+    assert chi2_p(counts, np.full(20, 1.0)) > P_MIN
+    one = np.stack([mech.draw_subsample(rng) for _ in range(4000)])
+    assert np.all(np.diff(one, axis=1) > 0)
+    assert chi2_p(np.bincount(one.ravel(), minlength=20).astype(float), np.ones(20)) > P_MIN
+    # pairs appear together with the without-replacement rate m(m-1)/(n(n-1))
+    both = np.mean(np.any(subs == 0, axis=1) & np.any(subs == 1, axis=1))
+    assert both == pytest.approx(5 * 4 / (20 * 19), abs=0.01)
+
+
+# -- smooth sensitivity ----------------------------------------------------------
+def brute_smooth_sensitivity(x: np.ndarray, lo: float, hi: float, beta: float) -> float:
+    """max_k e^{-k beta} A^(k)(x) by enumerating datasets over a grid that contains every
+    value a worst-case neighbour needs (data values and the bounds)."""
+    n = len(x)
+    grid = np.unique(np.concatenate([x, [lo, hi]]))
+
+    def med(v: tuple[float, ...]) -> float:
+        return float(np.sort(v)[(n + 1) // 2 - 1])
+
+    def local(y: tuple[float, ...]) -> float:
+        best = 0.0
+        for i in range(n):
+            for g in grid:
+                z = list(y)
+                z[i] = g
+                best = max(best, abs(med(tuple(z)) - med(y)))
+        return best
+
+    all_y = list(itertools.product(grid, repeat=n))
+    best = 0.0
+    for y in all_y:
+        # distance = number of positions to change (multiset distance)
+        xs, ys = sorted(x), sorted(y)
+        common = 0
+        i = j = 0
+        while i < n and j < n:
+            if xs[i] == ys[j]:
+                common += 1
+                i += 1
+                j += 1
+            elif xs[i] < ys[j]:
+                i += 1
+            else:
+                j += 1
+        k = n - common
+        best = max(best, math.exp(-k * beta) * local(y))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_smooth_sensitivity_matches_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 3 + seed % 2  # odd and even
+    x = np.round(rng.uniform(-0.2, 1.2, n), 2)
+    beta = [0.1, 0.5, 1.5][seed % 3]
+    fast = smooth_sensitivity_median(x, 0.0, 1.0, beta)
+    brute = brute_smooth_sensitivity(np.clip(x, 0.0, 1.0), 0.0, 1.0, beta)
+    assert fast == pytest.approx(brute, abs=1e-12)
+
+
+def test_smooth_sensitivity_large_vectorised() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 1, 20001)
+    s = smooth_sensitivity_median(x, 0.0, 1.0, 0.05)
+    # local sensitivity at distance 0 is a lower bound; the width bound is an upper one
+    xs = np.sort(x)
+    m = 10001
+    assert s >= max(xs[m] - xs[m - 1], xs[m - 1] - xs[m - 2]) - 1e-15
+    assert s <= 1.0
+    # an all-equal sample has tiny smooth sensitivity, decaying with beta
+    assert smooth_sensitivity_median(np.full(101, 0.5), 0.0, 1.0, 0.2) == pytest.approx(
+        0.5 * math.exp(-0.2 * 50), rel=1e-9
+    )
+
+
+def test_smooth_median_release_distribution() -> None:
+    rng, _ = make_generator(13)
+    x = np.linspace(0.1, 0.9, 41)
+    mech = SmoothSensitivityMedian(1.0, 1e-6, 0.0, 1.0)
+    s = mech.smooth_sensitivity(x)
+    out = mech.sample(x, rng, 20000)
+    z = (out - mech.median(x)) / (2 * s / mech.epsilon)
+    assert stats.kstest(z, stats.laplace().cdf).pvalue > P_MIN
+    assert mech.median(x) == pytest.approx(0.5)
