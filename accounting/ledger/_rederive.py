@@ -17,6 +17,7 @@ from typing import Any
 from accounting.costs import Cost, exact, round_up
 from accounting.entries import JSONValue
 from accounting.errors import AccountingError, InvalidParameterError
+from accounting.ledger._format import canonical_json
 from accounting.relations import Relation
 
 
@@ -91,6 +92,12 @@ FALLBACK_COSTS: dict[str, Callable[[Mapping[str, JSONValue]], Cost]] = {
 }
 
 
+#: Re-derived costs by (kind, canonical parameters, relation): the derivation is a pure
+#: function of these, and a ledger repeats the same few parameter sets many times.
+_CACHE: dict[tuple[str, str, str], Cost] = {}
+_CACHE_SIZE = 4096
+
+
 def _factory() -> Callable[[str, Mapping[str, JSONValue]], Any] | None:
     try:
         mechanisms = importlib.import_module("accounting.mechanisms")
@@ -108,10 +115,17 @@ def rederive_cost(kind: str, params: Mapping[str, JSONValue], relation: Relation
     """
     factory = _factory()
     if factory is not None:
+        key = (kind, canonical_json(dict(params)), relation.value)
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
         mech = factory(kind, dict(params))
         cost = mech.cost(relation)
         if not isinstance(cost, Cost):
             raise AccountingError(f"mechanism {kind!r} returned a non-Cost {cost!r}")
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[key] = cost
         return cost
     table = FALLBACK_COSTS.get(kind)
     if table is None:
