@@ -30,6 +30,9 @@ ARGUMENTS = (
                 help="composition rule (default: chosen from public information)"),
 )
 
+#: CLI test names that map onto a private score.
+PRIVATE_ALIASES = {"g2": "cmi"}
+
 DESCRIPTIONS = {
     "laplace-pc": "PC with every test a Laplace (basic) or Gaussian (zCDP) release of the "
                   "score; budget split over a public plan of K tests",
@@ -48,9 +51,13 @@ def _runner(algorithm: str) -> Callable[[RunContext], AlgorithmRun]:
         from dpcg.private.common import PrivateSettings
 
         a = ctx.args
-        if ctx.test_name not in SCORES:
+        # The private G-test: G^2 = 2 n CMI, so releasing n CMI against chi2(df)/2 is the
+        # G-test's decision rule with noise.
+        test = PRIVATE_ALIASES.get(ctx.test_name, ctx.test_name)
+        if test not in SCORES:
             raise AlgorithmError(
-                f"--test {ctx.test_name}: the private algorithms release one of {SCORES}"
+                f"--test {ctx.test_name}: the private algorithms release one of {SCORES} "
+                f"(or g2, the private G-test = cmi); kendall-z is recommended"
             )
         eps = getattr(a, "epsilon", None)
         if eps is None:
@@ -61,7 +68,7 @@ def _runner(algorithm: str) -> Callable[[RunContext], AlgorithmRun]:
         if ledger is not None and dataset_id is None:
             raise AlgorithmError("--ledger needs --dataset-id (the dataset's declared id)")
         settings = PrivateSettings(
-            epsilon=eps, delta=1e-6 if delta is None else delta, test=ctx.test_name,
+            epsilon=eps, delta=1e-6 if delta is None else delta, test=test,
             alpha=ctx.alpha, threshold=getattr(a, "threshold", None),
             plan_size=getattr(a, "plan_size", None),
             test_epsilon=getattr(a, "test_epsilon", None), rule=getattr(a, "rule", None),
@@ -70,12 +77,14 @@ def _runner(algorithm: str) -> Callable[[RunContext], AlgorithmRun]:
         from dpcg.private.common import validate_settings
 
         validate_settings(settings)
-        source = source_for_dataset(ctx.dataset, ctx.test_name, alpha=ctx.alpha,
+        source = source_for_dataset(ctx.dataset, test, alpha=ctx.alpha,
                                     threshold=settings.threshold)
         res = run_private(algorithm, source, ctx.names, settings, ledger=ledger,
                           dataset_id=dataset_id, background=ctx.background,
                           progress=ctx.progress)
-        return AlgorithmRun(res.pc, res.extra())
+        extra = res.extra()
+        extra["private_test"] = test
+        return AlgorithmRun(res.pc, extra)
 
     return run
 
