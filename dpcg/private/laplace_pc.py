@@ -18,16 +18,16 @@ answers); when it refuses, the engine returns the graph so far, flagged. Proof n
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from accounting.costs import Budget, round_down, split_epsilon
+from accounting.planning import choose_rule as acc_choose_rule
 from dpcg.citests.private import PrivateCITest, ReleasePlan, StatisticSource
 from dpcg.private.common import PrivateSettings, plan_count
-from dpcg.private.planning import default_plan_size, gaussian_sigma, laplace_sd
+from dpcg.private.planning import default_plan_size, laplace_sd
 
 
 @dataclass(frozen=True)
@@ -45,26 +45,11 @@ class LaplacePlan:
 
 def choose_rule(budget: Budget, tests: int, sensitivity: float) -> str:
     """Basic composition with Laplace, or zCDP with Gaussian: whichever gives the smaller
-    per-test noise standard deviation for ``tests`` planned tests. Public information
-    only (budget, plan size, sensitivity); decided before the run.
-
-    Uses :func:`accounting.planning.choose_rule` when accounting provides it.
+    per-test noise standard deviation for ``tests`` planned tests
+    (:func:`accounting.planning.choose_rule`). Public information only (budget, plan
+    size, sensitivity); decided before the run.
     """
-    try:
-        acc_planning = importlib.import_module("accounting.planning")
-        fn = getattr(acc_planning, "choose_rule", None)
-    except ImportError:  # pragma: no cover - accounting without planning
-        fn = None
-    if fn is not None:
-        try:
-            return str(fn(budget, tests, sensitivity))
-        except TypeError:
-            pass
-    if budget.delta <= 0 or tests < 1:
-        return "basic"
-    lap = laplace_sd(sensitivity, budget.epsilon / tests)
-    gau = gaussian_sigma(sensitivity, float(budget.rho()) / tests)
-    return "zcdp" if gau < lap else "basic"
+    return str(acc_choose_rule(budget, max(int(tests), 1), sensitivity))
 
 
 def gaussian_release(budget: Budget, tests: int) -> ReleasePlan:
