@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -13,35 +14,38 @@ import pytest
 from accounting.costs import Budget, Cost
 from accounting.entries import EntryDraft
 from accounting.ledger import Ledger
+from accounting.mechanisms import Gaussian, Laplace
 from accounting.relations import Relation
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv" / "bin" / "python"
 
 
-def laplace_draft(epsilon: float = 0.25, sensitivity: float = 1.0, purpose: str = "count",
-                  relation: Relation = Relation.REPLACE_ONE) -> EntryDraft:
+def draft(mech: Any, purpose: str, relation: Relation = Relation.REPLACE_ONE) -> EntryDraft:
+    """The entry a Session would hand to its recorder for ``mech``."""
     return EntryDraft(
-        mechanism="laplace",
-        params={"sensitivity": sensitivity, "epsilon": epsilon},
-        sensitivity=sensitivity,
+        mechanism=mech.kind,
+        params=mech.public_params(),
+        sensitivity=mech.sensitivity,
         relation=relation,
-        cost=Cost.pure(epsilon),
+        cost=mech.cost(relation),
         purpose=purpose,
         seed_explicit=False,
     )
 
 
+def laplace_draft(epsilon: float = 0.25, sensitivity: float = 1.0, purpose: str = "count",
+                  relation: Relation = Relation.REPLACE_ONE) -> EntryDraft:
+    mech = Laplace(sensitivity=sensitivity, epsilon=epsilon, relation=relation)
+    entry = draft(mech, purpose, relation)
+    assert entry.cost == Cost.pure(epsilon)
+    return entry
+
+
 def gaussian_draft(sigma: float = 4.0, l2: float = 1.0) -> EntryDraft:
-    return EntryDraft(
-        mechanism="gaussian",
-        params={"l2_sensitivity": l2, "sigma": sigma},
-        sensitivity=l2,
-        relation=Relation.REPLACE_ONE,
-        cost=Cost.zcdp(l2 * l2 / (2 * sigma * sigma)),
-        purpose="sum",
-        seed_explicit=False,
-    )
+    entry = draft(Gaussian(l2_sensitivity=l2, sigma=sigma), "sum")
+    assert entry.cost == Cost.zcdp(Fraction(l2) ** 2 / (2 * Fraction(sigma) ** 2))
+    return entry
 
 
 def state(path: Path) -> tuple[str, list[tuple[Any, ...]]]:

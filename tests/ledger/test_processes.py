@@ -18,15 +18,17 @@ from .conftest import PYTHON, ROOT
 
 _PRELUDE = """
 import sys
-from accounting.costs import Budget, Cost
+from accounting.costs import Budget
 from accounting.entries import EntryDraft
 from accounting.errors import BudgetExceededError
 from accounting.ledger import Ledger
+from accounting.mechanisms import Laplace
 from accounting.relations import Relation
 
 def draft(eps, purpose):
-    return EntryDraft("laplace", {"sensitivity": 1.0, "epsilon": eps}, 1.0,
-                      Relation.REPLACE_ONE, Cost.pure(eps), purpose, False)
+    mech = Laplace(sensitivity=1.0, epsilon=eps)
+    return EntryDraft(mech.kind, mech.public_params(), mech.sensitivity,
+                      Relation.REPLACE_ONE, mech.cost(Relation.REPLACE_ONE), purpose, False)
 """
 
 _KILLED = _PRELUDE + """

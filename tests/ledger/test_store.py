@@ -23,6 +23,7 @@ from accounting.errors import (
     UnknownDatasetError,
 )
 from accounting.ledger import Ledger
+from accounting.mechanisms import Laplace
 from accounting.relations import Relation
 
 from .conftest import gaussian_draft, laplace_draft, populate, state
@@ -70,7 +71,7 @@ def test_entries_are_durable_across_connections(ledger: Ledger, ledger_path: Pat
         (entry,) = [e for e in other.entries() if e["seq"] == seq]
         assert entry["mechanism"] == "laplace"
         assert entry["cost"] == Cost.pure(0.25).as_dict()
-        assert entry["params"] == {"sensitivity": 1.0, "epsilon": 0.25}
+        assert entry["params"] == Laplace(1.0, 0.25).public_params()
         assert entry["purpose"] == "count"
 
 
