@@ -338,8 +338,11 @@ class ReportNoisyMax:
     ``"exponential"``: ``Expo(2 Delta/eps)`` (= permute-and-flip, Ding et al. 2021);
     ``"gumbel"``: ``Gumbel(2 Delta/eps)`` (= the exponential mechanism);
     ``"laplace"``: ``Lap(2 Delta/eps)``, on the grid by default. Cost ``eps``; rho
-    ``eps^2/8`` for exponential/gumbel (bounded range, Cesar-Rogers 2021) and
-    ``eps^2/2`` for laplace. ``dp_event`` returns ``None``: dp-accounting 0.6.0 has no
+    ``eps^2/8`` for gumbel (the exponential mechanism is eps-bounded-range,
+    Cesar-Rogers 2021) and ``eps^2/2`` for exponential and laplace. Permute-and-flip
+    is NOT eps-bounded-range (its Rényi divergence exceeds ``alpha eps^2/8``; see
+    ``docs/privacy/report-noisy-max.md``), so PRIVACY.md's ``eps^2/8`` for it is not
+    used. ``dp_event`` returns ``None``: dp-accounting 0.6.0 has no
     pure-eps event for it. Note ``docs/privacy/report-noisy-max.md``.
     """
 
@@ -366,7 +369,9 @@ class ReportNoisyMax:
         return Fraction(self.epsilon) * _factor(self.sensitivity, self.relation, relation)
 
     def cost(self, relation: Relation) -> Cost:
-        return Cost.pure(self.epsilon_under(relation), bounded_range=self.noise != "laplace")
+        # Only the Gumbel variant (= the exponential mechanism) is eps-bounded-range.
+        # Permute-and-flip (exponential noise) is not: see report-noisy-max.md.
+        return Cost.pure(self.epsilon_under(relation), bounded_range=self.noise == "gumbel")
 
     def public_params(self) -> dict[str, JSONValue]:
         return {

@@ -110,7 +110,7 @@ def test_costs() -> None:
     g = Gaussian(2.0, 4.0)
     assert g.cost(r1) == Cost.zcdp(Fraction(4, 32))
     assert g.cost(r1).epsilon is None
-    for noise, rho in (("exponential", Fraction(1, 32)), ("gumbel", Fraction(1, 32)),
+    for noise, rho in (("exponential", Fraction(1, 8)), ("gumbel", Fraction(1, 32)),
                        ("laplace", Fraction(1, 8))):
         c = ReportNoisyMax(1.0, 0.5, noise).cost(r1)
         assert c.epsilon == Fraction(1, 2)

@@ -309,3 +309,23 @@ def test_smooth_median_release_distribution() -> None:
     z = (out - mech.median(x)) / (2 * s / mech.epsilon)
     assert stats.kstest(z, stats.laplace().cdf).pvalue > P_MIN
     assert mech.median(x) == pytest.approx(0.5)
+
+
+def test_permute_and_flip_is_not_bounded_range() -> None:
+    """Why RNM with exponential noise is charged rho = eps^2/2, not eps^2/8: on two
+    candidates with u = (0, 0) and neighbour u' = (1, -1) (each score moves by
+    Delta = 1) its Rényi divergence of order 1.5 exceeds 1.5 eps^2/8, and its
+    privacy-loss spread exceeds eps, whereas the exponential mechanism's does not."""
+    eps = 1.0
+    u, u2 = np.array([0.0, 0.0]), np.array([1.0, -1.0])
+    p, q = permute_and_flip_probs(u, 1.0, eps), permute_and_flip_probs(u2, 1.0, eps)
+    alpha = 1.5
+    renyi = math.log(np.sum(p**alpha * q ** (1 - alpha))) / (alpha - 1)
+    assert renyi > alpha * eps**2 / 8
+    assert renyi <= alpha * eps**2 / 2
+    loss = np.log(p / q)
+    assert loss.max() - loss.min() > eps
+    assert np.abs(loss).max() <= eps + 1e-12
+    em = Exponential(1.0, eps)
+    loss_em = np.log(em.probabilities(u) / em.probabilities(u2))
+    assert loss_em.max() - loss_em.min() <= eps + 1e-12
