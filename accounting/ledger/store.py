@@ -243,6 +243,9 @@ class Ledger:
         self.created_at = meta["created_at"]
         self.format_version = int(meta["format_version"])
         self._genesis = genesis_hash(self.ledger_id, self.created_at)
+        self._synchronous: str | None = None
+        #: The last row this instance appended: a head equal to it needs no re-hashing.
+        self._last_row: tuple[Any, ...] | None = None
 
     # -- opening ----------------------------------------------------------------------
     @classmethod
@@ -355,7 +358,9 @@ class Ledger:
     def _transaction(self, synchronous: str) -> Iterator[sqlite3.Connection]:
         conn = self._conn
         try:
-            conn.execute(f"PRAGMA synchronous={synchronous}")
+            if synchronous != self._synchronous:
+                conn.execute(f"PRAGMA synchronous={synchronous}")
+                self._synchronous = synchronous
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot start a ledger transaction on {self.path}: {exc}") from None
@@ -378,6 +383,8 @@ class Ledger:
         ).fetchone()
         if row is None:
             seq, prev = 1, self._genesis
+        elif row == self._last_row:  # unchanged since this instance wrote and hashed it
+            seq, prev = int(row[0]) + 1, str(row[-1])
         else:
             head, problem = _row_to_record(row)
             if problem is not None or entry_hash(head) != head["hash"]:
@@ -400,6 +407,7 @@ class Ledger:
         conn.execute(
             f"INSERT INTO entries({', '.join(STORED_FIELDS)}) "
             f"VALUES ({', '.join('?' * len(STORED_FIELDS))})", values)
+        self._last_row = tuple(values)
         return seq
 
     # -- datasets ---------------------------------------------------------------------
