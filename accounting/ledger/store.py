@@ -30,6 +30,7 @@ from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 from accounting.costs import Budget, Cost, exact, round_down
 from accounting.entries import EntryDraft, JSONValue
@@ -238,7 +239,7 @@ class Ledger:
 
     def __init__(self, path: Path, conn: sqlite3.Connection, meta: dict[str, str]) -> None:
         self.path = path
-        self._conn = conn
+        self._connection: sqlite3.Connection | None = conn
         self.ledger_id = meta["ledger_id"]
         self.created_at = meta["created_at"]
         self.format_version = int(meta["format_version"])
@@ -277,7 +278,7 @@ class Ledger:
         mode = "rwc" if new else "rw"
         try:
             conn = sqlite3.connect(
-                f"file:{p.resolve().as_posix()}?mode={mode}", uri=True, timeout=timeout,
+                f"file:{quote(p.resolve().as_posix())}?mode={mode}", uri=True, timeout=timeout,
                 isolation_level=None,
             )
         except sqlite3.Error as exc:
@@ -343,8 +344,17 @@ class Ledger:
             raise LedgerCorruptError(f"{p}: tables missing: {sorted(_TABLES - tables)}")
         return {k: v for k, v in meta.items() if isinstance(v, str)}
 
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._connection is None:
+            raise LedgerError(f"the ledger {self.path} is closed; open it again")
+        return self._connection
+
     def close(self) -> None:
-        self._conn.close()
+        """Close the connection (idempotent); later calls raise :class:`LedgerError`."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
     def __enter__(self) -> Ledger:
         return self
@@ -550,6 +560,10 @@ class Ledger:
                 from None
 
     # -- reading the chain ------------------------------------------------------------
+    def entry_count(self) -> int:
+        row = self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()
+        return int(row[0])
+
     def head_hash(self) -> str | None:
         row = self._conn.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
         return None if row is None else str(row[0])

@@ -164,7 +164,7 @@ def _show(args: argparse.Namespace) -> int:
                     else ledger.datasets())
         per = [(d, ledger.runs(d.dataset_id)) for d in datasets]
         head = ledger.head_hash()
-        entries = len(ledger.entries())
+        entries = ledger.entry_count()
         if args.json:
             print(json.dumps({
                 "path": str(args.path), "ledger_id": ledger.ledger_id,

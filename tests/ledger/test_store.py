@@ -289,3 +289,30 @@ def test_refuses_to_extend_a_corrupt_chain(ledger: Ledger, ledger_path: Path) ->
     with pytest.raises(LedgerCorruptError, match="corrupt chain"):
         ledger.open_run("survey-2024", Budget(0.1), "basic", seed_explicit=False)
     assert state(ledger_path) == before
+
+
+def test_odd_paths_and_unicode_text(tmp_path: Path) -> None:
+    path = tmp_path / "dir with space#1" / "ledger?50%.db"
+    path.parent.mkdir()
+    with Ledger.open(path, create=True) as led:
+        led.register_dataset("umfrage-zählung", Budget(1.0), description="Zählung ✓ 统计")
+        run = led.open_run("umfrage-zählung", Budget(0.5), "basic", seed_explicit=False,
+                           description="é")
+        run.record(laplace_draft(0.25, purpose="Anzahl der Raucher ✓"))
+        run.close()
+        assert led.verify().ok
+        assert led.entry_count() == 4
+    assert path.exists()
+    assert not (tmp_path / "dir with space").exists()
+    with Ledger.open(path) as led:
+        assert led.entries()[2]["purpose"] == "Anzahl der Raucher ✓"
+
+
+def test_closed_ledger_raises_ledger_error(ledger: Ledger) -> None:
+    run = ledger.open_run("survey-2024", Budget(0.5), "basic", seed_explicit=False)
+    ledger.close()
+    ledger.close()  # idempotent
+    with pytest.raises(LedgerError, match="closed"):
+        ledger.verify()
+    with pytest.raises(LedgerError, match="closed"):
+        run.record(laplace_draft())
