@@ -41,11 +41,11 @@ from numpy.typing import NDArray
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.gcm import (
     DEFAULT_BANDWIDTH,
-    DEFAULT_LAMBDA,
     ContinuousData,
     _FactorCache,
     check_alpha,
     check_epsilon,
+    require_session,
 )
 from dpcg.errors import CITestError
 from dpcg.regression import KernelRidge, KRRFactor
@@ -57,6 +57,11 @@ FloatArray = NDArray[np.float64]
 
 #: Default public clipping bound of the X residuals, on the rescaled ``[-1, 1]`` scale.
 DEFAULT_RESIDUAL_BOUND = 1.0
+#: Default public ridge parameter of PrivCRT's Y fit. The CRT's validity does not depend
+#: on how well Y is fitted (model-X: the resamples are exchangeable with X under the
+#: null whatever the statistic), and ``Delta_T`` falls with ``lam``
+#: (``(1 + lam^-1/2)(1 + 1/lam)`` = 4 at 1, 1.45 at 10), so a large ``lam`` is the default.
+DEFAULT_CRT_LAMBDA = 10.0
 
 
 # ---------------------------------------------------------------------------------
@@ -343,7 +348,7 @@ class CRTTest(_CRTBase):
         m: int | None = None,
         residual_bound: float = DEFAULT_RESIDUAL_BOUND,
         bandwidth: float = DEFAULT_BANDWIDTH,
-        lam: float = DEFAULT_LAMBDA,
+        lam: float = DEFAULT_CRT_LAMBDA,
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
     ) -> None:
@@ -370,14 +375,14 @@ class PrivCRTTest(_CRTBase):
         self,
         values: object,
         bounds: object,
-        session: Session,
+        session: Session | None,
         epsilon: float,
         model: SamplerSource,
         *,
         m: int | None = None,
         residual_bound: float = DEFAULT_RESIDUAL_BOUND,
         bandwidth: float = DEFAULT_BANDWIDTH,
-        lam: float = DEFAULT_LAMBDA,
+        lam: float = DEFAULT_CRT_LAMBDA,
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
         generator: np.random.Generator | None = None,
@@ -391,7 +396,7 @@ class PrivCRTTest(_CRTBase):
 
     def _rng(self) -> np.random.Generator:
         if self.generator is None:
-            self.generator = self.session.auxiliary_generator()
+            self.generator = require_session(self.session).auxiliary_generator()
         return self.generator
 
     @property
@@ -422,6 +427,6 @@ class PrivCRTTest(_CRTBase):
             f"{{{', '.join(names[s] for s in Si)}}} (m={self.m}, B_r={self.residual_bound}, "
             f"lam={self.krr.lam}, bandwidth={self.krr.bandwidth})"
         )
-        index = int(self.session.release(mech, compute, purpose=purpose))
+        index = int(require_session(self.session).release(mech, compute, purpose=purpose))
         p = (index + 1) / (self.m + 1)
         return CIResult(p > self.alpha, None, p)

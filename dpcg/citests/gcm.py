@@ -244,6 +244,14 @@ def check_epsilon(epsilon: object) -> float:
     return e
 
 
+def require_session(session: Session | None) -> Session:
+    """The tester's session, or a :class:`CITestError` if it has none (private tests
+    may be built before their session opens, to validate input without charging)."""
+    if session is None:
+        raise CITestError("this private test has no accounting session; set .session first")
+    return session
+
+
 class _FactorCache:
     """Cholesky factors of ``K_S + n lam I`` per conditioning set (PC reuses S a lot)."""
 
@@ -316,7 +324,7 @@ class PrivGCMTest:
         self,
         values: object,
         bounds: object,
-        session: Session,
+        session: Session | None,
         epsilon: float,
         *,
         bandwidth: float = DEFAULT_BANDWIDTH,
@@ -354,6 +362,7 @@ class PrivGCMTest:
             f"{{{', '.join(names[s] for s in Si)}}} (lam={self.krr.lam}, "
             f"bandwidth={self.krr.bandwidth})"
         )
-        noisy = np.asarray(self.session.release(mech, compute, purpose=purpose), dtype=np.float64)
+        noisy = np.asarray(require_session(self.session).release(mech, compute, purpose=purpose),
+                           dtype=np.float64)
         st = gcm_statistic(noisy)
         return CIResult(st.pvalue > self.alpha, st.statistic, st.pvalue)

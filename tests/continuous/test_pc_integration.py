@@ -1,0 +1,81 @@
+"""PC-stable with PrivGCM / PrivCRT: Python API and `dpcg discover` registration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpcg.citests.continuous_pc import build_private_test, private_pc_continuous
+from dpcg.citests.crt import GaussianModelX
+from dpcg.cli import main
+from dpcg.datasets.sem import random_sem
+from dpcg.errors import DpcgError
+from dpcg.pc import registry
+
+
+def test_registered() -> None:
+    assert registry.get_algorithm("private-ci-pc").private
+    for name in ("privgcm", "privcrt"):
+        spec = registry.get_test(name)
+        assert spec.private
+        assert spec.data == "continuous"
+    assert not registry.get_test("gcm").private
+
+
+def test_api_privgcm_spends_at_most_budget() -> None:
+    sem = random_sem(4, seed=2)
+    ds = sem.sample(300, 0)
+    res = private_pc_continuous(ds, test="privgcm", epsilon=5.0, plan_size=10, seed=1)
+    assert res.guarantee["epsilon"] == 5.0
+    assert res.spent["epsilon"] <= 5.0
+    assert res.plan["test_epsilon"] == pytest.approx(0.5)
+    assert res.plan["releases"] == res.pc.n_tests
+    assert res.pc.n_tests >= 1
+
+
+def test_api_privcrt_with_public_gaussian_law() -> None:
+    sem = random_sem(4, seed=5, expected_degree=2)
+    ds = sem.sample(1500, 0)
+    mx = GaussianModelX.from_arrays(np.zeros(4), sem.covariance())
+    res = private_pc_continuous(ds, test="privcrt", epsilon=40.0, test_epsilon=4.0, seed=3,
+                                model=mx, residual_bound=0.3)
+    assert res.plan["plan_size"] == 10
+    assert res.spent["epsilon"] <= 40.0
+    assert res.plan["m"] == 19
+
+
+def test_api_bad_input_spends_nothing() -> None:
+    ds = random_sem(3, seed=1).sample(100, 0)
+    with pytest.raises(DpcgError):
+        private_pc_continuous(ds, test="privcrt", epsilon=1.0)  # no model-X law
+    with pytest.raises(DpcgError):
+        private_pc_continuous(ds, test="privgcm", epsilon=1.0, lam=1e-6)
+    with pytest.raises(DpcgError):
+        private_pc_continuous(ds, test="privgcm", epsilon=-1.0)
+    with pytest.raises(DpcgError):
+        private_pc_continuous(ds, test="kendall", epsilon=1.0)
+    with pytest.raises(DpcgError):
+        build_private_test(ds, "privgcm", None, 1.0, bandwidth="median")  # type: ignore[arg-type]
+
+
+def test_cli_discover_privgcm(tmp_path: Path) -> None:
+    sem = random_sem(4, seed=7)
+    ds = sem.sample(200, 0)
+    data, schema, out = tmp_path / "d.csv", tmp_path / "s.json", tmp_path / "o.json"
+    ds.to_csv(data)
+    schema.write_text(ds.schema.to_json())
+    code = main(["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
+                 "private-ci-pc", "--test", "privgcm", "--epsilon", "3", "--plan-size", "6",
+                 "--seed", "2", "--quiet", "--out", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["privacy"]["guarantee"]["epsilon"] == 3.0
+    assert doc["privacy"]["spent"]["epsilon"] <= 3.0
+    # a private test without --epsilon, and privcrt without --model-x, are refused
+    assert main(["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
+                 "private-ci-pc", "--test", "privgcm", "--quiet"]) == 2
+    assert main(["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
+                 "private-ci-pc", "--test", "privcrt", "--epsilon", "1", "--quiet"]) == 2
