@@ -143,12 +143,14 @@ def _register_ledgers(ledger_dir: Path, networks: Sequence[str], algorithms: Seq
     return paths
 
 
-def _verify_ledgers(paths: dict[str, str], results: list[dict[str, Any]]) -> list[str]:
+def _verify_ledgers(paths: dict[str, str] | list[tuple[str, str]],
+                    results: list[dict[str, Any]]) -> list[str]:
     from accounting.ledger import Ledger
 
     lines = []
     by_run = {r["ledger"]["run_id"]: r for r in results if r.get("ledger")}
-    for net, path in paths.items():
+    pairs = list(paths.items()) if isinstance(paths, dict) else paths
+    for net, path in pairs:
         led = Ledger.open(path)
         rep = led.verify()
         runs = led.runs()
@@ -217,13 +219,20 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
 
     cells: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
     pc: dict[str, dict[str, Any]] = {}
+    other_pc: dict[tuple[str, str], dict[str, Any]] = {}
     for r in results:
+        main = r.get("test", args.test) == args.test
         if r["algorithm"] == "pc":
-            pc[r["network"]] = r
+            if main:
+                pc[r["network"]] = r
+            else:
+                other_pc[(r["network"], r["test"])] = r
         else:
-            cells[(r["network"], r["algorithm"], float(r["epsilon"]))].append(r)
+            label = r["algorithm"] if main else f"{r['algorithm']} [{r['test']}]"
+            cells[(r["network"], label, float(r["epsilon"]))].append(r)
     nets = [n for n in NETWORKS if any(k[0] == n for k in cells) or n in pc]
-    algs = [a for a in ALGORITHMS if any(k[1] == a for k in cells)]
+    labels = {k[1] for k in cells}
+    algs = [a for a in ALGORITHMS if a in labels] + sorted(labels - set(ALGORITHMS))
     epss = sorted({k[2] for k in cells})
     seeds = sorted({len(v) for v in cells.values()})
     md = [
@@ -253,6 +262,10 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
         if net in pc:
             md.append(f"| {net} | pc (non-private) | " + " | ".join(
                 f"{pc[net]['f1']:.3f}" for _ in epss) + " |")
+        for (onet, otest), r in sorted(other_pc.items()):
+            if onet == net:
+                md.append(f"| {net} | pc [{otest}] (non-private) | " + " | ".join(
+                    f"{r['f1']:.3f}" for _ in epss) + " |")
         for alg in algs:
             vals = []
             for e in epss:
@@ -268,6 +281,10 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
         if net in pc:
             md.append(f"| {net} | pc (non-private) | " + " | ".join(
                 f"{pc[net]['shd']}" for _ in epss) + " |")
+        for (onet, otest), r in sorted(other_pc.items()):
+            if onet == net:
+                md.append(f"| {net} | pc [{otest}] (non-private) | " + " | ".join(
+                    f"{r['shd']}" for _ in epss) + " |")
         for alg in algs:
             vals = []
             for e in epss:
@@ -368,6 +385,11 @@ def run(args: argparse.Namespace) -> int:
     ledger_lines: list[str] = []
     if args.report_only:
         results = [json.loads(line) for line in args.results.read_text().splitlines() if line]
+        found: dict[str, str] = {}
+        for r in results:
+            if r.get("ledger") and Path(r["ledger"]["path"]).exists():
+                found.setdefault(r["ledger"]["path"], r["network"])
+        ledger_lines = _verify_ledgers([(net, path) for path, net in found.items()], results)
     else:
         paths = _register_ledgers(args.ledger_dir, nets, algos, epsilons, seeds, args.rows)
         jobs = [(net, "pc", (), 1, args.test, args.rows, "", "") for net in nets]
