@@ -460,6 +460,10 @@ class Ledger:
                 f"(known: {', '.join(repr(d.dataset_id) for d in self.datasets()) or 'none'})")
         return self._dataset_info(row)
 
+    def has_dataset(self, dataset_id: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM datasets WHERE dataset_id=?",
+                                  (dataset_id,)).fetchone() is not None
+
     def datasets(self) -> list[DatasetInfo]:
         rows = self._conn.execute(
             f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets ORDER BY registered_seq")
