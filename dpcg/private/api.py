@@ -84,6 +84,13 @@ def run_private(
     """Run ``algorithm`` on an already-built :class:`StatisticSource`."""
     validate_settings(settings)
     mod = _module(algorithm)
+    if algorithm in ("em-pc", "curate") and (
+        settings.plan_size is not None or settings.test_epsilon is not None
+    ):
+        raise AlgorithmError(
+            f"plan_size/test_epsilon: {algorithm} plans its budget per level/order itself; "
+            "these options apply to laplace-pc, svt-pc and priv-pc"
+        )
     plan = mod.make_plan(settings, source)
     budget = settings.budget()
     handle = open_session(budget, plan.rule, relation=settings.relation, seed=settings.seed,

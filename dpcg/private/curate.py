@@ -32,6 +32,7 @@ import numpy as np
 from scipy.special import comb
 
 from accounting.costs import Budget
+from accounting.errors import BudgetExceededError
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.private.common import PrivateSettings
@@ -135,8 +136,9 @@ class CurateTester:
             self._replan(len(S))
         assert self.current is not None
         eps = self.current.epsilon
-        if not eps > 0 or not math.isfinite(eps):
-            eps = 1e-300  # nothing left: the filter refuses and the run stops
+        if not (eps > 0 and math.isfinite(eps)):
+            # The plan has nothing left for this order: stop (graph so far), charge nothing.
+            raise BudgetExceededError(f"CURATE: no budget left for order {len(S)}")
         src = self.source
         T = src.threshold(x, y, S)
         noisy = float(np.asarray(self.session.release(

@@ -188,3 +188,9 @@ def test_run_private_reuses_a_cache_without_changing_accounting(asia: Any) -> No
     assert cache
     assert _graph(a) == _graph(b)  # same seed, same noise, same cached statistics
     assert a.mechanisms == b.mechanisms
+
+
+@pytest.mark.parametrize("algorithm", ["em-pc", "curate"])
+def test_plan_size_is_refused_where_it_does_not_apply(asia: Any, algorithm: str) -> None:
+    with pytest.raises(AlgorithmError, match="plan_size"):
+        discover(asia, algorithm, epsilon=1.0, delta=1e-6, plan_size=10)
