@@ -83,15 +83,29 @@ def bernoulli_exp(rng: np.random.Generator, num: IntArray, den: int) -> BoolArra
     """
     num = np.asarray(num, dtype=np.int64)
     out = np.empty(num.shape[0], dtype=bool)
-    k = np.ones(num.shape[0], dtype=np.int64)
     active = np.arange(num.shape[0])
+    k = 1  # every still-running draw is at the same K in a given round
     while active.size:
-        a = rng.integers(0, den * k[active], dtype=np.int64) < num[active]
-        done = active[~a]
-        out[done] = (k[done] % 2) == 1
+        a = rng.integers(0, den * k, size=active.size, dtype=np.int64) < num[active]
+        out[active[~a]] = k % 2 == 1
         active = active[a]
-        k[active] += 1
+        k += 1
     return out
+
+
+def _geometric_exp1(rng: np.random.Generator, size: int) -> IntArray:
+    """``size`` draws of ``V``: successes of ``Bernoulli(exp(-1))`` before the first failure.
+
+    Exact (each trial is :func:`bernoulli_exp` with ``gamma = 1``); vectorised over the
+    still-running draws.
+    """
+    v = np.zeros(size, dtype=np.int64)
+    active = np.arange(size)
+    ones = np.ones(size, dtype=np.int64)
+    while active.size:
+        active = active[bernoulli_exp(rng, ones[: active.size], 1)]
+        v[active] += 1
+    return v
 
 
 def discrete_laplace(rng: np.random.Generator, t: int, s: int, size: int) -> IntArray:
@@ -112,12 +126,7 @@ def discrete_laplace(rng: np.random.Generator, t: int, s: int, size: int) -> Int
         m = pending.size
         u = rng.integers(0, t, size=m, dtype=np.int64)
         accept = bernoulli_exp(rng, u, t)
-        v = np.zeros(m, dtype=np.int64)
-        active = np.flatnonzero(accept)
-        while active.size:
-            a = bernoulli_exp(rng, np.ones(active.size, dtype=np.int64), 1)
-            active = active[a]
-            v[active] += 1
+        v = _geometric_exp1(rng, m)
         y = (u + t * v) // s
         negative = rng.integers(0, 2, size=m, dtype=np.int64).astype(bool)
         ok = accept & ~(negative & (y == 0))
