@@ -138,6 +138,11 @@ def test_foreign_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert not (tmp_path / "missing.db").exists()
 
 
+def test_no_action_prints_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ledger"]) == 2
+    assert "init" in capsys.readouterr().err
+
+
 def test_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "demo.db"
     for _ in range(3):  # lifetime 3, each demo run reserves 1

@@ -50,6 +50,8 @@ def test_roundtrip_and_verify(ledger: Ledger) -> None:
     kinds = [e["kind"] for e in ledger.entries()]
     assert kinds == ["dataset", "run-open", "mechanism", "output", "mechanism", "run-close",
                      "run-open", "mechanism", "run-close"]
+    assert ledger.has_dataset("survey-2024")
+    assert not ledger.has_dataset("other")
     info = ledger.dataset("survey-2024")
     assert info.reserved_epsilon == Fraction(3, 2)
     assert info.n_runs == 2
