@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accounting import (
     Budget,
@@ -235,3 +237,39 @@ def test_smooth_median_admissibility_guard() -> None:
     assert dilation_defect(50.0, 0.01) > 0.005
     with pytest.raises(InvalidParameterError, match="epsilon"):
         SmoothSensitivityMedian(50.0, 0.01, 0.0, 1.0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    sens=st.floats(1e-6, 1e3),
+    eps=st.floats(1e-4, 20.0),
+    cutoff=st.integers(1, 20),
+    monotone=st.booleans(),
+    ar=st.booleans(),
+    n=st.integers(1, 10**6),
+    frac=st.floats(0.0, 1.0),
+)
+def test_round_trip_property(
+    sens: float, eps: float, cutoff: int, monotone: bool, ar: bool, n: int, frac: float
+) -> None:
+    rel = Relation.ADD_REMOVE if ar else Relation.REPLACE_ONE
+    m = max(1, int(frac * n))
+    mechs: list[Any] = [
+        Laplace(sens, eps, relation=rel),
+        Gaussian(sens, 1.0 / eps, relation=rel),
+        ReportNoisyMax(sens, eps, "laplace", relation=rel),
+        Exponential(sens, eps, relation=rel),
+        SparseVector(0.5, sens, eps, cutoff, monotone, relation=rel),
+        SubsampledSparseVector(n, m, 0.5, sens, eps, monotone, relation=rel),
+    ]
+    for mech in mechs:
+        again = mechanism_from_params(mech.kind, mech.public_params())
+        assert again == mech
+        assert again.cost(Relation.REPLACE_ONE) == mech.cost(Relation.REPLACE_ONE)
+        c = mech.cost(Relation.REPLACE_ONE)
+        if c.epsilon is not None and not isinstance(mech, SubsampledSparseVector):
+            assert c.epsilon == Fraction(eps) * (2 if ar else 1)
+    sub = mechs[-1].cost(Relation.REPLACE_ONE).epsilon
+    base = Fraction(eps) * (2 if ar else 1)
+    assert sub is not None
+    assert sub <= base * (1 + Fraction(1, 10**9)) + Fraction(1, 10**300)

@@ -258,3 +258,60 @@ def test_seed_flag_and_auxiliary_generator() -> None:
     assert ra == rb
     with pytest.raises(InvalidParameterError, match="seed"):
         Session(Budget(1.0), seed=-1)
+
+
+def test_invalid_requests_charge_nothing() -> None:
+    budget = Budget(1.0, 1e-6)
+    rec = InMemoryRecorder(budget)
+    session = Session(budget, recorder=rec)
+    bad_calls: list[tuple[object, object, object]] = [
+        (Laplace(1.0, 0.1), lambda: 0.0, 3),  # purpose not a string
+        (Laplace(1.0, 0.1), "not callable", "x"),
+        ("laplace", lambda: 0.0, "x"),  # not a mechanism
+        (Gaussian(1.0, 1.0), lambda: 0.0, "x"),  # no eps bound under basic
+    ]
+    for mech, compute, purpose in bad_calls:
+        with pytest.raises(InvalidParameterError):
+            session.release(mech, compute, purpose=purpose)  # type: ignore[arg-type]
+    assert session.spent() == Cost.zero()
+    assert rec.entries == []
+    assert not session.halted
+
+
+def test_compute_failure_after_admission_stays_charged() -> None:
+    budget = Budget(1.0)
+    rec = InMemoryRecorder(budget)
+    session = Session(budget, recorder=rec)
+
+    def boom() -> float:
+        raise RuntimeError("statistic failed")
+
+    with pytest.raises(RuntimeError):
+        session.release(Laplace(1.0, 0.25), boom, purpose="x")
+    # the entry was durable before compute ran: the charge stands (conservative)
+    assert session.spent() == Cost.pure(0.25)
+    assert len(rec.entries) == 1
+    run = session.start(SparseVector(0.0, 1.0, 0.25), purpose="svt")
+    with pytest.raises(StatisticError):
+        run.test(lambda: float("inf"))
+
+
+def test_in_memory_recorder_contract() -> None:
+    from accounting.entries import EntryDraft, RunRecorder
+
+    budget = Budget(1.0)
+    rec = InMemoryRecorder(budget)
+    assert isinstance(rec, RunRecorder)
+    draft = EntryDraft("laplace", {}, 1.0, Relation.REPLACE_ONE, Cost.pure(0.1), "p", False)
+    assert rec.record(draft) == 0
+    assert rec.record(draft) == 1
+    rec.record_output(1, 0.5)
+    with pytest.raises(LedgerError):
+        rec.record_output(1, 0.5)
+    with pytest.raises(LedgerError):
+        rec.record_output(7, 0.5)
+    rec.close("completed")
+    with pytest.raises(LedgerError):
+        rec.record(draft)
+    with pytest.raises(LedgerError):
+        rec.close("completed")
