@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,8 @@ class BayesianNetwork:
     * ``parents[v]``: the parents of ``v`` in declared order.
     * ``cpts[v]``: float64 array of shape ``(*parent_cardinalities, cardinality)``;
       ``cpts[v][i_1, ..., i_k, :]`` is ``P(v | parents = states i_1..i_k)``.
+
+    The mappings and arrays are read-only (bundled networks are cached and shared).
     """
 
     def __init__(
@@ -41,13 +44,15 @@ class BayesianNetwork:
     ) -> None:
         self.name = name
         self.nodes: tuple[str, ...] = tuple(states)
-        self.states: dict[str, tuple[str, ...]] = {v: tuple(states[v]) for v in self.nodes}
+        self.states: Mapping[str, tuple[str, ...]] = MappingProxyType(
+            {v: tuple(states[v]) for v in self.nodes}
+        )
         for v, st in self.states.items():
             if not st:
                 raise GraphError(f"network {name!r}: node {v!r} has no states")
         if set(parents) != set(self.nodes) or set(cpts) != set(self.nodes):
             raise GraphError(f"network {name!r}: states, parents and cpts must have the same keys")
-        self.parents: dict[str, tuple[str, ...]] = {}
+        parent_map: dict[str, tuple[str, ...]] = {}
         for v in self.nodes:
             pars = tuple(parents[v])
             for p in pars:
@@ -57,8 +62,9 @@ class BayesianNetwork:
                     raise GraphError(f"network {name!r}: {v!r} is its own parent")
             if len(set(pars)) != len(pars):
                 raise GraphError(f"network {name!r}: {v!r} lists a parent twice")
-            self.parents[v] = pars
-        self.cpts: dict[str, NDArray[np.float64]] = {}
+            parent_map[v] = pars
+        self.parents: Mapping[str, tuple[str, ...]] = MappingProxyType(parent_map)
+        cpt_map: dict[str, NDArray[np.float64]] = {}
         for v in self.nodes:
             shape = (*(len(self.states[p]) for p in self.parents[v]), len(self.states[v]))
             cpt = np.array(cpts[v], dtype=np.float64)
@@ -73,7 +79,8 @@ class BayesianNetwork:
             if not np.allclose(cpt.sum(axis=-1), 1.0, rtol=0.0, atol=atol):
                 raise GraphError(f"network {name!r}: CPT rows of {v!r} do not sum to 1")
             cpt.flags.writeable = False
-            self.cpts[v] = cpt
+            cpt_map[v] = cpt
+        self.cpts: Mapping[str, NDArray[np.float64]] = MappingProxyType(cpt_map)
         self.topological_order: tuple[str, ...] = self._topological_order()
         self._cdf: dict[str, NDArray[np.float64]] = {}
 
@@ -158,6 +165,40 @@ class BayesianNetwork:
 
     def __repr__(self) -> str:
         return f"BayesianNetwork({self.name!r}, nodes={self.n_nodes}, edges={self.n_edges})"
+
+    def to_bif(self, *, form: str = "rows") -> str:
+        """The network as BIF text (``form="rows"``: one line per parent configuration;
+        ``form="table"``: one flat ``table`` per node). ``repr`` floats round-trip exactly.
+        """
+        if form not in ("rows", "table"):
+            raise GraphError(f"form must be 'rows' or 'table', got {form!r}")
+
+        def name(text: str) -> str:
+            bare = text and all(ch.isalnum() or ch in "_-.+" for ch in text)
+            return text if bare else '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        lines = [f"network {name(self.name)} {{", "}"]
+        for v in self.nodes:
+            states = ", ".join(name(s) for s in self.states[v])
+            lines += [f"variable {name(v)} {{",
+                      f"  type discrete [ {len(self.states[v])} ] {{ {states} }};", "}"]
+        for v in self.nodes:
+            pars = self.parents[v]
+            head = name(v) + (" | " + ", ".join(name(p) for p in pars) if pars else "")
+            lines.append(f"probability ( {head} ) {{")
+            probs = self.conditional(v)
+            if form == "table" or not pars:
+                flat = probs.T.ravel()  # child slowest, last parent fastest
+                lines.append("  table " + ", ".join(repr(float(x)) for x in flat) + ";")
+            else:
+                cards = [len(self.states[p]) for p in pars]
+                for r, config in enumerate(np.ndindex(*cards)):
+                    labels = ", ".join(name(self.states[p][k]) for p, k in zip(pars, config,
+                                                                                strict=True))
+                    values = ", ".join(repr(float(x)) for x in probs[r])
+                    lines.append(f"  ({labels}) {values};")
+            lines.append("}")
+        return "\n".join(lines) + "\n"
 
     # -- sampling ----------------------------------------------------------------------
     def _cumulative(self, node: str) -> NDArray[np.float64]:
