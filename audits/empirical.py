@@ -298,18 +298,32 @@ def _draw(sampler: Sampler, data: Any, n: int, rng: np.random.Generator) -> NDAr
 
 
 def select_event(
-    out_d: NDArray[Any], out_dp: NDArray[Any], alpha: float, delta: float
+    out_d: NDArray[Any],
+    out_dp: NDArray[Any],
+    alpha: float,
+    delta: float,
+    n_fresh: int | None = None,
+    min_count: int = 10,
 ) -> tuple[Event, bool, float]:
-    """The (event, direction, selection-split bound) maximising the CP lower bound.
+    """The (event, direction, predicted bound) that maximises the CP lower bound.
 
     ``direction`` is ``True`` for ``P_D(E)`` vs ``P_D'(E)`` and ``False`` for the
-    reverse."""
+    reverse. With ``n_fresh`` the criterion is the bound *predicted* for the fresh
+    split: the selection frequencies (shrunk by +0.5) scaled to ``n_fresh`` releases,
+    so that rare events with a large ratio are not unduly penalised by the smaller
+    selection split; events seen fewer than ``min_count`` times in the numerator are
+    not eligible (their ratio is mostly noise)."""
     cands = candidate_events(out_d, out_dp)
     if not cands.events:
         raise ValueError("no candidate events for these outputs")
     n_d, n_dp = out_d.shape[0], out_dp.shape[0]
-    fwd = epsilon_lower_bound(cands.counts_d, n_d, cands.counts_dp, n_dp, alpha, delta)
-    bwd = epsilon_lower_bound(cands.counts_dp, n_dp, cands.counts_d, n_d, alpha, delta)
+    target = n_fresh if n_fresh is not None else min(n_d, n_dp)
+    k_d = (cands.counts_d + 0.5) / (n_d + 1.0) * target
+    k_dp = (cands.counts_dp + 0.5) / (n_dp + 1.0) * target
+    fwd = epsilon_lower_bound(k_d, target, k_dp, target, alpha, delta)
+    bwd = epsilon_lower_bound(k_dp, target, k_d, target, alpha, delta)
+    fwd = np.where(cands.counts_d >= min_count, fwd, -np.inf)
+    bwd = np.where(cands.counts_dp >= min_count, bwd, -np.inf)
     i_f = int(np.argmax(fwd))
     i_b = int(np.argmax(bwd))
     if fwd[i_f] >= bwd[i_b]:
@@ -346,7 +360,7 @@ def audit(
     rng_sel = np.random.default_rng(sel_seed)
     sel_d = _draw(sampler, d, n_selection, rng_sel)
     sel_dp = _draw(sampler, d_prime, n_selection, rng_sel)
-    event, forward, sel_lb = select_event(sel_d, sel_dp, alpha, declared_delta)
+    event, forward, sel_lb = select_event(sel_d, sel_dp, alpha, declared_delta, n_fresh)
     del sel_d, sel_dp
     rng = np.random.default_rng(fresh_seed)
     k_d = 0

@@ -15,8 +15,8 @@ so that the privacy loss of the correct mechanism comes close to its declared
   ``D' = (0, ...)``.
 * RNM / exponential: candidate 0 gains ``Delta`` while ``m`` others lose ``Delta``:
   ``D = (0, Delta, ..., Delta)``, ``D' = (Delta, 0, ..., 0)``; the loss of outcome 0
-  tends to ``eps`` as ``m`` grows (``m = 50``: 0.98 for the exponential mechanism,
-  1.0 for exponential/Laplace noise).
+  tends to ``eps`` as ``m`` grows (``m = 20``: 0.95 for the exponential mechanism,
+  0.99 for exponential/Laplace noise).
 * SmoothMedian: block values in ``[0, 1]`` half at each end, so that one replaced
   block moves the median from one end of the range to the other (local sensitivity
   equal to the whole range).
@@ -64,7 +64,7 @@ def svt_all_above_pair(k: int = 10, sensitivity: float = 1.0) -> Neighbours:
                       f"{k} answers, all shifted by {sensitivity:g}")
 
 
-def rnm_pair(m: int = 50, sensitivity: float = 1.0) -> Neighbours:
+def rnm_pair(m: int = 20, sensitivity: float = 1.0) -> Neighbours:
     d = np.full(m + 1, float(sensitivity))
     d[0] = 0.0
     dp = np.zeros(m + 1)

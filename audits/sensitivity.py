@@ -335,6 +335,7 @@ CASES: dict[str, DiscreteCase] = {
     "kendall-tau-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
     "conditional-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     "spearman-rho-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
+    "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     "tie-corrected-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
 }
 

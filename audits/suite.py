@@ -1,0 +1,431 @@
+"""The audit suite: every check, in one place, with a quick and a full profile.
+
+Sections:
+
+1. **mechanisms**: empirical audits of the real primitives of
+   :mod:`accounting.mechanisms` on their worst-case fixtures (must pass:
+   ``eps_lb <= declared eps``), plus exact white-box checks where the output pmf
+   can be computed;
+2. **mutants**: the broken variants of :mod:`audits.mutants` (must be flagged:
+   ``eps_lb > declared eps``, exact loss above it, or a sensitivity violation);
+3. **statistics**: sensitivity audits of every registered statistic (must find no
+   violation);
+4. **accountant**: metamorphic checks of the accounting backend;
+5. **algorithms**: end-to-end audits of whole algorithms ``algorithm(dataset, seed)
+   -> hashable output`` on tiny neighbouring datasets.
+
+All empirical audits of one run share a family-wise level ``alpha`` (Bonferroni:
+each audit uses ``alpha / m``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from accounting.relations import Relation
+from audits import fixtures, mutants
+from audits.empirical import EmpiricalResult, Sampler, audit, exact_epsilon
+from audits.exact import exponential_mechanism_pmf, rnm_pmf, svt_pmf
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    n_selection: int
+    n_fresh: int
+    #: samples for the (slow) algorithm-level audits
+    algorithm_runs: int
+    sensitivity: Any  # audits.sensitivity.Effort
+    alpha: float = 0.05
+
+
+def quick_profile() -> Profile:
+    from audits.sensitivity import QUICK
+
+    return Profile("quick", n_selection=100_000, n_fresh=1_000_000, algorithm_runs=2_000,
+                   sensitivity=QUICK)
+
+
+def full_profile() -> Profile:
+    from audits.sensitivity import FULL
+
+    return Profile("full", n_selection=1_000_000, n_fresh=10_000_000, algorithm_runs=20_000,
+                   sensitivity=FULL)
+
+
+@dataclass(frozen=True)
+class EmpiricalItem:
+    """One empirical audit to run."""
+
+    section: str  # "mechanism", "mutant", "algorithm"
+    name: str
+    sampler: Sampler
+    pair: fixtures.Neighbours
+    declared_epsilon: float
+    declared_delta: float = 0.0
+    expect_flag: bool = False
+    defect: str = ""
+    #: multiplier on the profile's sample sizes (slow samplers use fewer)
+    scale: float = 1.0
+
+
+@dataclass
+class Row:
+    """One line of the report."""
+
+    section: str
+    name: str
+    kind: str  # "empirical", "exact", "sensitivity", "metamorphic"
+    declared: str
+    measured: float
+    confidence: str
+    tightness: float
+    samples: int
+    expect_flag: bool
+    flagged: bool
+    detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.flagged == self.expect_flag
+
+
+@dataclass
+class SuiteResult:
+    profile: str
+    alpha: float
+    rows: list[Row] = field(default_factory=list)
+    empirical: list[EmpiricalResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.rows)
+
+
+# ---------------------------------------------------------------------------------
+# Items
+# ---------------------------------------------------------------------------------
+
+EPS = 1.0
+
+
+def _mech_sampler(mech: Any) -> Sampler:
+    def run(exact: Any, n: int, rng: np.random.Generator) -> NDArray[Any]:
+        return np.asarray(mech.sample(exact, rng, n))
+
+    return run
+
+
+def _subsampled_sampler(mech: Any) -> Sampler:
+    """Real SubsampledSparseVector: the primitive draws the subsamples, the queries
+    are column sums over the subsample (sensitivity 1 on m rows)."""
+
+    def run(rows: Any, n: int, rng: np.random.Generator) -> NDArray[Any]:
+        x = np.asarray(rows, dtype=np.float64)
+        idx = mech.draw_subsamples(rng, n)
+        answers = x[idx].sum(axis=1)
+        return np.asarray(mech.sample(answers, rng, n))
+
+    return run
+
+
+def mechanism_items(notes: list[str]) -> list[EmpiricalItem]:
+    """Correct primitives from accounting.mechanisms (skipped with a note if absent)."""
+    try:
+        from accounting import mechanisms as M
+    except ImportError:
+        notes.append("accounting.mechanisms not available: real primitives not audited")
+        return []
+    items = [
+        EmpiricalItem("mechanism", "Laplace (discrete grid sampler)",
+                      _mech_sampler(M.Laplace(1.0, EPS)), fixtures.laplace_pair(), EPS),
+        EmpiricalItem("mechanism", "Laplace (float sampler)",
+                      _mech_sampler(M.Laplace(1.0, EPS, sampler="float")),
+                      fixtures.laplace_pair(), EPS),
+        EmpiricalItem("mechanism", "SparseVector c=1 (Alg. 1)",
+                      _mech_sampler(M.SparseVector(0.0, 1.0, EPS)), fixtures.svt_pair(), EPS,
+                      scale=0.4),
+        EmpiricalItem("mechanism", "SparseVector c=1 (float sampler)",
+                      _mech_sampler(M.SparseVector(0.0, 1.0, EPS, sampler="float")),
+                      fixtures.svt_pair(), EPS),
+        EmpiricalItem("mechanism", "ReportNoisyMax (exponential noise)",
+                      _mech_sampler(M.ReportNoisyMax(1.0, EPS, "exponential")),
+                      fixtures.rnm_pair(), EPS, scale=0.3),
+        EmpiricalItem("mechanism", "ReportNoisyMax (Gumbel noise)",
+                      _mech_sampler(M.ReportNoisyMax(1.0, EPS, "gumbel")),
+                      fixtures.rnm_pair(), EPS, scale=0.3),
+        EmpiricalItem("mechanism", "ReportNoisyMax (Laplace noise)",
+                      _mech_sampler(M.ReportNoisyMax(1.0, EPS, "laplace")),
+                      fixtures.rnm_pair(), EPS, scale=0.1),
+        EmpiricalItem("mechanism", "Exponential mechanism",
+                      _mech_sampler(M.Exponential(1.0, EPS)), fixtures.rnm_pair(), EPS,
+                      scale=0.3),
+        EmpiricalItem("mechanism", "SmoothSensitivityMedian",
+                      _mech_sampler(M.SmoothSensitivityMedian(EPS, 1e-3, 0.0, 1.0)),
+                      fixtures.median_pair(), EPS, declared_delta=1e-3),
+    ]
+    sub = M.SubsampledSparseVector(20, 5, 0.0, 1.0, EPS)
+    sub_eps = sub.cost(Relation.REPLACE_ONE).epsilon
+    items.append(EmpiricalItem(
+        "mechanism", "SubsampledSparseVector n=20 m=5", _subsampled_sampler(sub),
+        fixtures.subsampled_svt_pair(20), float(sub_eps if sub_eps is not None else 0.0),
+        scale=0.2))
+    return items
+
+
+def mutant_items() -> list[EmpiricalItem]:
+    svt = fixtures.svt_pair()
+    opposite = fixtures.Neighbours(
+        np.r_[np.ones(5), np.zeros(5)], np.r_[np.zeros(5), np.ones(5)],
+        "10 answers: 5 shifted up, 5 shifted down by 1",
+    )
+
+    def v(name: str) -> mutants.SVTVariant:
+        return mutants.svt_variant(name, 1.0, EPS)
+
+    return [
+        EmpiricalItem("mutant", "Laplace with half the scale", mutants.laplace_sampler(
+            1.0, EPS, scale_factor=0.5), fixtures.laplace_pair(), EPS, expect_flag=True,
+            defect="noise Lap(Delta/(2 eps)): 2 eps-DP"),
+        EmpiricalItem("mutant", "SVT Alg. 3 (releases noisy value)",
+                      mutants.svt_sampler(v("alg3"), 0.0), svt, EPS, expect_flag=True,
+                      defect="positives release q_i + nu_i"),
+        EmpiricalItem("mutant", "SVT Alg. 4 (eps/4, unscaled query noise)",
+                      mutants.svt_sampler(v("alg4"), 0.0), svt, EPS, expect_flag=True,
+                      defect="eps1 = eps/4, nu ~ Lap(Delta/eps2): (1+6c)/4 eps"),
+        EmpiricalItem("mutant", "SVT Alg. 5 (no query noise)",
+                      mutants.svt_sampler(v("alg5"), 0.0), svt, EPS, expect_flag=True,
+                      defect="no query noise"),
+        EmpiricalItem("mutant", "SVT Alg. 6 (no cutoff)",
+                      mutants.svt_sampler(v("alg6"), 0.0), opposite, EPS, expect_flag=True,
+                      defect="never halts; nu ~ Lap(Delta/eps2)"),
+        EmpiricalItem("mutant", "SVT with Gaussian threshold refresh (Priv-PC)",
+                      mutants.svt_sampler(v("gaussian-refresh"), -1.0), svt, EPS,
+                      expect_flag=True, defect="threshold noise N(0, (2 Delta/eps)^2)"),
+        EmpiricalItem("mutant", "RNM releasing the noisy max value",
+                      mutants.rnm_sampler(1.0, EPS, "exponential", release_value=True),
+                      fixtures.rnm_pair(), EPS, expect_flag=True,
+                      defect="releases max_r s_r + Expo(2 Delta/eps)", scale=0.3),
+    ]
+
+
+def reference_items() -> list[EmpiricalItem]:
+    """The mutants' correct counterparts from the same code (must pass)."""
+    return [
+        EmpiricalItem("mechanism", "reference Laplace (audits.mutants)",
+                      mutants.laplace_sampler(1.0, EPS), fixtures.laplace_pair(), EPS),
+        EmpiricalItem("mechanism", "reference SVT Alg. 1 (audits.mutants)",
+                      mutants.svt_sampler(mutants.svt_variant("alg1", 1.0, EPS), 0.0),
+                      fixtures.svt_pair(), EPS),
+        EmpiricalItem("mechanism", "reference RNM index (audits.mutants)",
+                      mutants.rnm_sampler(1.0, EPS, "exponential"), fixtures.rnm_pair(), EPS,
+                      scale=0.3),
+    ]
+
+
+# ---------------------------------------------------------------------------------
+# Algorithm-level harness
+# ---------------------------------------------------------------------------------
+
+
+def algorithm_sampler(algorithm: Callable[[Any, int], Hashable]) -> Sampler:
+    """Turn ``algorithm(dataset, seed) -> hashable output`` into a sampler.
+
+    Each release runs the algorithm once with a fresh seed drawn from the auditor's
+    generator; outputs are coded as integers through one table shared by both
+    datasets and both splits, so value events mean the same output everywhere."""
+    codes: dict[Hashable, int] = {}
+
+    def run(dataset: Any, n: int, rng: np.random.Generator) -> NDArray[Any]:
+        seeds = rng.integers(0, 2**63 - 1, size=n)
+        out = np.empty(n, dtype=np.int64)
+        for i, s in enumerate(seeds):
+            key = algorithm(dataset, int(s))
+            out[i] = codes.setdefault(key, len(codes))
+        return out
+
+    return run
+
+
+def _primitive_algorithm(scale_factor: float) -> Callable[[Any, int], Hashable]:
+    """A tiny "algorithm" built on a Laplace release: which of three bins the noisy
+    count falls in (tests the harness; half-scale is the mutant)."""
+
+    def algorithm(value: Any, seed: int) -> Hashable:
+        rng = np.random.default_rng(seed)
+        noisy = float(value) + rng.laplace(0.0, scale_factor / EPS)
+        return "low" if noisy < 0.0 else ("mid" if noisy < 1.0 else "high")
+
+    return algorithm
+
+
+def algorithm_items(notes: list[str]) -> list[EmpiricalItem]:
+    items = [
+        EmpiricalItem("algorithm", "harness: binned Laplace release",
+                      algorithm_sampler(_primitive_algorithm(1.0)), fixtures.laplace_pair(),
+                      EPS, scale=0.0),
+        EmpiricalItem("mutant", "harness: binned half-scale Laplace",
+                      algorithm_sampler(_primitive_algorithm(0.5)), fixtures.laplace_pair(),
+                      EPS, expect_flag=True, defect="half the Laplace scale", scale=0.0),
+    ]
+    try:
+        from audits import algorithms
+    except ImportError:  # pragma: no cover - module of this package
+        return items
+    items.extend(algorithms.items(notes))
+    return items
+
+
+# ---------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------
+
+
+def _run_empirical(items: list[EmpiricalItem], profile: Profile, seed: int,
+                   result: SuiteResult, progress: Progress) -> None:
+    m = len(items)
+    alpha_each = profile.alpha / max(m, 1)
+    for j, it in enumerate(items):
+        if it.scale == 0.0:  # algorithm-level: fixed run count
+            n_sel = max(profile.algorithm_runs // 4, 200)
+            n_fresh = profile.algorithm_runs
+        else:
+            n_sel = max(int(profile.n_selection * it.scale), 1000)
+            n_fresh = max(int(profile.n_fresh * it.scale), 1000)
+        progress(f"empirical [{j + 1}/{m}] {it.name} ({2 * (n_sel + n_fresh):,} releases)")
+        t0 = time.perf_counter()
+        r = audit(it.name, it.sampler, it.pair.d, it.pair.d_prime,
+                  declared_epsilon=it.declared_epsilon, declared_delta=it.declared_delta,
+                  n_selection=n_sel, n_fresh=n_fresh, alpha=alpha_each, seed=seed + j)
+        dt = time.perf_counter() - t0
+        result.empirical.append(r)
+        declared = f"eps={it.declared_epsilon:.4g}"
+        if it.declared_delta:
+            declared += f", delta={it.declared_delta:g}"
+        detail = (f"event {r.event}, {r.direction}: {r.count_first}/{r.count_second} of "
+                  f"{r.n_fresh:,}; fixture: {it.pair.description}")
+        if it.defect:
+            detail = f"defect: {it.defect}; " + detail
+        result.rows.append(Row(
+            it.section, it.name, "empirical", declared, r.epsilon_lb,
+            f"{100 * (1 - alpha_each):.3f}%", r.tightness, r.n_samples, it.expect_flag,
+            r.exceeds, detail, dt,
+        ))
+
+
+def _exact_rows(result: SuiteResult, progress: Progress) -> None:
+    """White-box checks: exact loss on the worst-case fixtures."""
+    progress("exact: SVT / RNM / exponential mechanism pmfs")
+    svt = fixtures.svt_pair()
+    rnm = fixtures.rnm_pair()
+    cases: list[tuple[str, str, bool, Callable[[Any], NDArray[Any]], Any, str]] = []
+    for name, expect in (("alg1", False), ("alg4", True), ("alg5", True),
+                         ("gaussian-refresh", True)):
+        var = mutants.svt_variant(name, 1.0, EPS)
+        thr = -1.0 if name == "gaussian-refresh" else 0.0
+
+        def pmf(a: Any, var: mutants.SVTVariant = var, thr: float = thr) -> NDArray[Any]:
+            return svt_pmf(a, thr, var.threshold_scale, var.query_scale,
+                           threshold_noise=var.threshold_noise)
+
+        label = {"alg1": "SVT Alg. 1 c=1", "alg4": "SVT Alg. 4 c=1", "alg5": "SVT Alg. 5 c=1",
+                 "gaussian-refresh": "SVT Gaussian threshold"}[name]
+        cases.append(("mutant" if expect else "mechanism", label, expect, pmf, svt,
+                      svt.description))
+    for noise in ("exponential", "gumbel", "laplace"):
+        def pmf_r(a: Any, noise: str = noise) -> NDArray[Any]:
+            return rnm_pmf(a, 2.0 / EPS, noise)
+
+        cases.append(("mechanism", f"RNM ({noise} noise)", False, pmf_r, rnm, rnm.description))
+
+    def pmf_em(a: Any) -> NDArray[Any]:
+        return exponential_mechanism_pmf(a, 1.0, EPS)
+
+    cases.append(("mechanism", "Exponential mechanism", False, pmf_em, rnm, rnm.description))
+
+    def pmf_rnm_half(a: Any) -> NDArray[Any]:
+        return rnm_pmf(a, 1.0 / EPS, "exponential")
+
+    cases.append(("mutant", "RNM with noise Expo(Delta/eps)", True, pmf_rnm_half, rnm,
+                  rnm.description))
+    for section, label, expect, pmf_fn, pair, desc in cases:
+        t0 = time.perf_counter()
+        e = exact_epsilon(pmf_fn(pair.d), pmf_fn(pair.d_prime))
+        result.rows.append(Row(
+            section, label, "exact", f"eps={EPS:g}", e, "exact (quadrature)", e / EPS, 0,
+            expect, e > EPS * (1 + 1e-9), f"max log-ratio of the output pmf; fixture: {desc}",
+            time.perf_counter() - t0,
+        ))
+
+
+def _sensitivity_rows(profile: Profile, seed: int, result: SuiteResult,
+                      progress: Progress) -> None:
+    from audits import sensitivity as S
+
+    t0 = time.perf_counter()
+    try:
+        results = S.audit_all(profile.sensitivity, seed=seed, progress=progress)
+    except S.UnauditedSpecError as exc:
+        result.rows.append(Row("statistic", "registry coverage", "sensitivity", "-",
+                               math.nan, "-", math.nan, 0, False, True, str(exc)))
+        results = []
+    for r in results:
+        result.rows.append(Row(
+            "statistic", f"{r.name} ({r.relation})", "sensitivity", "declared bound",
+            r.max_gap, "search", r.max_ratio, r.evaluations, False, r.violated,
+            f"max ratio by method {_fmt_methods(r.by_method)}; worst: {r.witness}",
+            time.perf_counter() - t0,
+        ))
+        t0 = time.perf_counter()
+    progress("sensitivity: mutant Priv-PC conditional tau")
+    spec = S.privpc_conditional_tau_spec()
+    r = S.audit_spec(spec, S.CASES["conditional-kendall-z"], profile.sensitivity, seed + 99)
+    result.rows.append(Row(
+        "mutant", "Priv-PC conditional tau, claimed 4.5/sqrt(n)", "sensitivity",
+        "4.5/sqrt(n)", r.max_gap, "search + regression", r.max_ratio, r.evaluations, True,
+        r.violated, f"max ratio by method {_fmt_methods(r.by_method)}; worst: {r.witness}",
+        time.perf_counter() - t0,
+    ))
+
+
+def _fmt_methods(m: dict[str, float]) -> str:
+    return "{" + ", ".join(f"{k}: {v:.3g}" for k, v in m.items()) + "}"
+
+
+def _accountant_rows(result: SuiteResult, progress: Progress) -> None:
+    from audits.accountant import run_all
+
+    progress("accountant: metamorphic checks")
+    t0 = time.perf_counter()
+    for c in run_all():
+        result.rows.append(Row("accountant", c.name, "metamorphic", "-", math.nan, "-",
+                               math.nan, 0, False, not c.passed, c.detail,
+                               time.perf_counter() - t0))
+        t0 = time.perf_counter()
+
+
+def run_suite(profile: Profile, seed: int = 20261122,
+              progress: Progress | None = None) -> SuiteResult:
+    say: Progress = progress if progress is not None else (lambda _m: None)
+    t0 = time.perf_counter()
+    result = SuiteResult(profile.name, profile.alpha)
+    items = (mechanism_items(result.notes) + reference_items() + mutant_items()
+             + algorithm_items(result.notes))
+    _run_empirical(items, profile, seed, result, say)
+    _exact_rows(result, say)
+    _sensitivity_rows(profile, seed, result, say)
+    _accountant_rows(result, say)
+    result.seconds = time.perf_counter() - t0
+    return result
