@@ -12,7 +12,9 @@ PrivCRT (Kalemaj, Kasiviswanathan and Ramdas, Alg. 2, Definition 4.4):
   the rescaled X scale (the public affine map of X's bounds) and clipped to
   ``[-B_r, B_r]`` (public ``B_r``);
 * ``T_j = (1/n) sum_i clip(r_X^(j)_i, B_r) r_Y_i``; each ``T_j`` has replace-one
-  sensitivity ``Delta_T = 2 B_r (1 + lam^-1/2)(1 + 1/lam) / n`` (docs/privacy/privcrt.md);
+  sensitivity ``Delta_T = B_r a min(2 (1 + 1/lam), 2 + lam^-1/2) / n``,
+  ``a = 1 + lam^-1/2`` (the paper's ``2 B_r a (1 + 1/lam) / n`` tightened with a proof;
+  docs/privacy/privcrt.md);
 * two-sided test: the queries are ``q_j = |T_j|`` (``|.|`` is 1-Lipschitz, so the
   sensitivity is unchanged); ``q_(1) >= ... >= q_(m+1)`` sorted decreasingly;
 * rank scores ``s(r) = -|q_0 - q_(r)| / (2 Delta_T)``, ``r = 1..m+1``: sensitivity 1,
@@ -212,9 +214,18 @@ def check_residual_bound(b: object) -> float:
     return v
 
 
-def crt_sensitivity(residual_bound: float, lam: float, n: int) -> float:
-    """Replace-one sensitivity of each ``T_j``: ``2 B_r (1 + lam^-1/2)(1 + 1/lam) / n``."""
+def crt_sensitivity_paper(residual_bound: float, lam: float, n: int) -> float:
+    """The published bound ``2 B_r (1 + lam^-1/2)(1 + 1/lam) / n`` (Kalemaj et al.,
+    Lemma 4.5; PRIVACY.md section 5)."""
     return 2.0 * residual_bound * (1.0 + 1.0 / math.sqrt(lam)) * (1.0 + 1.0 / lam) / n
+
+
+def crt_sensitivity(residual_bound: float, lam: float, n: int) -> float:
+    """Replace-one sensitivity of each ``T_j``:
+    ``B_r a min(2 (1 + 1/lam), 2 + lam^-1/2) / n`` with ``a = 1 + lam^-1/2``
+    (docs/privacy/privcrt.md, Lemma 2); never larger than the paper's bound."""
+    a = 1.0 + 1.0 / math.sqrt(lam)
+    return residual_bound * a * min(2.0 * (1.0 + 1.0 / lam), 2.0 + 1.0 / math.sqrt(lam)) / n
 
 
 def crt_statistics(

@@ -12,14 +12,16 @@ PrivGCM (Kalemaj, Kasiviswanathan and Ramdas, Alg. 1 with kernel ridge regressio
 2. KRR of X on Z and of Y on Z (:mod:`dpcg.regression`, public bandwidth, public
    ``lam >= LAMBDA_FLOOR``; one Cholesky factorisation for both fits);
 3. release the vector ``R`` through ``accounting``'s vector Laplace mechanism with L1
-   sensitivity ``c_lam = 2 (1 + lam^-1/2)^2 (1 + 2/lam)`` (replace-one), i.e. iid
+   sensitivity ``c_lam = 2 a^2 + min(4 a^2/lam, 2 a/sqrt(lam))``, ``a = 1 + lam^-1/2``
+   (replace-one; the paper's ``2 a^2 (1 + 2/lam)`` tightened with a proof), i.e. iid
    ``Lap(c_lam / eps)`` noise on every coordinate;
 4. post-process: ``T`` and its p-value computed on the noisy products.
 
 ``c_lam`` is the L1 sensitivity of the **whole** vector of ``n`` products (the
-replaced row changes its own product by up to ``2 a^2`` and every other product by up
-to ``4 a^2 / (lam n)`` through the fit, ``a = 1 + lam^-1/2``); the proof is in
-``docs/privacy/privgcm.md`` and is property-tested in ``tests/continuous``.
+replaced row changes its own product by up to ``2 a^2`` and, through the fit, every
+other product; the sum of those changes is at most ``min(4 a^2/lam, 2 a/sqrt(lam))``);
+the proof is in ``docs/privacy/privgcm.md`` and is property-tested in
+``tests/continuous``.
 """
 
 from __future__ import annotations
@@ -155,11 +157,21 @@ class ContinuousData:
 # ---------------------------------------------------------------------------------
 
 
-def c_lambda(lam: float) -> float:
-    """L1 sensitivity of the residual-product vector under replace-one,
-    ``2 (1 + lam^-1/2)^2 (1 + 2/lam)`` (docs/privacy/privgcm.md, Lemma 1)."""
+def c_lambda_paper(lam: float) -> float:
+    """The published constant ``2 (1 + lam^-1/2)^2 (1 + 2/lam)`` (Kalemaj et al.,
+    Lemma 3.4; PRIVACY.md section 5): valid, but loose. Kept for comparison."""
     a = 1.0 + 1.0 / math.sqrt(lam)
     return 2.0 * a * a * (1.0 + 2.0 / lam)
+
+
+def c_lambda(lam: float) -> float:
+    """L1 sensitivity of the residual-product vector under replace-one:
+    ``2 a^2 + min(4 a^2 / lam, 2 a / sqrt(lam))`` with ``a = 1 + lam^-1/2``
+    (docs/privacy/privgcm.md, Theorem 1). Never larger than :func:`c_lambda_paper`;
+    ``2(1 + lam^-1/2)(1 + 2 lam^-1/2)`` for ``lam`` below about 6 (12 at ``lam = 1``,
+    against the paper's 24)."""
+    a = 1.0 + 1.0 / math.sqrt(lam)
+    return 2.0 * a * a + min(4.0 * a * a / lam, 2.0 * a / math.sqrt(lam))
 
 
 def residual_products_scaled(

@@ -2,7 +2,9 @@
 
 Replace-one: D and D' share rows 0..n-2 and differ arbitrarily in the last row.
 Declared: ||R(D) - R(D')||_1 <= c_lambda(lam) (GCM residual products, whole vector) and
-|T_j(D) - T_j(D')| <= 2 B_r (1 + lam^-1/2)(1 + 1/lam)/n for every j (CRT statistic).
+|T_j(D) - T_j(D')| <= crt_sensitivity(B_r, lam, n) for every j (CRT statistic); the lemmas
+of docs/privacy/privgcm.md (range, stability, the exact identity and the bound on U) are
+checked on the way.
 """
 
 from __future__ import annotations
@@ -12,9 +14,14 @@ import math
 import numpy as np
 import pytest
 
-from dpcg.citests.crt import crt_sensitivity, crt_statistics, rank_scores
-from dpcg.citests.gcm import c_lambda
-from dpcg.regression import KernelRidge
+from dpcg.citests.crt import (
+    crt_sensitivity,
+    crt_sensitivity_paper,
+    crt_statistics,
+    rank_scores,
+)
+from dpcg.citests.gcm import c_lambda, c_lambda_paper
+from dpcg.regression import KernelRidge, rbf_kernel
 
 
 def _products(xs: np.ndarray, ys: np.ndarray, z: np.ndarray, h: float, lam: float) -> np.ndarray:
@@ -49,10 +56,11 @@ def _pointwise_fit_bound(lam: float, n: int) -> float:
     return 2.0 * a / (lam * n)
 
 
-@pytest.mark.parametrize("lam", [0.05, 0.3, 1.0, 4.0])
+@pytest.mark.parametrize("lam", [0.01, 0.05, 0.3, 1.0, 4.0, 20.0])
 def test_residual_product_l1_sensitivity(lam: float) -> None:
     g = np.random.default_rng(int(lam * 1000))
     worst = 0.0
+    a = 1.0 + 1.0 / math.sqrt(lam)
     for _ in range(150):
         n = int(g.integers(2, 30))
         d = int(g.integers(1, 3))
@@ -64,13 +72,35 @@ def test_residual_product_l1_sensitivity(lam: float) -> None:
         l1 = float(np.abs(R - R2).sum())
         assert l1 <= c_lambda(lam) * (1 + 1e-9)
         worst = max(worst, l1 / c_lambda(lam))
-        # the lemma it rests on: |f_D(z) - f_D'(z)| <= 2 a / (lam n) at the shared rows,
-        # and every residual is bounded by a = 1 + lam^-1/2
+        # Lemma A: every in-sample residual is bounded by a = 1 + lam^-1/2.
         fac, fac2 = KernelRidge(h, lam).factor(z), KernelRidge(h, lam).factor(z2)
         r, r2 = fac.residuals(x), fac2.residuals(x2)
-        assert np.all(np.abs(r[:-1] - r2[:-1]) <= _pointwise_fit_bound(lam, n) * (1 + 1e-9))
-        assert np.all(np.abs(r) <= 1 + 1 / math.sqrt(lam) + 1e-12)
+        assert np.all(np.abs(r) <= a + 1e-12)
+        # Lemma B: |f_D(z) - f_D'(z)| <= 2 a / (lam n) at the shared rows.
+        assert np.all(np.abs(r[:-1] - r2[:-1]) <= 2 * a / (lam * n) * (1 + 1e-9))
+        # Lemma C (exact identity) and Lemma D (U <= a^2 / (n lam)).
+        pts = np.vstack([z, z2[-1:]])
+        coef = np.zeros(n + 1)
+        coef[:n] -= fac.coefficients(x)
+        a2 = fac2.coefficients(x2)
+        coef[: n - 1] += a2[: n - 1]
+        coef[n] += a2[n - 1]
+        K = rbf_kernel(pts, pts, h)
+        delta = K @ coef  # Delta = f_D' - f_D at z_1..z_n, z'_n
+        U = float(np.sum(delta[: n - 1] ** 2))
+        lhs = U + n * lam * float(coef @ K @ coef)
+        rhs = float(delta[n] * r2[-1] - delta[n - 1] * r[-1])
+        assert lhs == pytest.approx(rhs, rel=1e-6, abs=1e-10)
+        assert a * a / (n * lam) * (1 + 1e-9) >= U
     assert worst > 0.0
+
+
+def test_tightened_constants_never_exceed_the_papers() -> None:
+    for lam in np.geomspace(1e-3, 1e3, 61):
+        assert c_lambda(lam) <= c_lambda_paper(lam) * (1 + 1e-12)
+        assert crt_sensitivity(0.7, lam, 10) <= crt_sensitivity_paper(0.7, lam, 10) * (1 + 1e-12)
+    assert c_lambda(1.0) == pytest.approx(12.0)
+    assert c_lambda_paper(1.0) == pytest.approx(24.0)
 
 
 def test_residual_product_sensitivity_hill_climb() -> None:
@@ -105,7 +135,7 @@ def test_residual_product_sensitivity_hill_climb() -> None:
     assert score <= c_lambda(lam)
 
 
-@pytest.mark.parametrize("lam", [0.05, 0.5, 2.0])
+@pytest.mark.parametrize("lam", [0.05, 0.5, 2.0, 10.0])
 def test_crt_statistic_sensitivity(lam: float) -> None:
     g = np.random.default_rng(11 + int(100 * lam))
     for _ in range(150):
@@ -147,6 +177,10 @@ def test_rank_scores_sensitivity_on_arbitrary_queries() -> None:
 
 
 def test_c_lambda_formula() -> None:
-    assert c_lambda(1.0) == pytest.approx(2 * 4 * 3)
-    assert c_lambda(0.25) == pytest.approx(2 * 9 * 9)
-    assert crt_sensitivity(1.0, 1.0, 10) == pytest.approx(2 * 2 * 2 / 10)
+    assert c_lambda_paper(1.0) == pytest.approx(2 * 4 * 3)
+    assert c_lambda_paper(0.25) == pytest.approx(2 * 9 * 9)
+    assert c_lambda(0.25) == pytest.approx(2 * 9 + 2 * 3 * 2)  # 2a^2 + 2a/sqrt(lam)
+    assert c_lambda(100.0) == pytest.approx(2 * 1.21 + 4 * 1.21 / 100)  # 2a^2 + 4a^2/lam
+    assert crt_sensitivity_paper(1.0, 1.0, 10) == pytest.approx(2 * 2 * 2 / 10)
+    assert crt_sensitivity(1.0, 1.0, 10) == pytest.approx(2 * 3 / 10)
+    assert crt_sensitivity(1.0, 100.0, 10) == pytest.approx(1.1 * 2 * 1.01 / 10)
