@@ -19,16 +19,18 @@ from accounting.relations import Relation
 
 #: Re-derived costs by (kind, canonical parameters, relation): the derivation is a pure
 #: function of these, and a ledger repeats the same few parameter sets many times.
-_CACHE: dict[tuple[str, str, str], Cost] = {}
+_CACHE: dict[tuple[str, str, str], tuple[Cost, float | None]] = {}
 _CACHE_SIZE = 4096
 
 
-def rederive_cost(kind: str, params: Mapping[str, JSONValue], relation: Relation) -> Cost:
-    """The cost of mechanism ``kind`` with public ``params``, under ``relation``.
+def rederive(kind: str, params: Mapping[str, JSONValue],
+             relation: Relation) -> tuple[Cost, float | None]:
+    """The cost under ``relation`` and the declared sensitivity of mechanism ``kind``
+    rebuilt from its public ``params``.
 
     Raises :class:`~accounting.errors.AccountingError` (unknown kind, missing, extra or
-    invalid parameters) or ``ValueError``/``TypeError`` (parameters JSON cannot encode)
-    when the cost cannot be re-derived.
+    invalid parameters), ``ValueError``/``TypeError`` (parameters JSON cannot encode) or
+    ``ArithmeticError`` (absurd magnitudes) when the cost cannot be re-derived.
     """
     key = (kind, canonical_json(dict(params)), relation.value)
     cached = _CACHE.get(key)
@@ -38,7 +40,10 @@ def rederive_cost(kind: str, params: Mapping[str, JSONValue], relation: Relation
     cost = mech.cost(relation)
     if not isinstance(cost, Cost):
         raise AccountingError(f"mechanism {kind!r} returned a non-Cost {cost!r}")
+    sensitivity = mech.sensitivity
+    if sensitivity is not None:
+        sensitivity = float(sensitivity)
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.clear()
-    _CACHE[key] = cost
-    return cost
+    _CACHE[key] = (cost, sensitivity)
+    return cost, sensitivity

@@ -28,7 +28,7 @@ from accounting.ledger._format import (
     entry_hash,
     parse_fraction,
 )
-from accounting.ledger._rederive import rederive_cost
+from accounting.ledger._rederive import rederive
 from accounting.relations import Relation
 
 _HEX = frozenset("0123456789abcdef")
@@ -72,6 +72,14 @@ def rule_violation(
     return f"unknown rule {rule!r}"
 
 
+def _display(q: Fraction) -> float | None:
+    """``q`` rounded up to a float, or ``None`` if no finite float is that large."""
+    try:
+        return round_up(q)
+    except OverflowError:
+        return None
+
+
 # ---------------------------------------------------------------------------------
 # Totals and report
 # ---------------------------------------------------------------------------------
@@ -108,25 +116,32 @@ class RunTotals:
         )
 
     def spent_by_rule(self) -> dict[str, JSONValue]:
-        """Spending under every rule that applies to all of the run's entries."""
+        """Spending under every rule that applies to all of the run's entries.
+
+        Exact values are ``"p/q"`` strings; the ``*_float`` values are for display only
+        (rounded up; ``None`` where a float cannot represent them).
+        """
         out: dict[str, JSONValue] = {}
         if self.spent_epsilon is not None:
             out["basic"] = {
                 "epsilon": str(self.spent_epsilon),
                 "delta": str(self.spent_delta),
-                "epsilon_float": round_up(self.spent_epsilon),
-                "delta_float": round_up(self.spent_delta),
+                "epsilon_float": _display(self.spent_epsilon),
+                "delta_float": _display(self.spent_delta),
             }
         if self.spent_rho is not None:
             zc: dict[str, JSONValue] = {
                 "rho": str(self.spent_rho),
                 "delta": str(self.spent_delta),
-                "rho_float": round_up(self.spent_rho),
+                "rho_float": _display(self.spent_rho),
                 "epsilon_float": None,
             }
             slack = self.budget_delta - self.spent_delta
             if slack > 0:
-                zc["epsilon_float"] = round_up(zcdp_to_epsilon(self.spent_rho, slack))
+                try:
+                    zc["epsilon_float"] = round_up(zcdp_to_epsilon(self.spent_rho, slack))
+                except (ArithmeticError, ValueError):
+                    zc["epsilon_float"] = None
             out["zcdp"] = zc
         return out
 
@@ -248,10 +263,11 @@ def _budget_from(value: object, name: str) -> tuple[Fraction, Fraction]:
     try:
         eps = parse_fraction(value["epsilon"], f"{name}.epsilon")
         delta = parse_fraction(value["delta"], f"{name}.delta")
-    except ValueError as exc:
-        raise _EntryError(str(exc)) from None
-    if eps <= 0 or not math.isfinite(float(eps)):
-        raise _EntryError(f"{name}.epsilon must be > 0")
+        finite = math.isfinite(float(eps))
+    except (ValueError, OverflowError) as exc:
+        raise _EntryError(f"{name}: {exc}") from None
+    if eps <= 0 or not finite:
+        raise _EntryError(f"{name}.epsilon must be finite and > 0")
     if not 0 <= delta < 1:
         raise _EntryError(f"{name}.delta must be in [0, 1)")
     return eps, delta
@@ -349,6 +365,8 @@ class ChainChecker:
             self._semantics(record)
         except _EntryError as exc:
             self._problem(f"{where}: {exc}")
+        except (ArithmeticError, ValueError, TypeError, AccountingError) as exc:
+            self._problem(f"{where}: cannot be checked ({type(exc).__name__}: {exc})")
 
     # -- per-kind semantics ------------------------------------------------------------
     def _semantics(self, r: Mapping[str, object]) -> None:
@@ -479,12 +497,15 @@ class ChainChecker:
         declared = _cost_from(r["cost"])
         relation = Relation(str(r["relation"]))
         try:
-            derived = rederive_cost(kind, params, relation)
-        except (AccountingError, ValueError, TypeError, KeyError) as exc:
+            derived, derived_sensitivity = rederive(kind, params, relation)
+        except (AccountingError, ArithmeticError, ValueError, TypeError, KeyError) as exc:
             raise _EntryError(
                 f"cannot re-derive the cost of {kind!r} from its parameters: {exc}") from None
         self._mechanism_run[seq] = run.run_id
         run.add(derived)
+        if sens != derived_sensitivity:
+            raise _EntryError(
+                f"sensitivity {sens!r} differs from the mechanism's {derived_sensitivity!r}")
         if derived != declared:
             raise _EntryError(
                 f"declared cost {canonical_json(declared.as_dict())} differs from the cost "

@@ -56,7 +56,7 @@ from accounting.ledger._format import (
     genesis_hash,
     parse_fraction,
 )
-from accounting.ledger._rederive import rederive_cost
+from accounting.ledger._rederive import rederive
 from accounting.ledger._verify import (
     ChainChecker,
     DatasetTotals,
@@ -820,8 +820,8 @@ class LedgerRun:
             raise InvalidParameterError("entry.seed_explicit", entry.seed_explicit,
                                         "must be a bool")
         try:
-            derived = rederive_cost(mechanism, params, self._relation)
-        except (ValueError, TypeError, KeyError) as exc:
+            derived, derived_sensitivity = rederive(mechanism, params, self._relation)
+        except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
             raise InvalidParameterError(
                 "entry.params", entry.params,
                 f"the cost of {mechanism!r} cannot be re-derived from them ({exc})") from None
@@ -829,6 +829,10 @@ class LedgerRun:
             raise InvalidParameterError(
                 "entry.cost", entry.cost.as_dict(),
                 f"must equal the cost re-derived from the parameters, {derived.as_dict()}")
+        if sens != derived_sensitivity:
+            raise InvalidParameterError(
+                "entry.sensitivity", entry.sensitivity,
+                f"must equal the mechanism's declared sensitivity {derived_sensitivity!r}")
         return {
             "kind": "mechanism", "dataset_id": self.dataset_id, "run_id": self._run_id,
             "mechanism": mechanism, "params": params, "sensitivity": sens,

@@ -97,7 +97,10 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _f(q: Fraction) -> str:
     """A rational for display: its float rounded up (never understates spending)."""
-    return f"{round_up(q):.6g}"
+    try:
+        return f"{round_up(q):.6g}"
+    except OverflowError:
+        return ">1.8e308"
 
 
 # ---------------------------------------------------------------------------------
