@@ -46,7 +46,7 @@ FIELDS = ["kind", "dataset_id", "run_id", "mechanism", "params", "sensitivity", 
           "cost", "purpose", "seed_explicit", "data", "seq"]
 
 
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 8), st.sampled_from(FIELDS), JSON,
                           st.lists(st.integers(0, 5), max_size=2)), min_size=1, max_size=3))
