@@ -12,8 +12,8 @@ which this module enforces:
   row through ``h``, which the stability argument does not cover, and it would make a
   "public" hyper-parameter a function of private data (PRIVACY.md section 1);
 * a **public** ridge parameter ``lam >= lam_floor`` (``lam_floor`` defaults to
-  :data:`LAMBDA_FLOOR`). The residual-product sensitivity grows like ``lam^-2`` as
-  ``lam -> 0``; the floor keeps it finite and the error says so.
+  :data:`LAMBDA_FLOOR`). The residual-product sensitivity grows without bound as
+  ``lam -> 0`` (like ``1/lam``); the floor keeps it finite and the error says so.
 
 Objective and solution. For targets ``v`` (length ``n``) and inputs ``z_1..z_n``,
 
@@ -45,8 +45,9 @@ from numpy.typing import NDArray
 from dpcg.errors import CITestError
 
 #: Smallest ridge parameter the library accepts (public, data independent). At the floor
-#: the PrivGCM constant ``c_lam`` is about 4.0e8, i.e. already useless for privacy; the
-#: floor exists so that no call can reach ``lam = 0`` (unbounded sensitivity).
+#: the PrivGCM constant ``c_lam`` is about 4,200 (the paper's constant: 4.0e8), i.e. of
+#: little use for privacy; the floor exists so that no call can reach ``lam = 0``
+#: (unbounded sensitivity).
 LAMBDA_FLOOR = 1e-3
 
 FloatArray = NDArray[np.float64]
@@ -88,7 +89,7 @@ def check_lambda(lam: object, floor: float = LAMBDA_FLOOR) -> float:
     if not math.isfinite(v) or v < floor:
         raise CITestError(
             f"lam={lam!r} is below the public floor {floor}: the residual sensitivity "
-            "grows like lam^-2, so lam must be a public constant >= the floor "
+            "grows without bound as lam -> 0, so lam must be a public constant >= the floor "
             "(note: scikit-learn's KernelRidge alpha equals n*lam, not lam)"
         )
     return v
