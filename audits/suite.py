@@ -144,39 +144,39 @@ def _subsampled_sampler(mech: Any) -> Sampler:
 def mechanism_items(notes: list[str]) -> list[EmpiricalItem]:
     """Correct primitives from accounting.mechanisms (skipped with a note if absent)."""
     try:
-        from accounting import mechanisms as M
+        from accounting import mechanisms as mech
     except ImportError:
         notes.append("accounting.mechanisms not available: real primitives not audited")
         return []
     items = [
         EmpiricalItem("mechanism", "Laplace (discrete grid sampler)",
-                      _mech_sampler(M.Laplace(1.0, EPS)), fixtures.laplace_pair(), EPS),
+                      _mech_sampler(mech.Laplace(1.0, EPS)), fixtures.laplace_pair(), EPS),
         EmpiricalItem("mechanism", "Laplace (float sampler)",
-                      _mech_sampler(M.Laplace(1.0, EPS, sampler="float")),
+                      _mech_sampler(mech.Laplace(1.0, EPS, sampler="float")),
                       fixtures.laplace_pair(), EPS),
         EmpiricalItem("mechanism", "SparseVector c=1 (Alg. 1)",
-                      _mech_sampler(M.SparseVector(0.0, 1.0, EPS)), fixtures.svt_pair(), EPS,
+                      _mech_sampler(mech.SparseVector(0.0, 1.0, EPS)), fixtures.svt_pair(), EPS,
                       scale=0.4),
         EmpiricalItem("mechanism", "SparseVector c=1 (float sampler)",
-                      _mech_sampler(M.SparseVector(0.0, 1.0, EPS, sampler="float")),
+                      _mech_sampler(mech.SparseVector(0.0, 1.0, EPS, sampler="float")),
                       fixtures.svt_pair(), EPS),
         EmpiricalItem("mechanism", "ReportNoisyMax (exponential noise)",
-                      _mech_sampler(M.ReportNoisyMax(1.0, EPS, "exponential")),
+                      _mech_sampler(mech.ReportNoisyMax(1.0, EPS, "exponential")),
                       fixtures.rnm_pair(), EPS, scale=0.3),
         EmpiricalItem("mechanism", "ReportNoisyMax (Gumbel noise)",
-                      _mech_sampler(M.ReportNoisyMax(1.0, EPS, "gumbel")),
+                      _mech_sampler(mech.ReportNoisyMax(1.0, EPS, "gumbel")),
                       fixtures.rnm_pair(), EPS, scale=0.3),
         EmpiricalItem("mechanism", "ReportNoisyMax (Laplace noise)",
-                      _mech_sampler(M.ReportNoisyMax(1.0, EPS, "laplace")),
+                      _mech_sampler(mech.ReportNoisyMax(1.0, EPS, "laplace")),
                       fixtures.rnm_pair(), EPS, scale=0.1),
         EmpiricalItem("mechanism", "Exponential mechanism",
-                      _mech_sampler(M.Exponential(1.0, EPS)), fixtures.rnm_pair(), EPS,
+                      _mech_sampler(mech.Exponential(1.0, EPS)), fixtures.rnm_pair(), EPS,
                       scale=0.3),
         EmpiricalItem("mechanism", "SmoothSensitivityMedian",
-                      _mech_sampler(M.SmoothSensitivityMedian(EPS, 1e-3, 0.0, 1.0)),
+                      _mech_sampler(mech.SmoothSensitivityMedian(EPS, 1e-3, 0.0, 1.0)),
                       fixtures.median_pair(), EPS, declared_delta=1e-3),
     ]
-    sub = M.SubsampledSparseVector(20, 5, 0.0, 1.0, EPS)
+    sub = mech.SubsampledSparseVector(20, 5, 0.0, 1.0, EPS)
     sub_eps = sub.cost(Relation.REPLACE_ONE).epsilon
     items.append(EmpiricalItem(
         "mechanism", "SubsampledSparseVector n=20 m=5", _subsampled_sampler(sub),
@@ -372,12 +372,12 @@ def _exact_rows(result: SuiteResult, progress: Progress) -> None:
 
 def _sensitivity_rows(profile: Profile, seed: int, result: SuiteResult,
                       progress: Progress) -> None:
-    from audits import sensitivity as S
+    from audits import sensitivity as sens
 
     t0 = time.perf_counter()
     try:
-        results = S.audit_all(profile.sensitivity, seed=seed, progress=progress)
-    except S.UnauditedSpecError as exc:
+        results = sens.audit_all(profile.sensitivity, seed=seed, progress=progress)
+    except sens.UnauditedSpecError as exc:
         result.rows.append(Row("statistic", "registry coverage", "sensitivity", "-",
                                math.nan, "-", math.nan, 0, False, True, str(exc)))
         results = []
@@ -390,8 +390,8 @@ def _sensitivity_rows(profile: Profile, seed: int, result: SuiteResult,
         ))
         t0 = time.perf_counter()
     progress("sensitivity: mutant Priv-PC conditional tau")
-    spec = S.privpc_conditional_tau_spec()
-    r = S.audit_spec(spec, S.CASES["conditional-kendall-z"], profile.sensitivity, seed + 99)
+    spec = sens.privpc_conditional_tau_spec()
+    r = sens.audit_spec(spec, sens.CASES["conditional-kendall-z"], profile.sensitivity, seed + 99)
     result.rows.append(Row(
         "mutant", "Priv-PC conditional tau, claimed 4.5/sqrt(n)", "sensitivity",
         "4.5/sqrt(n)", r.max_gap, "search + regression", r.max_ratio, r.evaluations, True,
