@@ -125,3 +125,40 @@ def test_concurrent_processes_never_overspend(tmp_path: Path) -> None:
         assert all(r.status == "completed" and r.entries == 3 for r in report.runs)
         assert report.entries == 1 + 16 * 5
         assert sum((r.budget_epsilon for r in report.runs), Fraction(0)) <= 2
+
+
+_CREATOR = _PRELUDE + """
+import os, time
+from accounting.errors import DuplicateDatasetError
+path, go = sys.argv[1], sys.argv[2]
+while not os.path.exists(go):
+    time.sleep(0.005)
+led = Ledger.open(path, create=True)
+try:
+    led.register_dataset("d", Budget(1.0))
+    print("registered", led.ledger_id)
+except DuplicateDatasetError:
+    print("duplicate", led.ledger_id)
+"""
+
+
+def test_concurrent_creation_makes_one_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen([str(PYTHON), "-c", _CREATOR, str(path), str(go)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
+    time.sleep(0.3)
+    go.touch()
+    lines = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        lines.append(out.split())
+    assert sorted(word for word, _ in lines) == ["duplicate"] * 5 + ["registered"]
+    assert len({ledger_id for _, ledger_id in lines}) == 1
+    with Ledger.open(path) as led:
+        assert led.verify().ok
+        assert led.entry_count() == 1
