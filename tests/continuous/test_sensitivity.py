@@ -184,3 +184,26 @@ def test_c_lambda_formula() -> None:
     assert crt_sensitivity_paper(1.0, 1.0, 10) == pytest.approx(2 * 2 * 2 / 10)
     assert crt_sensitivity(1.0, 1.0, 10) == pytest.approx(2 * 3 / 10)
     assert crt_sensitivity(1.0, 100.0, 10) == pytest.approx(1.1 * 2 * 1.01 / 10)
+
+
+def test_registry_specs_on_canonical_input() -> None:
+    """The ready-to-register specs hold on random discrete neighbours (as the audits
+    would check them)."""
+    from dpcg.citests.continuous_specs import CRT_STATISTIC_SPEC, GCM_SUM_SPEC
+
+    g = np.random.default_rng(5)
+    for spec in (CRT_STATISTIC_SPEC, GCM_SUM_SPEC):
+        worst = 0.0
+        for _ in range(200):
+            n = int(g.integers(2, 25))
+            cx, cy, k = (int(v) for v in g.integers(2, 5, size=3))
+            x, y, s = g.integers(0, cx, n), g.integers(0, cy, n), g.integers(0, k, n)
+            x2, y2, s2 = x.copy(), y.copy(), s.copy()
+            i = int(g.integers(n))
+            x2[i], y2[i], s2[i] = g.integers(0, cx), g.integers(0, cy), g.integers(0, k)
+            pub = {"n": n, "cx": cx, "cy": cy}
+            diff = abs(spec.evaluate(x, y, s, **pub) - spec.evaluate(x2, y2, s2, **pub))
+            assert diff <= spec.bound(**pub) * (1 + 1e-9)
+            worst = max(worst, diff / spec.bound(**pub))
+        assert worst > 0.0
+        assert spec.proof_path().exists()
