@@ -169,11 +169,6 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_bundled_dataset_with_dsep_gives_metrics(tmp_path: Path) -> None:
-    try:
-        from dpcg.datasets import load_network
-    except ImportError:
-        pytest.skip("dpcg.datasets not available yet")
-    load_network("asia")
     out = tmp_path / "r.json"
     assert main(["discover", "--dataset", "asia", "--rows", "50", "--test", "dsep",
                  "--out", str(out), "--quiet"]) == 0

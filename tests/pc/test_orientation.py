@@ -32,12 +32,12 @@ def test_hand_examples() -> None:
 
 def test_hand_dags_match_brute_force() -> None:
     for name, (nodes, edges) in HAND_DAGS.items():
-        if len(edges) <= 17:
+        if len(edges) <= 10:  # 2^edges orientations
             assert CPDAG.from_dag(nodes, edges) == brute_force_cpdag(nodes, edges), name
 
 
-@settings(max_examples=150, deadline=None)
-@given(random_dags(max_nodes=7, max_edges=10))
+@settings(max_examples=80, deadline=None)
+@given(random_dags(max_nodes=7, max_edges=8))
 def test_from_dag_matches_brute_force(
     dag: tuple[tuple[str, ...], tuple[tuple[str, str], ...]],
 ) -> None:
