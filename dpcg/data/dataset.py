@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpcg.data.schema import Categorical, Continuous, Ordinal, Schema
-from dpcg.errors import DataValidationError
+from dpcg.errors import DataValidationError, DpcgError
 
 __all__ = ["MISSING_TOKENS", "DataClippingWarning", "Dataset", "code_dtype"]
 
@@ -658,7 +658,11 @@ class Dataset:
         texts = [*self.names] + [
             label for col in self.schema if not isinstance(col, Continuous) for label in col.labels
         ]
-        with Path(path).open("w", newline="", encoding="utf-8") as fh:
+        try:
+            fh = Path(path).open("w", newline="", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise DpcgError(f"cannot write {path}: {exc}") from None
+        with fh:
             if not any(ch in text for text in texts for ch in special):
                 if header:
                     fh.write(",".join(self.names) + "\n")

@@ -311,7 +311,10 @@ class Schema:
         """The schema as JSON text; also written to ``path`` if given."""
         text = json.dumps(self.to_dict(), indent=indent) + "\n"
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            try:
+                Path(path).write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise SchemaError(f"cannot write schema file {path}: {exc}") from None
         return text
 
     @classmethod

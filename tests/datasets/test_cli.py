@@ -62,5 +62,8 @@ def test_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["datasets", "sample", "asia", "--rows", "0", "--seed", "1",
                  "--out", str(tmp_path / "x.csv")]) == 2
     assert "--rows" in capsys.readouterr().err
+    assert main(["datasets", "sample", "asia", "--rows", "5", "--seed", "1",
+                 "--out", str(tmp_path / "no" / "such" / "dir.csv")]) == 2
+    assert "cannot write" in capsys.readouterr().err
     assert main(["datasets", "show", "nope"]) == 2
     assert main(["datasets"]) == 2
