@@ -57,6 +57,7 @@ BAD: list[tuple[str, str, object]] = [
     ("smooth-sensitivity-median", "relation", "add-remove"),
     ("report-noisy-max", "noise", "cauchy"),
     ("laplace", "sampler", "fast"),
+    ("gaussian", "sampler", "exact"),
     ("sparse-vector", "sampler", "snapping"),
     ("sparse-vector", "cutoff", 0),
     ("sparse-vector", "cutoff", 1.5),

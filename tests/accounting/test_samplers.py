@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -19,7 +20,14 @@ from accounting.mechanisms import (
     SubsampledSparseVector,
     smooth_sensitivity_median,
 )
-from accounting.noise import LaplaceGrid, bernoulli_exp, discrete_laplace, make_generator
+from accounting.noise import (
+    GaussianGrid,
+    LaplaceGrid,
+    bernoulli_exp,
+    discrete_gaussian,
+    discrete_laplace,
+    make_generator,
+)
 
 P_MIN = 1e-3  # fixed seeds make these deterministic; the bar only guards regressions
 
@@ -116,10 +124,44 @@ def test_grid_scale_covers_rounding() -> None:
         assert grid.scale <= mult * sens / eps * (1 + slack)
 
 
-def test_gaussian_ks() -> None:
+@pytest.mark.parametrize("sampler", ["discrete", "float"])
+def test_gaussian_ks(sampler: str) -> None:
     rng = np.random.default_rng(3)
-    x = Gaussian(1.0, 2.5).sample(-1.0, rng, 20000)
+    mech = Gaussian(1.0, 2.5, sampler=sampler)
+    x = mech.sample(-1.0, rng, 20000)
     assert stats.kstest(x, stats.norm(loc=-1.0, scale=2.5).cdf).pvalue > P_MIN
+    v = mech.sample([0.0, 3.0, 7.0], rng, 20000)
+    assert stats.kstest(v[:, 2], stats.norm(loc=7.0, scale=2.5).cdf).pvalue > P_MIN
+    if sampler == "discrete":
+        g = mech.grid(3).step
+        assert np.all(v / g == np.rint(v / g))
+
+
+@pytest.mark.parametrize("t", [1, 2, 3, 7, 30])
+def test_discrete_gaussian_pmf(t: int) -> None:
+    rng = np.random.default_rng(100 + t)
+    y = discrete_gaussian(rng, t, 60000)
+    lo, hi = int(y.min()), int(y.max())
+    support = np.arange(lo - 3 * t, hi + 3 * t + 1)
+    counts = np.bincount(y - support[0], minlength=support.size).astype(float)
+    pmf = np.exp(-(support.astype(float) ** 2) / (2.0 * t * t))
+    assert chi2_p(counts, pmf) > P_MIN
+
+
+def test_gaussian_grid_covers_rounding() -> None:
+    for d2, sigma, d in [(0.1, 3.0, 1), (1e-6, 5.0, 7), (0.05, 50.0, 10**5), (2.0, 0.01, 4)]:
+        grid = GaussianGrid.build(d2, sigma, d)
+        g = Fraction(grid.step)
+        r = grid.root_dimension
+        assert r * r >= d
+        assert (r - 1) ** 2 < d
+        # (Delta2/g + r)^2 / (2 t^2) <= Delta2^2/(2 sigma^2), exactly
+        lhs = (Fraction(d2) / g + r) ** 2 / (2 * grid.t**2)
+        rhs = Fraction(d2) ** 2 / (2 * Fraction(sigma) ** 2)
+        assert lhs <= rhs
+        assert grid.t < 2**26
+        # noise increase: <= 2^-19, or 4 r sigma/(Delta2 2^26) when the cap on t binds
+        assert grid.sigma <= sigma * (1 + max(2.0**-19, 4 * r * sigma / (d2 * 2.0**26)))
 
 
 def test_exponential_mechanism_chi2() -> None:
