@@ -284,8 +284,8 @@ class GaussianGrid:
     Rounding moves the L2 distance of two neighbours by at most ``sqrt(d)`` grid steps,
     bounded by the integer ``r = ceil(sqrt(d))``; ``t >= sigma/g + r sigma/Delta2``
     (exact) makes ``(Delta2/g + r)^2/(2 t^2) <= Delta2^2/(2 sigma^2) = rho``, so the
-    release is ``rho``-zCDP (CKS 2020, Thm. 14: the discrete Gaussian with integer
-    shifts has the continuous Gaussian's Rényi divergences).
+    release is ``rho``-zCDP (CKS 2020: the discrete Gaussian with integer shifts has
+    at most the continuous Gaussian's Rényi divergences).
     """
 
     exponent: int
