@@ -8,6 +8,9 @@
   using only uniform integer draws. :class:`LaplaceGrid` combines it with rounding the
   exact statistic to a ``2^-k`` grid: the floating-point-safe Laplace mechanism that
   is the default everywhere Laplace noise is added (``docs/privacy/floating-point.md``).
+* :func:`discrete_gaussian` (CKS 2020, Algorithm 3, integer sigma) and
+  :class:`GaussianGrid` do the same for Gaussian noise (the default of
+  :class:`~accounting.mechanisms.Gaussian`).
 * :func:`float_laplace` is the textbook floating-point sampler, kept selectable
   (``sampler="float"``) for audits and comparisons; it is vulnerable to Mironov's
   (2012) attack on the low-order bits and is not the default.
