@@ -507,9 +507,13 @@ class Ledger:
             new_eps = info.reserved_epsilon + eps
             new_delta = info.reserved_delta + delta
             if new_eps > info.lifetime_epsilon or new_delta > info.lifetime_delta:
+                which = " and ".join(
+                    name for name, over in (("epsilon", new_eps > info.lifetime_epsilon),
+                                            ("delta", new_delta > info.lifetime_delta))
+                    if over)
                 raise BudgetExceededError(
                     f"dataset {dataset_id!r}: reserving eps={budget.epsilon!r}, "
-                    f"delta={budget.delta!r} would exceed its lifetime budget "
+                    f"delta={budget.delta!r} would exceed its lifetime {which} budget "
                     f"(eps={float(info.lifetime_epsilon)!r}, delta={float(info.lifetime_delta)!r}; "
                     f"already reserved eps={float(info.reserved_epsilon)!r}, "
                     f"delta={float(info.reserved_delta)!r})")

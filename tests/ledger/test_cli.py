@@ -152,7 +152,7 @@ def test_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert "refused before the data is touched (data read: False)" in out
         assert "verified:" in out
     assert main(["ledger", "demo", "--ledger", str(path)]) == 2
-    assert "lifetime budget" in capsys.readouterr().err
+    assert "lifetime epsilon budget" in capsys.readouterr().err
     with Ledger.open(path) as led:
         report = led.verify()
         assert report.ok, report.problems

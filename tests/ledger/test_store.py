@@ -80,7 +80,7 @@ def test_entries_are_durable_across_connections(ledger: Ledger, ledger_path: Pat
 def test_lifetime_budget_refuses_and_writes_nothing(ledger: Ledger, ledger_path: Path) -> None:
     ledger.open_run("survey-2024", Budget(1.5), "basic", seed_explicit=False)
     before = state(ledger_path)
-    with pytest.raises(BudgetExceededError, match="lifetime"):
+    with pytest.raises(BudgetExceededError, match="lifetime epsilon budget"):
         ledger.open_run("survey-2024", Budget(0.75), "basic", seed_explicit=False)
     with pytest.raises(BudgetExceededError):
         ledger.open_run("survey-2024", Budget(0.1, 1e-5), "zcdp", seed_explicit=False)
