@@ -128,3 +128,26 @@ def test_bad_input_raises() -> None:
         contingency_table(codes, [2, None, 2], 0, 1)
     with pytest.raises(StatisticInputError, match="integer"):
         contingency_table(codes.astype(float), [2, 2, 2], 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("cards", "S", "n"),
+    [
+        ([3, 4, 2, 3], (2, 3), 1000),  # dense with lanes
+        ([50, 50, 20], (2,), 300),  # dense without lanes (50000 cells, 8x exceeds limit)
+        ([4, 4, 9, 9, 9, 9, 9], (2, 3, 4, 5, 6), 500),  # np.unique compression
+        ([2, 2], (), 1),  # one row
+    ],
+)
+def test_table_matches_naive_count(cards: list[int], S: tuple[int, ...], n: int) -> None:
+    codes = make_codes(11, n, cards, dependent=False)
+    t = contingency_table(codes, cards, 0, 1, S)
+    naive: dict[tuple[int, ...], np.ndarray] = {}
+    for r in range(n):
+        key = tuple(int(codes[j, r]) for j in S)
+        naive.setdefault(key, np.zeros((cards[0], cards[1]), dtype=np.int64))
+        naive[key][codes[0, r], codes[1, r]] += 1
+    expected = np.stack([naive[k] for k in sorted(naive)])  # observed strata, mixed-radix order
+    assert np.array_equal(t.counts, expected)
+    assert t.n == n
+    assert t.n_strata == len(naive)

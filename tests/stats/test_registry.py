@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accounting.relations import Relation
 from dpcg.errors import StatisticInputError
@@ -98,3 +100,20 @@ def test_evaluate_matches_library() -> None:
     assert get("conditional-kendall-z").evaluate(x, y, s, n=200, w0=450.0) == pytest.approx(
         conditional_kendall_z(t), abs=1e-12
     )
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 40))
+def test_registered_statistics_are_row_permutation_invariant(seed: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 4, n)
+    y = rng.integers(0, 3, n)
+    s = rng.integers(0, 3, n)
+    perm = rng.permutation(n)
+    for spec in all_specs():
+        pub = {k: (n if k == "n" else 9 * n / 4) for k in spec.public_params}
+        a = spec.evaluate(x, y, s, **pub)
+        b = spec.evaluate(x[perm], y[perm], s[perm], **pub)
+        assert b == pytest.approx(a, abs=1e-9), spec.name
+        # symmetric in x and y (all registered statistics are)
+        assert spec.evaluate(y, x, s, **pub) == pytest.approx(a, abs=1e-9), spec.name
