@@ -45,6 +45,8 @@ class Profile:
     #: samples for the (slow) algorithm-level audits
     algorithm_runs: int
     sensitivity: Any  # audits.sensitivity.Effort
+    #: fresh-split runs per dataset for the private PC variants (slow: ~20 ms a run)
+    pc_runs: int = 400
     alpha: float = 0.05
 
 
@@ -59,7 +61,7 @@ def full_profile() -> Profile:
     from audits.sensitivity import FULL
 
     return Profile("full", n_selection=1_000_000, n_fresh=10_000_000, algorithm_runs=20_000,
-                   sensitivity=FULL)
+                   sensitivity=FULL, pc_runs=2_000)
 
 
 @dataclass(frozen=True)
@@ -271,7 +273,7 @@ def _primitive_algorithm(scale_factor: float) -> Callable[[Any, int], Hashable]:
     return algorithm
 
 
-def algorithm_items(notes: list[str]) -> list[EmpiricalItem]:
+def algorithm_items(notes: list[str], full: bool = False) -> list[EmpiricalItem]:
     items = [
         EmpiricalItem("algorithm", "harness: binned Laplace release",
                       algorithm_sampler(_primitive_algorithm(1.0)), fixtures.laplace_pair(),
@@ -284,7 +286,7 @@ def algorithm_items(notes: list[str]) -> list[EmpiricalItem]:
         from audits import algorithms
     except ImportError:  # pragma: no cover - module of this package
         return items
-    items.extend(algorithms.items(notes))
+    items.extend(algorithms.items(notes, full=full))
     return items
 
 
@@ -298,9 +300,12 @@ def _run_empirical(items: list[EmpiricalItem], profile: Profile, seed: int,
     m = len(items)
     alpha_each = profile.alpha / max(m, 1)
     for j, it in enumerate(items):
-        if it.scale == 0.0:  # algorithm-level: fixed run count
+        if it.scale == 0.0:  # harness on primitives: fixed run count
             n_sel = max(profile.algorithm_runs // 4, 200)
             n_fresh = profile.algorithm_runs
+        elif it.scale < 0.0:  # whole private algorithms
+            n_sel = max(profile.pc_runs // 4, 50)
+            n_fresh = profile.pc_runs
         else:
             n_sel = max(int(profile.n_selection * it.scale), 1000)
             n_fresh = max(int(profile.n_fresh * it.scale), 1000)
@@ -422,7 +427,7 @@ def run_suite(profile: Profile, seed: int = 20261122,
     t0 = time.perf_counter()
     result = SuiteResult(profile.name, profile.alpha)
     items = (mechanism_items(result.notes) + reference_items() + mutant_items()
-             + algorithm_items(result.notes))
+             + algorithm_items(result.notes, full=profile.name == "full"))
     _run_empirical(items, profile, seed, result, say)
     _exact_rows(result, say)
     _sensitivity_rows(profile, seed, result, say)
