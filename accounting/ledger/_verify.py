@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from accounting.costs import Cost, rho_for_budget, round_up, zcdp_to_epsilon
 from accounting.entries import JSONValue
-from accounting.errors import AccountingError, LedgerCorruptError
+from accounting.errors import AccountingError, LedgerCorruptError, LedgerError
 from accounting.ledger._format import (
     ENTRY_KINDS,
     RULES,
@@ -316,6 +316,8 @@ class ChainChecker:
         self._with_output: set[int] = set()
         self._prev: str = genesis
         self._count = 0
+        #: Position of every stored hash seen (to check a published hash is in the chain).
+        self.hashes: dict[str, int] = {}
 
     @property
     def head_hash(self) -> str | None:
@@ -332,6 +334,24 @@ class ChainChecker:
             self._check_record(record, position, where)
         finally:
             self._prev = stored_hash if isinstance(stored_hash, str) else ""
+            if isinstance(stored_hash, str):
+                self.hashes.setdefault(stored_hash, position)
+
+    def pin_problems(self, expected_head: str | None, contains: str | None) -> list[str]:
+        """Problems with hashes published elsewhere: ``expected_head`` must be the head,
+        ``contains`` must be the hash of some entry (an earlier head: history kept)."""
+        problems = []
+        for name, value in (("expected head", expected_head), ("pinned hash", contains)):
+            if value is not None and not is_hash(value):
+                raise LedgerError(f"{name} {value!r} is not a SHA-256 hex digest")
+        if expected_head is not None and self.head_hash != expected_head:
+            problems.append(
+                f"head hash {self.head_hash!r} differs from the expected {expected_head!r}")
+        if contains is not None and contains not in self.hashes:
+            problems.append(
+                f"pinned hash {contains!r} is not the hash of any entry: the history it "
+                "pinned was rewritten, or it belongs to another ledger")
+        return problems
 
     def _problem(self, message: str) -> None:
         self.problems.append(message)

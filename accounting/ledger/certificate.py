@@ -22,7 +22,7 @@ from accounting.ledger._format import (
     FORMAT_VERSION,
     genesis_hash,
 )
-from accounting.ledger._verify import ChainChecker, VerificationReport, is_hash
+from accounting.ledger._verify import ChainChecker, VerificationReport
 
 if TYPE_CHECKING:
     from accounting.ledger.store import Ledger
@@ -73,16 +73,17 @@ def write_certificate(ledger: Ledger, path: str | os.PathLike[str]) -> Verificat
     return report
 
 
-def verify_certificate(path: str | os.PathLike[str],
-                       expected_head: str | None = None) -> VerificationReport:
+def verify_certificate(path: str | os.PathLike[str], expected_head: str | None = None,
+                       contains: str | None = None) -> VerificationReport:
     """Re-verify an exported certificate offline (no SQLite involved).
 
     Checks the chain from the genesis hash (derived from the ledger id and creation
     time), every entry's hash, contiguous sequence numbers, each mechanism's cost
     re-derived from its parameters, each run's spending against its reservation, each
     dataset's reservations against its lifetime budget, the stated totals and the head
-    hash (and, if given, that it equals ``expected_head``, e.g. a hash published
-    earlier). Raises :class:`ForeignLedgerError` for a file that is not a certificate.
+    hash. If given, the head must equal ``expected_head`` and some entry's hash must
+    equal ``contains`` (a head published earlier: the history up to it is unchanged).
+    Raises :class:`ForeignLedgerError` for a file that is not a certificate.
     """
     p = Path(path)
     try:
@@ -94,7 +95,7 @@ def verify_certificate(path: str | os.PathLike[str],
     except (UnicodeDecodeError, ValueError) as exc:
         raise ForeignLedgerError(f"{p} is not a dpcg ledger certificate: not JSON ({exc})") \
             from None
-    return check_certificate(cert, f"certificate {p}", expected_head)
+    return check_certificate(cert, f"certificate {p}", expected_head, contains)
 
 
 def _reject_constant(name: str) -> Any:
@@ -102,7 +103,8 @@ def _reject_constant(name: str) -> Any:
 
 
 def check_certificate(cert: object, source: str = "certificate",
-                      expected_head: str | None = None) -> VerificationReport:
+                      expected_head: str | None = None,
+                      contains: str | None = None) -> VerificationReport:
     """Verify an already parsed certificate (see :func:`verify_certificate`)."""
     if not isinstance(cert, dict) or cert.get("format") != CERTIFICATE_FORMAT:
         raise ForeignLedgerError(f"{source} is not a dpcg ledger certificate")
@@ -135,12 +137,7 @@ def check_certificate(cert: object, source: str = "certificate",
     if head != checker.head_hash:
         problems.append(
             f"head_hash {head!r} is not the hash of the last entry ({checker.head_hash!r})")
-    if expected_head is not None:
-        if not is_hash(expected_head):
-            raise LedgerError(f"expected head {expected_head!r} is not a SHA-256 hex digest")
-        if checker.head_hash != expected_head:
-            problems.append(
-                f"head hash {checker.head_hash!r} differs from the expected {expected_head!r}")
+    problems.extend(checker.pin_problems(expected_head, contains))
     if cert.get("datasets") != [d.to_dict() for d in checker.datasets.values()]:
         problems.append("the stated per-dataset totals do not match the totals re-derived "
                         "from the entries")

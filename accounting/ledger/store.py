@@ -595,11 +595,14 @@ class Ledger:
                 from None
 
     # -- verification -----------------------------------------------------------------
-    def verify(self) -> VerificationReport:
+    def verify(self, expected_head: str | None = None,
+               contains: str | None = None) -> VerificationReport:
         """Recompute the chain, every cost and every total; compare with what is stored.
 
         Returns a :class:`VerificationReport`; ``report.ok`` is false and
-        ``report.problems`` says why when anything does not match.
+        ``report.problems`` says why when anything does not match. If given, the head
+        must equal ``expected_head`` and some entry's hash must equal ``contains`` (a
+        head hash published earlier: the history up to it is unchanged).
         """
         try:
             self._conn.execute("BEGIN")  # one consistent snapshot for all reads
@@ -620,6 +623,7 @@ class Ledger:
                 checker.problems.append(f"entry {row[0]!r}: {problem}")
             checker.add(record)
         extra = _compare_tables(checker, datasets, runs)
+        extra.extend(checker.pin_problems(expected_head, contains))
         return checker.report(f"ledger {self.path}", meta["ledger_id"], extra)
 
     def export(self, path: str | os.PathLike[str]) -> VerificationReport:

@@ -75,6 +75,9 @@ def register(subparsers: Any) -> None:
                           help="ledger file or JSON certificate")
     p_verify.add_argument("--head", metavar="HASH",
                           help="also require this head hash (e.g. one published earlier)")
+    p_verify.add_argument("--contains", metavar="HASH",
+                          help="also require an entry with this hash (a head published "
+                               "earlier: the history up to it was not rewritten)")
     p_verify.add_argument("--json", action="store_true", help="print the full report as JSON")
     p_verify.set_defaults(func=_verify)
 
@@ -211,29 +214,23 @@ def _is_sqlite(path: Path) -> bool:
         raise LedgerError(f"cannot read {path}: {exc}") from None
 
 
-def verify_path(path: Path, head: str | None = None) -> VerificationReport:
+def verify_path(path: Path, head: str | None = None,
+                contains: str | None = None) -> VerificationReport:
     """Verify a ledger file or a certificate, whichever ``path`` is."""
     if not path.is_file():
         raise LedgerError(f"{path} does not exist or is not a file")
     if _is_sqlite(path):
         with Ledger.open(path) as ledger:
-            report = ledger.verify()
-        if head is not None and report.head_hash != head:
-            problems = (*report.problems,
-                        f"head hash {report.head_hash!r} differs from the expected {head!r}")
-            report = VerificationReport(False, problems, report.source, report.ledger_id,
-                                        report.entries, report.head_hash, report.datasets,
-                                        report.runs)
-        return report
+            return ledger.verify(expected_head=head, contains=contains)
     try:
-        return verify_certificate(path, expected_head=head)
+        return verify_certificate(path, expected_head=head, contains=contains)
     except ForeignLedgerError:
         raise ForeignLedgerError(
             f"{path} is neither a dpcg ledger (SQLite) nor a ledger certificate (JSON)") from None
 
 
 def _verify(args: argparse.Namespace) -> int:
-    report = verify_path(args.path, args.head)
+    report = verify_path(args.path, args.head, args.contains)
     if args.json:
         print(json.dumps(report.summary(), indent=2))
     if not report.ok:
@@ -249,6 +246,8 @@ def _verify(args: argparse.Namespace) -> int:
                   f"delta={_f(d.reserved_delta)} of lifetime eps={_f(d.lifetime_epsilon)} "
                   f"delta={_f(d.lifetime_delta)} by {len(d.runs)} run(s)")
         print(f"  head hash {report.head_hash or '(empty)'}")
+        if args.contains:
+            print(f"  contains the pinned hash {args.contains}")
     return 0
 
 

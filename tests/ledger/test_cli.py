@@ -138,6 +138,29 @@ def test_foreign_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert not (tmp_path / "missing.db").exists()
 
 
+def test_pinned_hashes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "l.db"
+    assert _init(path, "--delta", "1e-6") == 0
+    with Ledger.open(path) as led:
+        populate(led)
+        published = led.head_hash()
+        assert published is not None
+        led.open_run("survey-2024", Budget(0.25), "basic", seed_explicit=False)  # appended later
+    capsys.readouterr()
+    # appends keep an earlier head in the chain; only --head demands it to be the head
+    assert main(["ledger", "verify", str(path), "--contains", published]) == 0
+    assert "contains the pinned hash" in capsys.readouterr().out
+    assert main(["ledger", "verify", str(path), "--head", published]) == 1
+    cert = tmp_path / "c.json"
+    assert main(["ledger", "export", str(path), "--out", str(cert)]) == 0
+    assert main(["ledger", "verify", str(cert), "--contains", published]) == 0
+    capsys.readouterr()
+    assert main(["ledger", "verify", str(cert), "--contains", "ab" * 32]) == 1
+    assert "pinned hash" in capsys.readouterr().err
+    assert main(["ledger", "verify", str(cert), "--contains", "not-a-hash"]) == 2
+    assert "not a SHA-256" in capsys.readouterr().err
+
+
 def test_no_action_prints_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ledger"]) == 2
     assert "init" in capsys.readouterr().err

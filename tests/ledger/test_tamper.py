@@ -184,3 +184,7 @@ def test_consistent_rewrite_of_the_whole_chain_is_not_detected_without_a_pinned_
     report = led.verify()
     assert report.ok
     assert report.head_hash != old_head  # ... but the head moved: a pinned head catches it
+    assert not led.verify(expected_head=old_head).ok
+    pinned = led.verify(contains=old_head)
+    assert not pinned.ok
+    assert "pinned hash" in pinned.problems[0]
