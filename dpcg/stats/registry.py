@@ -303,26 +303,51 @@ def _stat_ckz(
     return conditional_kendall_z(StrataTable(counts, cx, cy, max(1, counts.shape[0])), w0)
 
 
+def kendall_u_constant(cx: float | None = None, cy: float | None = None) -> float:
+    """Bound ``c_U`` on the change of ``U = sum_b 9 S_b / (2 n_b + 5)`` when one row is
+    added to or removed from a block: ``(9/4) (3 - 1/(c - 1))`` with ``c = min(cx, cy)``
+    the smaller **declared** cardinality (4.5 for a binary variable, 6 for four
+    categories), and ``27/4`` without cardinalities. Proof:
+    docs/privacy/statistics-conditional-kendall-z.md, Lemma 2.
+    """
+    if cx is None and cy is None:
+        return KENDALL_U_ADD_REMOVE
+    cards = [_int_param(name, v, 1) for name, v in (("cx", cx), ("cy", cy)) if v is not None]
+    c = min(cards)
+    if c < 2:
+        return 0.0  # a variable with one category: every tau_b is 0, U is constant
+    return 9.0 / 4.0 * (3.0 - 1.0 / (c - 1))
+
+
 def conditional_kendall_sensitivity(
-    n: float | None, w0: float, relation: Relation | str = Relation.REPLACE_ONE
+    n: float | None,
+    w0: float,
+    relation: Relation | str = Relation.REPLACE_ONE,
+    *,
+    cx: float | None = None,
+    cy: float | None = None,
 ) -> float:
-    """Proven sensitivity of ``U / sqrt(max(W, w0))``.
+    """Proven sensitivity of ``U / sqrt(max(W, w0))``, with ``c_U`` from
+    :func:`kendall_u_constant` (27/4 without cardinalities):
 
     * replace-one, ``w0 >= 9n/4`` (the normaliser is the constant ``sqrt(w0)``):
-      ``(27/2) / sqrt(w0)``; with the default ``w0 = 9n/4`` this is ``9 / sqrt(n)``;
-    * replace-one, smaller ``w0``: ``(63/4) / sqrt(w0)``;
-    * add/remove: ``(63/8) / sqrt(w0)``.
+      ``2 c_U / sqrt(w0)``; with the default ``w0 = 9n/4`` and no cardinalities this is
+      ``9 / sqrt(n)`` (``6 / sqrt(n)`` when x or y is binary);
+    * replace-one, smaller ``w0``: ``2 (c_U + 9/8) / sqrt(w0)``;
+    * add/remove: ``(c_U + 9/8) / sqrt(w0)``.
     """
     w = _pos_param("w0", w0)
+    c_u = kendall_u_constant(cx, cy)
+    c_z = c_u + 9.0 / 8.0
     rel = Relation.parse(relation)
     if rel is Relation.ADD_REMOVE:
-        return KENDALL_Z_FLOORED_ADD_REMOVE / math.sqrt(w)
+        return c_z / math.sqrt(w)
     if n is None:
         raise StatisticInputError("n is required under replace-one")
     nn = _int_param("n", n, 1)
     if w >= 9.0 * nn / 4.0:
-        return 2.0 * KENDALL_U_ADD_REMOVE / math.sqrt(w)
-    return 2.0 * KENDALL_Z_FLOORED_ADD_REMOVE / math.sqrt(w)
+        return 2.0 * c_u / math.sqrt(w)
+    return 2.0 * c_z / math.sqrt(w)
 
 
 def _sens_ckz_r1(*, n: float, w0: float) -> float:
@@ -361,6 +386,65 @@ register(
         proof_note="docs/privacy/statistics-conditional-kendall-z.md",
         statistic=_stat_ckz,
         public_params=("w0",),
+    )
+)
+
+
+def _stat_ckzc(
+    x: NDArray[np.integer],
+    y: NDArray[np.integer],
+    strata: NDArray[np.integer],
+    *,
+    w0: float,
+    cx: float,
+    cy: float,
+    **_: float,
+) -> float:
+    for name, v, c in (("x", x, cx), ("y", y, cy)):
+        a = np.asarray(v)
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= int(c)):
+            raise StatisticInputError(
+                f"{name} has codes outside its declared categories [0, {int(c)})"
+            )
+    return _stat_ckz(x, y, strata, w0=w0)
+
+
+def _sens_ckzc_r1(*, n: float, w0: float, cx: float, cy: float) -> float:
+    return conditional_kendall_sensitivity(n, w0, Relation.REPLACE_ONE, cx=cx, cy=cy)
+
+
+def _sens_ckzc_ar(*, w0: float, cx: float, cy: float) -> float:
+    return conditional_kendall_sensitivity(None, w0, Relation.ADD_REMOVE, cx=cx, cy=cy)
+
+
+_CKZC_ASSUMPTIONS = (
+    _CKZ_ASSUMPTIONS
+    + " x and y take values in their DECLARED categories, cx and cy (public, from the "
+    "schema); c = min(cx, cy), c_U = (9/4)(3 - 1/(c-1))."
+)
+
+register(
+    StatisticSpec(
+        name="conditional-kendall-z-categorical",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=_sens_ckzc_r1,
+        assumptions=_CKZC_ASSUMPTIONS
+        + " Bound 2 c_U/sqrt(w0) if w0 >= 9n/4 (default w0 = 9n/4 and binary x or y: "
+        "6/sqrt(n)), else 2 (c_U + 9/8)/sqrt(w0).",
+        proof_note="docs/privacy/statistics-conditional-kendall-z.md",
+        statistic=_stat_ckzc,
+        public_params=("n", "w0", "cx", "cy"),
+    )
+)
+register(
+    StatisticSpec(
+        name="conditional-kendall-z-categorical",
+        relation=Relation.ADD_REMOVE,
+        sensitivity=_sens_ckzc_ar,
+        assumptions=_CKZC_ASSUMPTIONS + " Bound (c_U + 9/8)/sqrt(w0).",
+        proof_note="docs/privacy/statistics-conditional-kendall-z.md",
+        statistic=_stat_ckzc,
+        public_params=("w0", "cx", "cy"),
     )
 )
 

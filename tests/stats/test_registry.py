@@ -23,7 +23,14 @@ EXPECTED = {
     ("conditional-kendall-z", Relation.ADD_REMOVE),
     ("spearman-rho-a", Relation.REPLACE_ONE),
     ("conditional-spearman-z", Relation.REPLACE_ONE),
+    ("conditional-kendall-z-categorical", Relation.REPLACE_ONE),
+    ("conditional-kendall-z-categorical", Relation.ADD_REMOVE),
 }
+
+
+def _pub(spec: StatisticSpec, n: int) -> dict[str, float]:
+    values = {"n": n, "w0": 9 * n / 4, "cx": 4, "cy": 3}
+    return {k: values[k] for k in spec.public_params}
 
 
 def test_expected_specs_registered() -> None:
@@ -39,8 +46,7 @@ def test_spec_is_complete(spec: StatisticSpec) -> None:
     text = note.read_text()
     for section in ("Claim", "Assumptions", "Proof", "Checked by"):
         assert f"## {section}" in text, (note, section)
-    pub = {k: (1000 if k == "n" else 9 * 1000 / 4) for k in spec.public_params}
-    b = spec.bound(**pub)
+    b = spec.bound(**_pub(spec, 1000))
     assert math.isfinite(b)
     assert b > 0
 
@@ -57,6 +63,16 @@ def test_known_values() -> None:
         0.7875
     )
     assert get("conditional-spearman-z").bound(n=n) == pytest.approx(16 / math.sqrt(n))
+    cat = get("conditional-kendall-z-categorical")
+    assert cat.bound(n=n, w0=9 * n / 4, cx=2, cy=5) == pytest.approx(6 / math.sqrt(n))
+    assert cat.bound(n=n, w0=9 * n / 4, cx=4, cy=4) == pytest.approx(8 / math.sqrt(n))
+    assert cat.bound(n=n, w0=9 * n / 4, cx=1, cy=4) == 0.0
+    # the categorical constant never exceeds the general one
+    for c in range(2, 300):
+        assert registry.kendall_u_constant(c, c) < registry.KENDALL_U_ADD_REMOVE
+    assert get("conditional-kendall-z-categorical", "add-remove").bound(
+        w0=100.0, cx=2, cy=2
+    ) == pytest.approx((4.5 + 9 / 8) / 10)
     assert registry.g_increment(0) == 0.0
     assert registry.g_increment(7) == pytest.approx(8 * math.log(8) - 7 * math.log(7))
 
@@ -111,9 +127,12 @@ def test_registered_statistics_are_row_permutation_invariant(seed: int, n: int) 
     s = rng.integers(0, 3, n)
     perm = rng.permutation(n)
     for spec in all_specs():
-        pub = {k: (n if k == "n" else 9 * n / 4) for k in spec.public_params}
+        pub = _pub(spec, n)
         a = spec.evaluate(x, y, s, **pub)
         b = spec.evaluate(x[perm], y[perm], s[perm], **pub)
         assert b == pytest.approx(a, abs=1e-9), spec.name
         # symmetric in x and y (all registered statistics are)
-        assert spec.evaluate(y, x, s, **pub) == pytest.approx(a, abs=1e-9), spec.name
+        swapped = dict(pub)
+        if "cx" in pub:
+            swapped["cx"], swapped["cy"] = pub["cy"], pub["cx"]
+        assert spec.evaluate(y, x, s, **swapped) == pytest.approx(a, abs=1e-9), spec.name

@@ -15,11 +15,17 @@ from dpcg.stats.registry import StatisticSpec, all_specs, get
 TOL = 1e-9
 
 
-def _public(spec: StatisticSpec, n: int, rng: np.random.Generator) -> dict[str, float]:
+def _public(
+    spec: StatisticSpec, n: int, rng: np.random.Generator, cx: int = 0, cy: int = 0
+) -> dict[str, float]:
     out: dict[str, float] = {}
     for k in spec.public_params:
         if k == "n":
             out[k] = n
+        elif k == "cx":
+            out[k] = cx
+        elif k == "cy":
+            out[k] = cy
         elif k == "w0":
             # mix of the default public floor and small floors
             out[k] = float(rng.choice([9 * n / 4, 9 * n / 4 + 3, 1.0, 0.5 + 3 * rng.random()]))
@@ -35,22 +41,23 @@ def test_random_neighbours_respect_bound(spec: StatisticSpec) -> None:
     for _ in range(1500):
         n = int(rng.integers(2, 14))
         c = int(rng.integers(2, 6))
+        cy = c if rng.random() < 0.5 else int(rng.integers(2, 6))
         k = int(rng.integers(1, 4))
         x = rng.integers(0, c, n)
-        y = rng.integers(0, c, n)
+        y = rng.integers(0, cy, n)
         s = rng.integers(0, k, n)
-        if rng.random() < 0.5:  # monotone-ish data push tau to extremes
+        if rng.random() < 0.5 and cy == c:  # monotone-ish data push tau to extremes
             y = x.copy() if rng.random() < 0.5 else (c - 1 - x)
         if spec.relation is Relation.REPLACE_ONE:
             i = int(rng.integers(n))
             x2, y2, s2 = x.copy(), y.copy(), s.copy()
-            x2[i], y2[i], s2[i] = rng.integers(0, c), rng.integers(0, c), rng.integers(0, k)
-            pub = _public(spec, n, rng)
+            x2[i], y2[i], s2[i] = rng.integers(0, c), rng.integers(0, cy), rng.integers(0, k)
+            pub = _public(spec, n, rng, c, cy)
             d = abs(spec.evaluate(x, y, s, **pub) - spec.evaluate(x2, y2, s2, **pub))
         else:
             i = int(rng.integers(n))
             keep = np.arange(n) != i  # the smaller neighbour has n - 1 rows
-            pub = _public(spec, n - 1, rng)
+            pub = _public(spec, n - 1, rng, c, cy)
             small = spec.evaluate(x[keep], y[keep], s[keep], **pub)
             d = abs(spec.evaluate(x, y, s, **pub) - small)
         b = spec.bound(**pub)
@@ -123,3 +130,30 @@ def test_spearman_block_add_remove_constant() -> None:
         worst = max(worst, abs(u1 - u0))
     assert worst < 8.0
     assert worst > 2.0
+
+
+def test_categorical_kendall_near_tight() -> None:
+    """Binary x (Lemma 2 with c = 2): a row concordant with all m rows of block 0 is
+    replaced by a row discordant with all m rows of block 1; each step changes U by
+    9m/(2m+7) -> 9/2, so |dz| approaches 2 (9/2) / sqrt(9n/4) = 6/sqrt(n)."""
+    m = 60
+    # block 0: m rows (0, 1) plus row (1, 2): concordant with all -> removal changes U by ~4.5
+    # block 1: m rows (0, 1); the moved row becomes (1, 0): discordant with all
+    x1 = np.r_[np.zeros(m, int), np.zeros(m, int), 1]
+    y1 = np.r_[np.ones(m, int), np.ones(m, int), 2]
+    s1 = np.r_[np.zeros(m, int), np.ones(m, int), 0]
+    x2, y2, s2 = x1.copy(), y1.copy(), s1.copy()
+    y2[-1], s2[-1] = 0, 1
+    n = x1.size
+    spec = get("conditional-kendall-z-categorical")
+    pub = {"n": n, "w0": 9 * n / 4, "cx": 2, "cy": 3}
+    d = abs(spec.evaluate(x1, y1, s1, **pub) - spec.evaluate(x2, y2, s2, **pub))
+    b = spec.bound(**pub)
+    assert b == pytest.approx(6 / np.sqrt(n))
+    assert d <= b
+    assert d / b > 0.9
+    # codes outside the declared categories violate the spec's assumptions
+    from dpcg.errors import StatisticInputError
+
+    with pytest.raises(StatisticInputError, match="declared"):
+        spec.evaluate(x1, y1 + 5, s1, **pub)
