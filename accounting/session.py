@@ -13,6 +13,9 @@ Every release follows the same order (``docs/internals.md``)::
 * A recorder failure (e.g. :class:`LedgerError`) releases nothing and charges nothing
   in the session; the session halts, because the ledger can no longer be trusted to
   hold every release.
+* If ``compute()`` raises (or returns a non-finite / mis-shaped statistic, which raises
+  :class:`~accounting.errors.StatisticError`), the mechanism stays charged: its entry
+  was already durable. Nothing is released.
 * Stateful mechanisms (:class:`SparseVector`, :class:`SubsampledSparseVector`) are
   charged in full when :meth:`Session.start` admits them, and return a
   :class:`~accounting.mechanisms.SparseVectorRun`.
