@@ -24,17 +24,51 @@ from dpcg.stats.discrete import (
     g2_test,
     n_cmi,
 )
+from dpcg.stats.fisherz import FisherZResult, fisher_z, partial_correlation
+from dpcg.stats.kendall import (
+    concordance,
+    conditional_kendall_z,
+    conditional_kendall_z_unfloored,
+    kendall_numerator,
+    public_floor,
+    tau_a,
+    tau_a_blocks,
+    tie_corrected_kendall_z,
+)
+from dpcg.stats.spearman import (
+    conditional_spearman_numerator,
+    conditional_spearman_z,
+    conditional_spearman_z_public,
+    spearman_rho_a,
+    spearman_rho_blocks,
+)
 
 __all__ = [
     "ChiSquareResult",
+    "FisherZResult",
     "StrataTable",
     "chi2_statistic",
     "chi2_test",
     "cmi",
+    "concordance",
+    "conditional_kendall_z",
+    "conditional_kendall_z_unfloored",
+    "conditional_spearman_numerator",
+    "conditional_spearman_z",
+    "conditional_spearman_z_public",
     "contingency_table",
     "degrees_of_freedom",
+    "fisher_z",
     "g2_statistic",
     "g2_test",
+    "kendall_numerator",
     "n_cmi",
+    "partial_correlation",
+    "public_floor",
+    "spearman_rho_a",
+    "spearman_rho_blocks",
     "table_from_codes",
+    "tau_a",
+    "tau_a_blocks",
+    "tie_corrected_kendall_z",
 ]
