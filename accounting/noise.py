@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 from dataclasses import dataclass
@@ -177,8 +178,14 @@ class LaplaceGrid:
         """Grid and integer scale for ``Lap(multiplier * sensitivity / epsilon)`` noise.
 
         ``sensitivity`` is the L1 sensitivity of the ``dimension``-vector (for
-        ``multiplier > 1``, of each scalar query).
+        ``multiplier > 1``, of each scalar query). Cached (a pure function).
         """
+        return _laplace_grid(float(sensitivity), float(epsilon), int(dimension), int(multiplier))
+
+    @classmethod
+    def _build(
+        cls, sensitivity: float, epsilon: float, dimension: int, multiplier: int
+    ) -> LaplaceGrid:
         if dimension < 1:
             raise InvalidParameterError("dimension", dimension, "must be >= 1")
         delta_q = Fraction(sensitivity)
@@ -306,6 +313,11 @@ class GaussianGrid:
 
     @classmethod
     def build(cls, l2_sensitivity: float, sigma: float, dimension: int = 1) -> GaussianGrid:
+        """Grid and integer sigma for ``N(0, sigma^2)`` noise (cached pure function)."""
+        return _gaussian_grid(float(l2_sensitivity), float(sigma), int(dimension))
+
+    @classmethod
+    def _build(cls, l2_sensitivity: float, sigma: float, dimension: int) -> GaussianGrid:
         if dimension < 1:
             raise InvalidParameterError("dimension", dimension, "must be >= 1")
         d2, sg = Fraction(l2_sensitivity), Fraction(sigma)
@@ -343,6 +355,18 @@ class GaussianGrid:
         y = discrete_gaussian(rng, self.t, count).reshape(shape).astype(np.float64)
         out: FloatArray = np.ldexp(base + y, self.exponent)
         return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _laplace_grid(
+    sensitivity: float, epsilon: float, dimension: int, multiplier: int
+) -> LaplaceGrid:
+    return LaplaceGrid._build(sensitivity, epsilon, dimension, multiplier)
+
+
+@functools.lru_cache(maxsize=1024)
+def _gaussian_grid(l2_sensitivity: float, sigma: float, dimension: int) -> GaussianGrid:
+    return GaussianGrid._build(l2_sensitivity, sigma, dimension)
 
 
 def float_laplace(
