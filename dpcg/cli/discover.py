@@ -129,14 +129,16 @@ def register(subparsers: Any) -> None:
 
 
 def _list() -> int:
+    algos, tests = registry.algorithms(), registry.tests()
+    width = max(len(name) for name in [*algos, *tests]) + 2
     print("algorithms:")
-    for spec in registry.algorithms().values():
+    for spec in algos.values():
         tag = " [private]" if spec.private else ""
-        print(f"  {spec.name:<12} {spec.description}{tag}")
+        print(f"  {spec.name:<{width}}{spec.description}{tag}")
     print("CI tests:")
-    for t in registry.tests().values():
+    for t in tests.values():
         tag = " [private]" if t.private else ""
-        print(f"  {t.name:<12} {t.description}{tag}")
+        print(f"  {t.name:<{width}}{t.description}{tag}")
     return 0
 
 
