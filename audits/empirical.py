@@ -51,7 +51,7 @@ from scipy import stats
 FloatArray = NDArray[np.float64]
 Sampler = Callable[[Any, int, np.random.Generator], NDArray[Any]]
 
-#: Largest number of distinct patterns for which value events are enumerated.
+#: Largest number of value/pattern events enumerated (the most frequent ones).
 MAX_PATTERNS = 4096
 #: Number of quantile thresholds per coordinate for continuous outputs.
 N_THRESHOLDS = 512
@@ -210,10 +210,11 @@ def _pattern_candidates(out_d: NDArray[Any], out_dp: NDArray[Any], vector: bool)
     else:
         uniq, inverse = np.unique(pooled[:, 0], return_inverse=True)
     inverse = np.asarray(inverse).reshape(-1)
-    if uniq.shape[0] > MAX_PATTERNS:
-        return _Candidates([], np.zeros(0, np.int64), np.zeros(0, np.int64))
     counts_d = np.bincount(inverse[:n_d], minlength=uniq.shape[0]).astype(np.int64)
     counts_dp = np.bincount(inverse[n_d:], minlength=uniq.shape[0]).astype(np.int64)
+    if uniq.shape[0] > MAX_PATTERNS:  # keep the most frequent patterns
+        keep = np.argsort(-(counts_d + counts_dp), kind="stable")[:MAX_PATTERNS]
+        uniq, counts_d, counts_dp = uniq[keep], counts_d[keep], counts_dp[keep]
     events: list[Event] = []
     for u in uniq:
         if vector:
@@ -304,24 +305,30 @@ def select_event(
     delta: float,
     n_fresh: int | None = None,
     min_count: int = 10,
+    selection_level: float = 0.05,
 ) -> tuple[Event, bool, float]:
     """The (event, direction, predicted bound) that maximises the CP lower bound.
 
     ``direction`` is ``True`` for ``P_D(E)`` vs ``P_D'(E)`` and ``False`` for the
-    reverse. With ``n_fresh`` the criterion is the bound *predicted* for the fresh
-    split: the selection frequencies (shrunk by +0.5) scaled to ``n_fresh`` releases,
-    so that rare events with a large ratio are not unduly penalised by the smaller
-    selection split; events seen fewer than ``min_count`` times in the numerator are
-    not eligible (their ratio is mostly noise)."""
+    reverse. The criterion is the bound *predicted* for the fresh split: conservative
+    estimates of both probabilities from the selection split (one-sided CP bounds at
+    level ``selection_level / 2``, which guards against the winner's curse among many
+    rare events) turned into expected counts over ``n_fresh`` releases and bounded at
+    the audit's level ``alpha``. Events seen fewer than ``min_count`` times in the
+    numerator are not eligible."""
     cands = candidate_events(out_d, out_dp)
     if not cands.events:
         raise ValueError("no candidate events for these outputs")
     n_d, n_dp = out_d.shape[0], out_dp.shape[0]
     target = n_fresh if n_fresh is not None else min(n_d, n_dp)
-    k_d = (cands.counts_d + 0.5) / (n_d + 1.0) * target
-    k_dp = (cands.counts_dp + 0.5) / (n_dp + 1.0) * target
-    fwd = epsilon_lower_bound(k_d, target, k_dp, target, alpha, delta)
-    bwd = epsilon_lower_bound(k_dp, target, k_d, target, alpha, delta)
+    a_sel = selection_level / 2.0
+    lo_d, hi_d = cp_lower(cands.counts_d, n_d, a_sel), cp_upper(cands.counts_d, n_d, a_sel)
+    lo_dp = cp_lower(cands.counts_dp, n_dp, a_sel)
+    hi_dp = cp_upper(cands.counts_dp, n_dp, a_sel)
+    fwd = epsilon_lower_bound(lo_d * target, target, np.minimum(hi_dp * target, target - 1.0),
+                              target, alpha, delta)
+    bwd = epsilon_lower_bound(lo_dp * target, target, np.minimum(hi_d * target, target - 1.0),
+                              target, alpha, delta)
     fwd = np.where(cands.counts_d >= min_count, fwd, -np.inf)
     bwd = np.where(cands.counts_dp >= min_count, bwd, -np.inf)
     i_f = int(np.argmax(fwd))

@@ -20,6 +20,7 @@ generator it is given and is never used on private data.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -232,3 +233,46 @@ def _svt_rows(variant: SVTVariant, threshold: float, answers: FloatArray,
 
 def answers_of(seq: Sequence[float]) -> FloatArray:
     return np.asarray(seq, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------
+# Per-test Laplace that charges only some tests (the CURATE code defect)
+# ---------------------------------------------------------------------------------
+
+
+def partial_charging_sampler(
+    budget: float,
+    test_epsilon: float,
+    sensitivity: float,
+    margin: float,
+    max_tests: int,
+    *,
+    charge_all: bool = False,
+) -> Sampler:
+    """A stream of per-test Laplace decisions on answers ``q_i`` (the dataset) with a
+    total budget ``budget`` of ``test_epsilon`` per charged test.
+
+    The CURATE reference code charges a test only when its noisy statistic reaches the
+    lower margin; tests below it are free, so the run continues (up to ``max_tests``)
+    after more than ``budget / test_epsilon`` releases. ``charge_all=True`` is the
+    correct counterpart: every test is charged, the run stops when the budget is spent.
+    Output: ``(n, max_tests)`` int8 patterns (1 at/above the margin, 0 below,
+    ``NOT_ASKED`` after the stop). The declared eps of both is ``budget``.
+    """
+    affordable = math.floor(budget / test_epsilon + 1e-9)
+    b = sensitivity / test_epsilon
+
+    def run(answers: Any, n: int, rng: np.random.Generator) -> NDArray[Any]:
+        q = np.asarray(answers, dtype=np.float64)[:max_tests]
+        k = q.size
+        noisy = q[None, :] + rng.laplace(0.0, b, size=(n, k))
+        above = noisy >= margin
+        if charge_all:
+            asked = np.broadcast_to(np.arange(k) < affordable, (n, k))
+        else:
+            charged_before: NDArray[np.int64] = np.cumsum(above, axis=1) - above
+            asked = charged_before < affordable
+        return np.asarray(np.where(asked, above.astype(np.int8), np.int8(NOT_ASKED)),
+                          dtype=np.int8)
+
+    return run

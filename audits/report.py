@@ -116,7 +116,8 @@ def write_report(result: SuiteResult, out_dir: Path, name: str = "audit-report")
         f"# Privacy audit report ({result.profile} profile)",
         "",
         f"Overall: **{'PASS' if result.ok else 'FAIL'}** ({len(result.rows)} checks, "
-        f"{n_bad} unexpected). Run time {result.seconds:.0f} s on {platform.machine()} "
+        f"{n_bad} unexpected). Run time {result.seconds:.0f} s wall clock, "
+        f"{result.cpu_seconds:.0f} s CPU, on {platform.machine()} "
         f"(Python {platform.python_version()}). Family-wise level alpha = {result.alpha:g} "
         f"over {len(result.empirical)} empirical audits (Bonferroni: each at "
         f"{result.alpha / max(len(result.empirical), 1):.2g}).",

@@ -335,6 +335,8 @@ CASES: dict[str, DiscreteCase] = {
     "kendall-tau-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
     "conditional-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     "spearman-rho-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
+    "conditional-kendall-z-categorical": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4,
+                                                      max_k=8),
     "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     "tie-corrected-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
 }
@@ -433,3 +435,85 @@ def privpc_conditional_tau_spec() -> Any:
         statistic=_privpc_skipping_z,
         public_params=("n",),
     )
+
+
+# ---------------------------------------------------------------------------------
+# PrivGCM residual products (continuous input) and the scikit-learn alpha mutant
+# ---------------------------------------------------------------------------------
+
+
+def gcm_l1_search(
+    name: str,
+    fit_lambda: float,
+    claimed: float,
+    n: int,
+    effort: Effort,
+    seed: int,
+) -> SensitivityResult:
+    """Hill climbing on the L1 change of PrivGCM's residual-product vector
+    (``dpcg.citests.gcm.residual_products``, X, Y, Z in ``[-1, 1]``, one Z column)
+    when one row is replaced, fitted with ridge ``fit_lambda``, against ``claimed``.
+
+    Starts from perfectly dependent data (``y = x``, all products near 1) or from
+    independent signs; moves: the replacement row's values and which row is replaced.
+    """
+    from dpcg.citests.gcm import residual_products
+
+    rng = np.random.default_rng(seed)
+    result = SensitivityResult(name, Relation.REPLACE_ONE.value)
+    kw: dict[str, Any] = {"bounds_x": (-1.0, 1.0), "bounds_y": (-1.0, 1.0),
+                          "bounds_z": [(-1.0, 1.0)], "lam": fit_lambda}
+    restarts = max(effort.restarts * 5, 10)
+    steps = max(effort.steps // 4, 30)
+    for r in range(restarts):
+        # r % 3 == 0: all rows at one z (the fit is a shrunk mean, so one replaced row
+        # moves every residual); otherwise z spread uniformly.
+        z = np.zeros((n, 1)) if r % 3 == 0 else rng.uniform(-1.0, 1.0, (n, 1))
+        x = np.where(np.arange(n) % 2 == 0, 1.0, -1.0) if r % 3 == 0 else rng.choice(
+            [-1.0, 1.0], n)
+        y = x.copy() if r % 2 == 0 else rng.choice([-1.0, 1.0], n)
+        base = residual_products(x, y, z, **kw)
+
+        def l1(i: int, row: tuple[float, float, float], x: FloatVec = x, y: FloatVec = y,
+               z: NDArray[np.float64] = z, base: FloatVec = base) -> float:
+            x2, y2, z2 = x.copy(), y.copy(), z.copy()
+            x2[i], y2[i], z2[i, 0] = row
+            return float(np.abs(residual_products(x2, y2, z2, **kw) - base).sum())
+
+        i = 0
+        row = (-float(x[0]), float(y[0]), float(z[0, 0]))
+        cur = l1(i, row)
+        for _ in range(steps):
+            ni = int(rng.integers(0, n)) if rng.random() < 0.3 else i
+            nrow = (float(rng.choice([-1.0, 1.0])), float(rng.choice([-1.0, 1.0])),
+                    float(rng.uniform(-1.0, 1.0)))
+            g = l1(ni, nrow)
+            result.evaluations += 1
+            if g >= cur:
+                cur, i, row = g, ni, nrow
+        ratio = cur / claimed
+        result.by_method["local-search"] = max(result.by_method.get("local-search", 0.0), ratio)
+        if ratio > result.max_ratio:
+            result.max_ratio, result.max_gap, result.bound_at_max = ratio, cur, claimed
+            result.witness = (f"n={n}, fit lambda={fit_lambda:g}, row {i} -> "
+                              f"(x={row[0]:g}, y={row[1]:g}, z={row[2]:.3f}); "
+                              f"L1 change {cur:.4f} vs claimed {claimed:.4f}")
+    return result
+
+
+def gcm_audits(effort: Effort, seed: int) -> tuple[SensitivityResult, SensitivityResult]:
+    """(correct, mutant): the residual products with ``c_lambda(lam)`` at the fitted
+    ``lam``; and the scikit-learn mix-up: ``KernelRidge(alpha=a)`` fits with
+    ``lam = a/n`` but the sensitivity is computed as ``c_lambda(a)``."""
+    from dpcg.citests.gcm import c_lambda
+
+    n, a = 100, 30.0
+    lam = a / n
+    ok = gcm_l1_search("privgcm residual products, c_lambda(lam)", lam, c_lambda(lam), n,
+                       effort, seed)
+    bad = gcm_l1_search("mutant:privgcm sklearn alpha as lambda", lam, c_lambda(a), n,
+                        effort, seed)
+    return ok, bad
+
+
+FloatVec = NDArray[np.float64]

@@ -110,6 +110,7 @@ class SuiteResult:
     empirical: list[EmpiricalResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -187,6 +188,11 @@ def mechanism_items(notes: list[str]) -> list[EmpiricalItem]:
     return items
 
 
+def _charging_pair() -> fixtures.Neighbours:
+    return fixtures.Neighbours(np.zeros(20), np.ones(20),
+                               "20 test statistics, each moved by Delta = 1 by one record")
+
+
 def mutant_items() -> list[EmpiricalItem]:
     svt = fixtures.svt_pair()
     opposite = fixtures.Neighbours(
@@ -216,6 +222,11 @@ def mutant_items() -> list[EmpiricalItem]:
         EmpiricalItem("mutant", "SVT with Gaussian threshold refresh (Priv-PC)",
                       mutants.svt_sampler(v("gaussian-refresh"), -1.0), svt, EPS,
                       expect_flag=True, defect="threshold noise N(0, (2 Delta/eps)^2)"),
+        EmpiricalItem("mutant", "Per-test Laplace charging only some tests (CURATE code)",
+                      mutants.partial_charging_sampler(EPS, EPS / 4, 1.0, 3.0, 20),
+                      _charging_pair(), EPS, expect_flag=True,
+                      defect="tests below the lower margin (3.0) are not charged; budget "
+                             "1.0 at 0.25 per charged test, up to 20 tests released"),
         EmpiricalItem("mutant", "RNM releasing the noisy max value",
                       mutants.rnm_sampler(1.0, EPS, "exponential", release_value=True),
                       fixtures.rnm_pair(), EPS, expect_flag=True,
@@ -231,6 +242,10 @@ def reference_items() -> list[EmpiricalItem]:
         EmpiricalItem("mechanism", "reference SVT Alg. 1 (audits.mutants)",
                       mutants.svt_sampler(mutants.svt_variant("alg1", 1.0, EPS), 0.0),
                       fixtures.svt_pair(), EPS),
+        EmpiricalItem("mechanism", "reference per-test Laplace charging every test",
+                      mutants.partial_charging_sampler(EPS, EPS / 4, 1.0, 3.0, 20,
+                                                       charge_all=True),
+                      _charging_pair(), EPS),
         EmpiricalItem("mechanism", "reference RNM index (audits.mutants)",
                       mutants.rnm_sampler(1.0, EPS, "exponential"), fixtures.rnm_pair(), EPS,
                       scale=0.3),
@@ -405,6 +420,23 @@ def _sensitivity_rows(profile: Profile, seed: int, result: SuiteResult,
     ))
 
 
+    progress("sensitivity: PrivGCM residual products (correct and scikit-learn alpha mutant)")
+    t0 = time.perf_counter()
+    ok, bad = sens.gcm_audits(profile.sensitivity, seed + 7)
+    dt = (time.perf_counter() - t0) / 2
+    result.rows.append(Row(
+        "statistic", "PrivGCM residual products (replace-one, L1)", "sensitivity",
+        "c_lambda(lam)", ok.max_gap, "search", ok.max_ratio, ok.evaluations, False,
+        ok.violated, f"worst: {ok.witness}", dt,
+    ))
+    result.rows.append(Row(
+        "mutant", "PrivGCM with scikit-learn alpha used as lambda", "sensitivity",
+        "c_lambda(alpha)", bad.max_gap, "search", bad.max_ratio, bad.evaluations, True,
+        bad.violated, "defect: KernelRidge(alpha=a) fits with lam = a/n but the "
+        f"sensitivity is c_lambda(a); worst: {bad.witness}", dt,
+    ))
+
+
 def _fmt_methods(m: dict[str, float]) -> str:
     return "{" + ", ".join(f"{k}: {v:.3g}" for k, v in m.items()) + "}"
 
@@ -425,6 +457,7 @@ def run_suite(profile: Profile, seed: int = 20261122,
               progress: Progress | None = None) -> SuiteResult:
     say: Progress = progress if progress is not None else (lambda _m: None)
     t0 = time.perf_counter()
+    c0 = time.process_time()
     result = SuiteResult(profile.name, profile.alpha)
     items = (mechanism_items(result.notes) + reference_items() + mutant_items()
              + algorithm_items(result.notes, full=profile.name == "full"))
@@ -433,4 +466,5 @@ def run_suite(profile: Profile, seed: int = 20261122,
     _sensitivity_rows(profile, seed, result, say)
     _accountant_rows(result, say)
     result.seconds = time.perf_counter() - t0
+    result.cpu_seconds = time.process_time() - c0
     return result
