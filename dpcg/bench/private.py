@@ -64,7 +64,9 @@ def register(subparsers: Any) -> None:
                    help="only rebuild the report from --results")
     p.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
     p.add_argument("--time-limit", type=float, default=None,
-                   help="stop starting new jobs after this many seconds")
+                   help="stop waiting for jobs after this many seconds")
+    p.add_argument("--skip", nargs="+", default=(), metavar="NET/ALGO",
+                   help="jobs already in --results to leave out (e.g. alarm/laplace-pc)")
     p.set_defaults(func=run)
 
 
@@ -121,26 +123,23 @@ def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> l
     return out
 
 
-def _register_ledgers(ledger_dir: Path, networks: Sequence[str], algorithms: Sequence[str],
-                      epsilons: Sequence[float], seeds: int, rows: int) -> dict[str, str]:
+def _register_ledger(ledger_dir: Path, net: str, algorithm: str, epsilons: Sequence[float],
+                     seeds: int, rows: int, stamp: str) -> str:
+    """One ledger per (network, algorithm) job, so that no two processes write the same
+    SQLite file at once; the dataset's lifetime covers every run of the job."""
     from accounting.costs import Budget
     from accounting.ledger import Ledger
     from accounting.relations import Relation
 
     ledger_dir.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, str] = {}
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    for net in networks:
-        path = ledger_dir / f"{net}-{stamp}.db"
-        led = Ledger.open(path, create=True)
-        eps_total = math.fsum(epsilons) * seeds * len(algorithms) * 1.000001 + 1.0
-        delta_total = min(0.5, DELTA * seeds * len(algorithms) * len(epsilons) * 1.000001)
-        led.register_dataset(f"{net}-{rows}", Budget(eps_total, delta_total),
-                             Relation.REPLACE_ONE,
-                             description=f"{net}, {rows} rows, data seed {DATA_SEED}")
-        led.close()
-        paths[net] = str(path)
-    return paths
+    path = ledger_dir / f"{net}-{algorithm}-{stamp}.db"
+    led = Ledger.open(path, create=True)
+    eps_total = math.fsum(epsilons) * seeds * 1.000001 + 1.0
+    delta_total = min(0.5, DELTA * seeds * len(epsilons) * 1.000001)
+    led.register_dataset(f"{net}-{rows}", Budget(eps_total, delta_total), Relation.REPLACE_ONE,
+                         description=f"{net}, {rows} rows, data seed {DATA_SEED}")
+    led.close()
+    return str(path)
 
 
 def _verify_ledgers(paths: dict[str, str] | list[tuple[str, str]],
@@ -383,16 +382,21 @@ def run(args: argparse.Namespace) -> int:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     ledger_lines: list[str] = []
+    previous = []
+    if args.results.exists():
+        previous = [json.loads(line) for line in args.results.read_text().splitlines() if line]
     if args.report_only:
-        results = [json.loads(line) for line in args.results.read_text().splitlines() if line]
+        results = previous
         found: dict[str, str] = {}
         for r in results:
             if r.get("ledger") and Path(r["ledger"]["path"]).exists():
                 found.setdefault(r["ledger"]["path"], r["network"])
         ledger_lines = _verify_ledgers([(net, path) for path, net in found.items()], results)
     else:
-        paths = _register_ledgers(args.ledger_dir, nets, algos, epsilons, seeds, args.rows)
-        jobs = [(net, "pc", (), 1, args.test, args.rows, "", "") for net in nets]
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        ledgers: list[tuple[str, str]] = []
+        jobs = [(net, "pc", (), 1, args.test, args.rows, "", "") for net in nets
+                if f"{net}/pc" not in args.skip]
         # heavy networks first so the two processes stay busy
         order = sorted(nets, key=lambda n: -NETWORKS.index(n))
         from dpcg.datasets import load_network
@@ -402,9 +406,13 @@ def run(args: argparse.Namespace) -> int:
             for a in algos:
                 if a == "em-pc" and sizes[net] > args.em_max_nodes:
                     continue
+                if f"{net}/{a}" in args.skip:
+                    continue
                 k = seeds if net not in ("child", "alarm") or args.big_seeds is None \
                     else args.big_seeds
-                jobs.append((net, a, epsilons, k, args.test, args.rows, paths[net],
+                path = _register_ledger(args.ledger_dir, net, a, epsilons, k, args.rows, stamp)
+                ledgers.append((net, path))
+                jobs.append((net, a, epsilons, k, args.test, args.rows, path,
                              f"{net}-{args.rows}"))
         results = []
         ctx = mp.get_context("fork")
@@ -427,7 +435,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"bench private: {job[0]}/{job[1]} done ({len(rows)} runs, "
                       f"{time.perf_counter() - t_start:.0f} s)", flush=True)
             pool.terminate()
-        ledger_lines = _verify_ledgers(paths, results)
+        ledger_lines = _verify_ledgers(ledgers, results)
+        results = previous + results
     speed = None if args.no_speed else _speed(args.rows)
     _report(results, speed, ledger_lines, args, time.perf_counter() - t_start)
     return 0

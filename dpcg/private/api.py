@@ -50,19 +50,9 @@ def _module(algorithm: str) -> Any:
 
 
 def _count_mechanisms(handle: Any) -> dict[str, int]:
-    """Entries recorded for the run, by mechanism kind (from the recorder)."""
-    rec = handle.recorder
-    entries = getattr(rec, "entries", None)
-    if entries is None:
-        return {}
-    items = entries() if callable(entries) else entries
-    counts: dict[str, int] = {}
-    for e in items:
-        kind = getattr(e, "mechanism", None)
-        if kind is None and isinstance(e, dict):
-            kind = e.get("mechanism")
-        counts[str(kind)] = counts.get(str(kind), 0) + 1
-    return counts
+    """Entries the run's recorder accepted, by mechanism kind."""
+    counts = getattr(handle.recorder, "counts", None)
+    return dict(counts) if counts else {}
 
 
 def _spent_dict(cost: Cost) -> dict[str, Any]:

@@ -116,6 +116,45 @@ def plan_count(s: PrivateSettings, default: int) -> int:
 # --------------------------------------------------------------------------- session
 
 
+class CountingRecorder:
+    """A :class:`~accounting.entries.RunRecorder` that forwards every call to ``inner``
+    (the ledger run or an in-memory recorder) and counts the entries that ``inner``
+    accepted, by mechanism kind (``result.mechanisms``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.counts: dict[str, int] = {}
+
+    @property
+    def run_id(self) -> str:
+        return str(self.inner.run_id)
+
+    @property
+    def budget(self) -> Budget:
+        b: Budget = self.inner.budget
+        return b
+
+    @property
+    def relation(self) -> Relation:
+        r: Relation = self.inner.relation
+        return r
+
+    @property
+    def rule(self) -> str:
+        return str(self.inner.rule)
+
+    def record(self, entry: Any) -> int:
+        seq = int(self.inner.record(entry))  # raises (and counts nothing) on failure
+        self.counts[entry.mechanism] = self.counts.get(entry.mechanism, 0) + 1
+        return seq
+
+    def record_output(self, sequence: int, output: Any) -> None:
+        self.inner.record_output(sequence, output)
+
+    def close(self, status: str) -> None:
+        self.inner.close(status)
+
+
 @dataclass
 class SessionHandle:
     """The run's session and where it is recorded."""
@@ -146,21 +185,32 @@ def open_session(
         from accounting.memory import InMemoryRecorder
         from accounting.session import Session
 
-        recorder = InMemoryRecorder(budget=budget, rule=rule, relation=relation)
+        recorder = CountingRecorder(InMemoryRecorder(budget=budget, rule=rule,
+                                                     relation=relation))
         session = Session(budget, rule=rule, relation=relation, recorder=recorder, seed=seed)
-        return SessionHandle(session, None, getattr(recorder, "run_id", None), recorder)
+        return SessionHandle(session, None, recorder.run_id, recorder)
     if dataset_id is None or not isinstance(dataset_id, str) or not dataset_id.strip():
         raise AlgorithmError("dataset_id: a ledger run needs a declared dataset id")
-    from accounting.ledger import Ledger, session_for_run
+    from accounting.errors import AccountingError
+    from accounting.ledger import Ledger
+    from accounting.session import Session
 
     led = Ledger.open(Path(ledger), create=True)
     if not _has_dataset(led, dataset_id):
         led.register_dataset(dataset_id, budget, relation, description=description)
-    session = session_for_run(led, dataset_id, budget, rule, seed=seed,
-                              description=description)
-    run_recorder: Any = session.recorder
-    run_id = getattr(run_recorder, "run_id", None)
-    return SessionHandle(session, str(ledger), run_id, run_recorder)
+    # As accounting.ledger.session_for_run, with a counting wrapper around the run.
+    run_relation = led.dataset(dataset_id).relation
+    Session(budget, rule=rule, relation=run_relation, seed=seed)  # validation only
+    run = led.open_run(dataset_id, budget, rule, seed_explicit=seed is not None,
+                       description=description)
+    recorder = CountingRecorder(run)
+    try:
+        session = Session(budget, rule=rule, relation=run_relation, recorder=recorder,
+                          seed=seed)
+    except AccountingError:
+        run.close("error")
+        raise
+    return SessionHandle(session, str(ledger), recorder.run_id, recorder)
 
 
 def _has_dataset(ledger: Any, dataset_id: str) -> bool:
