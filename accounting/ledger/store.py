@@ -263,19 +263,17 @@ class Ledger:
         p = Path(path)
         if not isinstance(timeout, int | float) or not timeout > 0:
             raise InvalidParameterError("timeout", timeout, "must be > 0 seconds")
-        new = not p.exists() or (create and p.is_file() and p.stat().st_size == 0)
-        if new and not create:
+        if not p.exists() and not create:
             raise LedgerError(f"no ledger at {p}; create one with `dpcg ledger init`")
         if p.exists():
             if not p.is_file():
                 raise ForeignLedgerError(f"{p} is not a file")
-            size = p.stat().st_size
-            if size > 0 or not create:
+            if p.stat().st_size > 0 or not create:
                 with p.open("rb") as fh:
                     head = fh.read(len(SQLITE_MAGIC))
                 if head != SQLITE_MAGIC:
                     raise ForeignLedgerError(f"{p} is not a dpcg ledger: not an SQLite database")
-        mode = "rwc" if new else "rw"
+        mode = "rwc" if create else "rw"
         try:
             conn = sqlite3.connect(
                 f"file:{quote(p.resolve().as_posix())}?mode={mode}", uri=True, timeout=timeout,
@@ -284,14 +282,23 @@ class Ledger:
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open ledger {p}: {exc}") from None
         try:
-            if new:
+            # A blank database (new, or another process is creating it right now) is
+            # initialised under the write lock; a database with other tables is foreign.
+            if create and cls._is_blank(conn, p):
                 cls._initialise(conn)
             meta = cls._read_metadata(conn, p)
-            conn.execute("PRAGMA foreign_keys=OFF")
         except BaseException:
             conn.close()
             raise
         return cls(p, conn, meta)
+
+    @staticmethod
+    def _is_blank(conn: sqlite3.Connection, p: Path) -> bool:
+        try:
+            row = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise LedgerCorruptError(f"{p}: SQLite cannot read the file: {exc}") from None
+        return int(row[0]) == 0
 
     @staticmethod
     def _initialise(conn: sqlite3.Connection) -> None:
