@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -285,7 +286,7 @@ class Ledger:
             # A blank database (new, or another process is creating it right now) is
             # initialised under the write lock; a database with other tables is foreign.
             if create and cls._is_blank(conn, p):
-                cls._initialise(conn)
+                cls._initialise(conn, timeout)
             meta = cls._read_metadata(conn, p)
         except BaseException:
             conn.close()
@@ -301,28 +302,46 @@ class Ledger:
         return int(row[0]) == 0
 
     @staticmethod
-    def _initialise(conn: sqlite3.Connection) -> None:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("BEGIN IMMEDIATE")
+    def _initialise(conn: sqlite3.Connection, timeout: float) -> None:
+        """Switch to WAL and create the schema, unless another process already did.
+
+        Several processes creating the same file at once can make SQLite report
+        "database is locked" without waiting (two readers upgrading their locks to
+        change the journal mode); that is retried until ``timeout``.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
             try:
-                have = {r[0] for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table'")}
-                if not have:  # another process may have initialised it meanwhile
-                    for stmt in _SCHEMA:
-                        conn.execute(stmt)
-                    conn.executemany(
-                        "INSERT INTO metadata(key, value) VALUES (?, ?)",
-                        [("format", FORMAT_NAME), ("format_version", str(FORMAT_VERSION)),
-                         ("ledger_id", uuid.uuid4().hex), ("created_at", _now())],
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
+                Ledger._initialise_once(conn)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise LedgerError(f"cannot create the ledger: {exc}") from None
+                time.sleep(0.01)
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot create the ledger: {exc}") from None
+
+    @staticmethod
+    def _initialise_once(conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            have = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+            if not have:  # another process may have initialised it meanwhile
+                for stmt in _SCHEMA:
+                    conn.execute(stmt)
+                conn.executemany(
+                    "INSERT INTO metadata(key, value) VALUES (?, ?)",
+                    [("format", FORMAT_NAME), ("format_version", str(FORMAT_VERSION)),
+                     ("ledger_id", uuid.uuid4().hex), ("created_at", _now())],
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
                 conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot create the ledger: {exc}") from None
+            raise
 
     @staticmethod
     def _read_metadata(conn: sqlite3.Connection, p: Path) -> dict[str, str]:
