@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from dpcg.bench.pc import causallearn_cpdag
-from dpcg.citests.nonprivate import G2Test
 from dpcg.datasets import load_network
 from dpcg.graph import CPDAG
 from dpcg.metrics import skeleton_scores
 from dpcg.pc import pc_stable
+from dpcg.pc.fast_tables import FastG2Test
 
 ROWS = 100_000
 
@@ -24,7 +24,7 @@ def _parity(name: str) -> None:
     pc = pytest.importorskip("causallearn.search.ConstraintBased.PC").pc
     net = load_network(name)
     ds = net.sample(ROWS, 0)
-    ours = pc_stable(G2Test(ds, alpha=0.05), ds.names)
+    ours = pc_stable(FastG2Test(ds, alpha=0.05), ds.names)
     data = np.asarray(ds.codes).T.astype(np.int64)
     cg = pc(data, 0.05, "gsq", stable=True, show_progress=False)
     ref = causallearn_cpdag(cg.G.graph, tuple(ds.names))

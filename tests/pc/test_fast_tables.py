@@ -1,0 +1,72 @@
+"""Bitset tables equal the bincount tables exactly; FastG2Test == G2Test bit for bit."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcg.citests.nonprivate import G2Test
+from dpcg.data import Categorical, Dataset, Schema
+from dpcg.datasets import load_network
+from dpcg.pc import pc_stable
+from dpcg.pc.fast_tables import BitsetTables, FastChi2Test, FastG2Test, pack_column
+from dpcg.stats.contingency import contingency_table
+
+pytestmark = pytest.mark.skipif(not hasattr(np, "bitwise_count"), reason="numpy < 2.0")
+
+
+def test_pack_column() -> None:
+    codes = np.array([0, 2, 1, 2] + [0] * 70, dtype=np.uint8)
+    b = pack_column(codes, 3)
+    assert b.shape == (3, 2)
+    assert int(b[2, 0]) == 0b1010
+    assert int(b[1, 0]) == 0b0100
+    assert int(np.bitwise_count(b).sum()) == 74
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_tables_equal_bincount_tables(data: st.DataObject) -> None:
+    p = data.draw(st.integers(2, 5))
+    n = data.draw(st.integers(1, 300))
+    cards = tuple(data.draw(st.lists(st.integers(1, 3), min_size=p, max_size=p)))  # <= 243 cells
+    # skewed codes, often leaving categories and strata unobserved
+    rows = data.draw(st.lists(
+        st.tuples(*[st.integers(0, c - 1) for c in cards]), min_size=n, max_size=n))
+    codes = np.ascontiguousarray(np.array(rows, dtype=np.uint8).T)
+    x, y = data.draw(st.lists(st.integers(0, p - 1), min_size=2, max_size=2, unique=True))
+    rest = [v for v in range(p) if v not in (x, y)]
+    S = tuple(data.draw(st.permutations(rest))[: data.draw(st.integers(0, len(rest)))])
+    fast = BitsetTables(codes, cards)
+    assert fast.usable(x, y, S)
+    a = fast.table(x, y, S)
+    b = contingency_table(codes, cards, x, y, S)
+    assert a.n_configs == b.n_configs
+    assert (a.cx, a.cy) == (b.cx, b.cy)
+    np.testing.assert_array_equal(a.counts, b.counts)
+
+
+def test_fast_g2_identical_on_alarm_pc_run() -> None:
+    net = load_network("alarm")
+    ds = net.sample(20_000, 3)
+    ref = pc_stable(G2Test(ds, alpha=0.05), ds.names)
+    fast = pc_stable(FastG2Test(ds, alpha=0.05), ds.names)
+    assert fast.tests == ref.tests  # same questions, statistics and p-values, bit for bit
+    assert fast.cpdag == ref.cpdag
+
+
+def test_fast_chi2_and_large_tables_fall_back() -> None:
+    schema = Schema([Categorical(f"v{j}", [str(k) for k in range(8)]) for j in range(6)])
+    codes = np.ascontiguousarray((np.arange(6 * 500).reshape(6, 500) * 7919 % 8)
+                                 .astype(np.uint8))
+    ds = Dataset.from_codes(codes, schema)
+    t = FastChi2Test(ds, alpha=0.05)
+    assert t._bitset_table(0, 1, (2, 3, 4)) is None  # 8^5 cells: bincount path
+    for x, y, *S in combinations(range(6), 4):
+        got = t.table(x, y, tuple(S))
+        want = contingency_table(codes, ds.cardinalities, x, y, tuple(S))
+        np.testing.assert_array_equal(got.counts, want.counts)
