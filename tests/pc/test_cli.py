@@ -203,3 +203,16 @@ def test_parser_builds() -> None:
 
     parser = build_parser()
     assert isinstance(parser, argparse.ArgumentParser)
+
+
+def test_bundled_dataset_with_g2(tmp_path: Path) -> None:
+    out, gml = tmp_path / "r.json", tmp_path / "g.graphml"
+    assert main(["discover", "--dataset", "asia", "--rows", "5000", "--test", "g2", "--seed",
+                 "2", "--out", str(out), "--graphml", str(gml), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["test"] == "g2"
+    assert doc["data"] == {"source": "bundled", "dataset": "asia", "rows": 5000, "seed": 2}
+    assert doc["tests"]["count"] > 0
+    assert 0.0 <= doc["metrics"]["skeleton_f1"] <= 1.0
+    assert doc["metrics"]["shd"] >= 0
+    assert set(nx.read_graphml(gml).nodes) == set(doc["nodes"])

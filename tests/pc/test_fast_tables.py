@@ -28,7 +28,7 @@ def test_pack_column() -> None:
     assert int(np.bitwise_count(b).sum()) == 74
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.data())
 def test_tables_equal_bincount_tables(data: st.DataObject) -> None:
     p = data.draw(st.integers(2, 5))
