@@ -69,9 +69,85 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
     if not full:
         notes.append("quick profile: algorithm-level audits of laplace-pc and svt-pc only "
                      "(all five variants in the full profile)")
-    notes.append("PrivGCM / PrivCRT CI tests: no algorithm-level audit yet")
-    return [
+    out = [
         EmpiricalItem("algorithm", f"{name} (eps={EPS:g}, whole run)",
                       algorithm_sampler(private_pc(name)), pair, EPS, scale=-1.0)
         for name in names
+    ]
+    try:
+        out.extend(ci_test_items())
+    except ImportError as exc:  # pragma: no cover - depends on the continuous room
+        notes.append(f"PrivGCM / PrivCRT audits skipped: {exc}")
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# Private CI tests (PrivGCM, PrivCRT): one test per run, through a fresh session
+# ---------------------------------------------------------------------------------
+
+N_CONT = 100
+
+
+def continuous_pair(seed: int = 1) -> fixtures.Neighbours:
+    """(x, y, z) in [-1, 1]^3 with x and y both depending on z, 100 rows; D' replaces
+    row 0 by the extreme row (1, -1, 0)."""
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(-1.0, 1.0, N_CONT)
+    x = np.clip(0.6 * z + 0.3 * rng.standard_normal(N_CONT), -1.0, 1.0)
+    y = np.clip(-0.5 * z + 0.3 * rng.standard_normal(N_CONT), -1.0, 1.0)
+    d = np.c_[x, y, z]
+    dp = d.copy()
+    dp[0] = [1.0, -1.0, 0.0]
+    return fixtures.Neighbours(d, dp, f"3 continuous variables in [-1, 1], {N_CONT} rows, "
+                                      "row 0 replaced by (1, -1, 0)")
+
+
+def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]:
+    """``n`` runs of one private CI test X _||_ Y | Z, each in its own session with
+    budget ``EPS`` and a fresh seed. PrivGCM returns the statistic computed from the
+    noisy residual products (post-processing of the release); PrivCRT its p-value."""
+    from accounting.costs import Budget
+    from accounting.session import Session
+    from dpcg.citests.crt import GaussianModelX, PrivCRTTest
+    from dpcg.citests.gcm import PrivGCMTest
+
+    bounds = [(-1.0, 1.0)] * 3
+    cache: dict[int, Any] = {}
+
+    def make(values: Any) -> Any:
+        key = id(values)
+        if key not in cache:
+            if kind == "gcm":
+                cache[key] = PrivGCMTest(np.asarray(values).T, bounds, None, EPS)
+            else:
+                model = GaussianModelX.from_arrays(
+                    np.zeros(3), np.array([[1.0, 0.0, 0.6], [0.0, 1.0, -0.5],
+                                           [0.6, -0.5, 1.0]]))
+                cache[key] = PrivCRTTest(np.asarray(values).T, bounds, None, EPS, model, m=19)
+        return cache[key]
+
+    def run(values: Any, n: int, rng: np.random.Generator) -> Any:
+        test = make(values)
+        seeds = rng.integers(0, 2**63 - 1, size=n)
+        out = np.empty(n, dtype=np.float64)
+        for i, s in enumerate(seeds):
+            test.session = Session(Budget(EPS), seed=int(s))
+            if kind != "gcm":
+                test.generator = None  # the CRT resamples from the session's generator
+            r = test.test(0, 1, (2,))
+            out[i] = r.statistic if kind == "gcm" else r.pvalue
+        return out
+
+    return run
+
+
+def ci_test_items() -> list[Any]:
+    from audits.suite import EmpiricalItem
+
+    pair = continuous_pair()
+    return [
+        EmpiricalItem("algorithm", f"PrivGCM test (eps={EPS:g}, noisy statistic)",
+                      ci_test_sampler("gcm"), pair, EPS, scale=-1.0),
+        EmpiricalItem("algorithm", f"PrivCRT test (eps={EPS:g}, m=19, p-value)",
+                      ci_test_sampler("crt"), pair, EPS, scale=-1.0),
     ]
