@@ -24,7 +24,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -98,6 +98,12 @@ _RUN_COLUMNS = (
     "spent_epsilon", "spent_delta", "spent_rho",
 )
 _MAX_ID = 200
+
+
+def _describe(exc: sqlite3.Error) -> str:
+    """SQLite's message plus its extended error name (e.g. SQLITE_IOERR_SHMMAP)."""
+    name = getattr(exc, "sqlite_errorname", None)
+    return f"{exc} ({name})" if name else str(exc)
 
 
 def _now() -> str:
@@ -241,6 +247,7 @@ class Ledger:
     def __init__(self, path: Path, conn: sqlite3.Connection, meta: dict[str, str]) -> None:
         self.path = path
         self._connection: sqlite3.Connection | None = conn
+        self._pid = os.getpid()
         self.ledger_id = meta["ledger_id"]
         self.created_at = meta["created_at"]
         self.format_version = int(meta["format_version"])
@@ -374,11 +381,15 @@ class Ledger:
     def _conn(self) -> sqlite3.Connection:
         if self._connection is None:
             raise LedgerError(f"the ledger {self.path} is closed; open it again")
+        if os.getpid() != self._pid:
+            raise LedgerError(
+                f"the ledger {self.path} was opened in process {self._pid}; SQLite connections "
+                "cannot cross fork(): open the ledger again in this process")
         return self._connection
 
     def close(self) -> None:
         """Close the connection (idempotent); later calls raise :class:`LedgerError`."""
-        if self._connection is not None:
+        if self._connection is not None and os.getpid() == self._pid:
             self._connection.close()
             self._connection = None
 
@@ -392,6 +403,10 @@ class Ledger:
     # -- transactions -----------------------------------------------------------------
     @contextmanager
     def _transaction(self, synchronous: str) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; any error rolls it back completely.
+
+        SQLite errors become :class:`LedgerError` naming SQLite's extended error code.
+        """
         conn = self._conn
         try:
             if synchronous != self._synchronous:
@@ -399,18 +414,20 @@ class Ledger:
                 self._synchronous = synchronous
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise LedgerError(f"cannot start a ledger transaction on {self.path}: {exc}") from None
+            raise LedgerError(
+                f"cannot start a ledger transaction on {self.path}: {_describe(exc)}") from None
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        try:
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise LedgerError(f"cannot commit to the ledger {self.path}: {exc}") from None
+                with suppress(sqlite3.Error):  # SQLite may have rolled back already
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise LedgerError(
+                    f"ledger {self.path}: write failed and was rolled back: {_describe(exc)}"
+                ) from None
+            raise
 
     def _append(self, conn: sqlite3.Connection, fields: dict[str, Any]) -> int:
         """Append one chained entry inside the current transaction; returns its seq."""

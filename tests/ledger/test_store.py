@@ -318,3 +318,14 @@ def test_closed_ledger_raises_ledger_error(ledger: Ledger) -> None:
         ledger.verify()
     with pytest.raises(LedgerError, match="closed"):
         run.record(laplace_draft())
+
+
+def test_a_ledger_does_not_cross_fork(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    real = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: real + 1)  # as seen from a forked child
+    with pytest.raises(LedgerError, match="cannot cross fork"):
+        ledger.open_run("survey-2024", Budget(0.5), "basic", seed_explicit=False)
+    monkeypatch.undo()
+    assert ledger.verify().ok
