@@ -57,6 +57,14 @@ def _and_outer(a: NDArray[np.uint64], b: NDArray[np.uint64]) -> NDArray[np.uint6
     return out
 
 
+def _popcount_rows(cells: NDArray[np.uint64]) -> NDArray[np.int64]:
+    """Set bits per row over the last axis (uint32 accumulation: 2x faster than int64;
+    exact, since a row holds at most ``n < 2^32`` set bits)."""
+    out: NDArray[np.int64] = np.bitwise_count(cells).sum(axis=-1, dtype=np.uint32).astype(
+        np.int64)
+    return out
+
+
 class BitsetTables:
     """Lazily packed bitsets of the columns of a ``(p, n)`` code array."""
 
@@ -98,10 +106,10 @@ class BitsetTables:
         cx, cy = self.cardinalities[x], self.cardinalities[y]
         xy = self._pair(x, y)  # (cx * cy, W)
         if acc is None:
-            counts = np.bitwise_count(xy).sum(axis=-1, dtype=np.int64).reshape(1, cx, cy)
+            counts = _popcount_rows(xy).reshape(1, cx, cy)
         else:
             cells = acc[:, None, :] & xy[None, :, :]  # (k, cx * cy, W)
-            counts = np.bitwise_count(cells).sum(axis=-1, dtype=np.int64).reshape(-1, cx, cy)
+            counts = _popcount_rows(cells).reshape(-1, cx, cy)
         return StrataTable(np.ascontiguousarray(counts, dtype=np.int64), cx, cy, n_configs)
 
     def _pair(self, x: int, y: int) -> NDArray[np.uint64]:
