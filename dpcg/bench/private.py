@@ -241,8 +241,9 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
         f"seed {DATA_SEED}), delta = {DELTA}, library defaults for every algorithm (plan "
         "sizes, thresholds, tweaks and margins fixed before any score was looked at). "
         f"Seeds per cell: {', '.join(map(str, seeds))}. Skeleton F1 and CPDAG SHD against "
-        f"the TRUE DAG, mean +- sd. Wall time of the grid: {wall:.0f} s on "
-        f"{args.processes} processes.",
+        f"the TRUE DAG, mean +- sd. {len(results)} runs, "
+        f"{sum(float(r.get('seconds') or 0.0) for r in results):.0f} s of run time in total "
+        f"(each run recorded in a ledger; {args.processes} processes).",
         "",
     ]
     if speed:
@@ -437,6 +438,12 @@ def run(args: argparse.Namespace) -> int:
             pool.terminate()
         ledger_lines = _verify_ledgers(ledgers, results)
         results = previous + results
-    speed = None if args.no_speed else _speed(args.rows)
+    speed_file = args.results.with_suffix(".speed.json")
+    speed: list[dict[str, Any]] | None = None
+    if not args.no_speed:
+        speed = _speed(args.rows)
+        speed_file.write_text(json.dumps(speed, indent=1))
+    elif args.report_only and speed_file.exists():
+        speed = json.loads(speed_file.read_text())
     _report(results, speed, ledger_lines, args, time.perf_counter() - t_start)
     return 0
