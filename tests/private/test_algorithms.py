@@ -199,3 +199,28 @@ def test_run_private_reuses_a_cache_without_changing_accounting(asia: Any) -> No
 def test_plan_size_is_refused_where_it_does_not_apply(asia: Any, algorithm: str) -> None:
     with pytest.raises(AlgorithmError, match="plan_size"):
         discover(asia, algorithm, epsilon=1.0, delta=1e-6, plan_size=10)
+
+
+def test_priv_pc_round_costs_fit_and_rate_is_the_closed_form(asia: Any) -> None:
+    import math
+
+    from accounting.mechanisms import Laplace, SubsampledSparseVector
+    from accounting.relations import Relation
+    from dpcg.citests.private import source_for_dataset
+    from dpcg.private import priv_pc
+    from dpcg.private.planning import subsample_rate
+
+    src = source_for_dataset(asia, "kendall-z")
+    for eps in (0.5, 5.0, 50.0):
+        plan = priv_pc.make_plan(PrivateSettings(epsilon=eps, delta=0.0), src)
+        sieve = SubsampledSparseVector(plan.n, plan.m, 0.0, plan.sensitivity_sub,
+                                       plan.epsilon_base)
+        exam = Laplace(plan.sensitivity_full, plan.epsilon_half)
+        rel = Relation.REPLACE_ONE
+        total = sieve.cost(rel) + exam.cost(rel)
+        assert total.epsilon is not None
+        assert total.epsilon * plan.rounds <= Fraction(eps)
+        assert plan.m == max(2, min(plan.n, math.floor(subsample_rate(plan.epsilon_round)
+                                                        * plan.n)))
+        assert plan.sensitivity_sub == pytest.approx(
+            plan.sensitivity_full * math.sqrt(plan.n / plan.m))
