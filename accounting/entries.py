@@ -17,6 +17,9 @@ from typing import Protocol, runtime_checkable
 from accounting.costs import Budget, Cost
 from accounting.relations import Relation
 
+#: The statuses a run can be closed with.
+RUN_STATUSES = ("completed", "budget-exhausted", "error")
+
 #: JSON-compatible scalar or container, used for public parameters.
 JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 
@@ -68,5 +71,5 @@ class RunRecorder(Protocol):
         ...
 
     def close(self, status: str) -> None:
-        """Mark the run finished (``"completed"``, ``"budget-exhausted"``, ``"error"``)."""
+        """Mark the run finished with one of :data:`RUN_STATUSES`."""
         ...

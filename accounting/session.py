@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from accounting.costs import Budget, Cost
-from accounting.entries import EntryDraft, JSONValue, RunRecorder
+from accounting.entries import RUN_STATUSES, EntryDraft, JSONValue, RunRecorder
 from accounting.errors import InvalidParameterError, SessionHaltedError
 from accounting.filter import PrivacyFilter, check_rule
 from accounting.mechanisms import (
@@ -209,8 +209,8 @@ class Session:
         """Finish the session (and the recorder's run); later calls raise."""
         if self._closed is not None:
             raise SessionHaltedError(f"session already closed ({self._closed})")
-        if not isinstance(status, str) or not status:
-            raise InvalidParameterError("status", status, "must be a non-empty string")
+        if status not in RUN_STATUSES:
+            raise InvalidParameterError("status", status, f"must be one of {RUN_STATUSES}")
         for run in self._runs:
             self._store_run(run)
         self._closed = status

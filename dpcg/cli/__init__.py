@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -49,9 +50,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = func(args)
+        sys.stdout.flush()
     except (DpcgError, AccountingError) as exc:
         print(f"dpcg {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     return code
 
 

@@ -19,7 +19,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from accounting.costs import Cost
+from accounting.costs import Budget, Cost
 from accounting.relations import Relation
 from dpcg.citests.private import StatisticSource, ThresholdCITest, source_for_dataset
 from dpcg.errors import AlgorithmError
@@ -70,8 +70,13 @@ def run_private(
     background: Any = None,
     progress: Any = None,
     description: str = "",
+    lifetime: Budget | None = None,
 ) -> PrivateResult:
-    """Run ``algorithm`` on an already-built :class:`StatisticSource`."""
+    """Run ``algorithm`` on an already-built :class:`StatisticSource`.
+
+    ``lifetime`` is the lifetime budget used only when ``dataset_id`` is not yet
+    registered in ``ledger`` (default: this run's budget).
+    """
     validate_settings(settings)
     mod = _module(algorithm)
     if algorithm in ("em-pc", "curate") and (
@@ -84,7 +89,7 @@ def run_private(
     plan = mod.make_plan(settings, source)
     budget = settings.budget()
     handle = open_session(budget, plan.rule, relation=settings.relation, seed=settings.seed,
-                          ledger=ledger, dataset_id=dataset_id,
+                          ledger=ledger, dataset_id=dataset_id, lifetime=lifetime,
                           description=description or f"dpcg {algorithm}/{settings.test}")
     session = handle.session
     status = "error"

@@ -174,12 +174,14 @@ def open_session(
     ledger: str | Path | None = None,
     dataset_id: str | None = None,
     description: str = "",
+    lifetime: Budget | None = None,
 ) -> SessionHandle:
     """A session for one run: in memory, or recorded in the ledger at ``ledger``.
 
     With a ledger, ``dataset_id`` names the dataset; if the ledger does not know it yet
-    it is registered with a lifetime budget equal to this run's budget (register it
-    beforehand with ``dpcg ledger`` to give it a larger lifetime).
+    it is registered with the lifetime budget ``lifetime`` (default: this run's budget;
+    register it beforehand with ``dpcg ledger init`` to declare it explicitly). The
+    lifetime of an already registered dataset is never changed here.
     """
     if ledger is None:
         from accounting.memory import InMemoryRecorder
@@ -197,7 +199,8 @@ def open_session(
 
     led = Ledger.open(Path(ledger), create=True)
     if not _has_dataset(led, dataset_id):
-        led.register_dataset(dataset_id, budget, relation, description=description)
+        led.register_dataset(dataset_id, budget if lifetime is None else lifetime, relation,
+                             description=description)
     # As accounting.ledger.session_for_run, with a counting wrapper around the run.
     run_relation = led.dataset(dataset_id).relation
     Session(budget, rule=rule, relation=run_relation, seed=seed)  # validation only

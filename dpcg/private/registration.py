@@ -10,17 +10,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from accounting.costs import Budget
 from dpcg.errors import AlgorithmError
 from dpcg.pc.registry import AlgorithmRun, AlgorithmSpec, Argument, RunContext, register_algorithm
 from dpcg.private.common import ALGORITHMS
+
+#: Ledger file used when ``--ledger`` is not given (and ``--no-ledger`` is not set).
+DEFAULT_LEDGER = "dpcg-ledger.sqlite"
 
 ARGUMENTS = (
     Argument.of("--epsilon", type=float, help="TOTAL privacy budget epsilon of the run"),
     Argument.of("--delta", type=float,
                 help="TOTAL privacy budget delta (default 1e-6; 0 forces pure DP)"),
-    Argument.of("--ledger", metavar="PATH", help="record the run in this ledger file"),
+    Argument.of("--ledger", metavar="PATH",
+                help=f"record the run in this ledger file (default: ./{DEFAULT_LEDGER})"),
+    Argument.of("--no-ledger", action="store_true", dest="no_ledger",
+                help="keep the run's entries in memory only (experiments; nothing durable)"),
     Argument.of("--dataset-id", metavar="ID", dest="dataset_id",
-                help="declared id of the dataset in the ledger"),
+                help="declared id of the dataset in the ledger (required for --data; "
+                     "bundled data defaults to bundled:NAME:rows=N:seed=S)"),
+    Argument.of("--lifetime-epsilon", type=float, dest="lifetime_epsilon", metavar="E",
+                help="lifetime epsilon of a dataset id the ledger does not know yet "
+                     "(default: this run's epsilon); ignored for registered ids"),
+    Argument.of("--lifetime-delta", type=float, dest="lifetime_delta", metavar="D",
+                help="lifetime delta for a new dataset id (default: this run's delta)"),
+    Argument.of("--noise-seed", type=int, dest="noise_seed", metavar="S",
+                help="seed the privacy noise (reproducible runs; marked as seeded in the "
+                     "ledger). Default: a secure random seed. --seed only seeds the data "
+                     "sample of a bundled network"),
     Argument.of("--plan-size", type=int, dest="plan_size", metavar="K",
                 help="public plan size: tests (laplace-pc), instances (svt-pc), rounds "
                      "(priv-pc); default from the number of variables"),
@@ -63,16 +80,13 @@ def _runner(algorithm: str) -> Callable[[RunContext], AlgorithmRun]:
         if eps is None:
             raise AlgorithmError(f"--algorithm {algorithm} needs --epsilon (the total budget)")
         delta = getattr(a, "delta", None)
-        ledger = getattr(a, "ledger", None)
-        dataset_id = getattr(a, "dataset_id", None)
-        if ledger is not None and dataset_id is None:
-            raise AlgorithmError("--ledger needs --dataset-id (the dataset's declared id)")
+        ledger, dataset_id, lifetime = _ledger_target(a, eps, 1e-6 if delta is None else delta)
         settings = PrivateSettings(
             epsilon=eps, delta=1e-6 if delta is None else delta, test=test,
             alpha=ctx.alpha, threshold=getattr(a, "threshold", None),
             plan_size=getattr(a, "plan_size", None),
             test_epsilon=getattr(a, "test_epsilon", None), rule=getattr(a, "rule", None),
-            seed=getattr(a, "seed", None), max_depth=ctx.max_depth,
+            seed=getattr(a, "noise_seed", None), max_depth=ctx.max_depth,
         )
         from dpcg.private.common import validate_settings
 
@@ -80,13 +94,47 @@ def _runner(algorithm: str) -> Callable[[RunContext], AlgorithmRun]:
         source = source_for_dataset(ctx.dataset, test, alpha=ctx.alpha,
                                     threshold=settings.threshold)
         res = run_private(algorithm, source, ctx.names, settings, ledger=ledger,
-                          dataset_id=dataset_id, background=ctx.background,
+                          dataset_id=dataset_id, lifetime=lifetime, background=ctx.background,
                           progress=ctx.progress)
         extra = res.extra()
         extra["private_test"] = test
         return AlgorithmRun(res.pc, extra)
 
     return run
+
+
+def _ledger_target(
+    a: Any, epsilon: float, delta: float
+) -> tuple[str | None, str | None, Budget | None]:
+    """Where the run is recorded: (ledger path, dataset id, lifetime for a new id).
+
+    Every private CLI run is recorded in a durable ledger unless ``--no-ledger`` is
+    given. The dataset id is declared by the user; for a bundled network it defaults to
+    the public recipe of the sample (name, rows, seed), never to a hash of the rows.
+    """
+    if getattr(a, "no_ledger", False):
+        if getattr(a, "ledger", None) is not None:
+            raise AlgorithmError("--no-ledger and --ledger exclude each other")
+        return None, None, None
+    ledger = getattr(a, "ledger", None) or DEFAULT_LEDGER
+    dataset_id = getattr(a, "dataset_id", None)
+    if dataset_id is None:
+        if getattr(a, "dataset", None) is None:
+            raise AlgorithmError(
+                "--dataset-id: a private run on --data is recorded in the ledger under the "
+                "dataset's declared id; pass --dataset-id ID (or --no-ledger for a "
+                "throw-away experiment)"
+            )
+        from dpcg.cli.discover import DEFAULT_ROWS
+
+        rows = DEFAULT_ROWS if a.rows is None else a.rows
+        seed = 0 if a.seed is None else a.seed
+        dataset_id = f"bundled:{a.dataset}:rows={rows}:seed={seed}"
+    life_eps = getattr(a, "lifetime_epsilon", None)
+    life_delta = getattr(a, "lifetime_delta", None)
+    lifetime = Budget(epsilon if life_eps is None else life_eps,
+                      delta if life_delta is None else life_delta)
+    return ledger, dataset_id, lifetime
 
 
 def register() -> None:

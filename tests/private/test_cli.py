@@ -46,15 +46,65 @@ def test_discover_private_needs_epsilon(tmp_path: Path, capsys: pytest.CaptureFi
     assert "--epsilon" in capsys.readouterr().err
 
 
-def test_ledger_without_dataset_id_is_refused(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    ledger = tmp_path / "runs.db"
-    code = main(["discover", "--dataset", "cancer", "--rows", "500", "--algorithm",
-                 "laplace-pc", "--test", "kendall-z", "--epsilon", "1", "--ledger",
-                 str(ledger), "--quiet"])
+def test_user_data_without_dataset_id_is_refused(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["datasets", "sample", "cancer", "--rows", "300", "--seed", "1", "--out",
+                 "t.csv", "--schema-out", "s.json"]) == 0
+    code = main(["discover", "--data", "t.csv", "--schema", "s.json", "--algorithm",
+                 "laplace-pc", "--test", "kendall-z", "--epsilon", "1", "--quiet"])
     assert code == 2
-    assert "dataset-id" in capsys.readouterr().err
-    assert not ledger.exists()
+    assert "--dataset-id" in capsys.readouterr().err
+    assert not (tmp_path / "dpcg-ledger.sqlite").exists()
+
+
+def test_private_runs_are_recorded_by_default(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """No --ledger: the run goes to ./dpcg-ledger.sqlite under the bundled sample's
+    declared id; the lifetime budget (default: the first run's budget) then refuses a
+    second run without writing anything."""
+    from accounting.ledger import Ledger
+
+    monkeypatch.chdir(tmp_path)
+    args = ["discover", "--dataset", "cancer", "--rows", "500", "--algorithm", "laplace-pc",
+            "--test", "kendall-z", "--epsilon", "1", "--quiet", "--out", "r.json"]
+    assert main(args) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["ledger"]["path"] == "dpcg-ledger.sqlite"
+    assert doc["ledger"]["dataset_id"] == "bundled:cancer:rows=500:seed=0"
+    led = Ledger.open(tmp_path / "dpcg-ledger.sqlite")
+    assert led.verify().ok
+    before = len(led.entries())
+    led.close()
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "lifetime" in capsys.readouterr().err
+    led = Ledger.open(tmp_path / "dpcg-ledger.sqlite")
+    assert len(led.entries()) == before
+    assert led.verify().ok
+    led.close()
+
+
+def test_lifetime_budget_for_a_new_dataset_id(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["discover", "--dataset", "cancer", "--rows", "500", "--algorithm", "laplace-pc",
+            "--test", "kendall-z", "--epsilon", "1", "--lifetime-epsilon", "2",
+            "--lifetime-delta", "2e-6", "--quiet"]
+    assert main(args) == 0
+    assert main(args) == 0
+    assert main(args) == 2
+
+
+def test_no_ledger_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["discover", "--dataset", "cancer", "--rows", "500", "--algorithm",
+                 "laplace-pc", "--test", "kendall-z", "--epsilon", "1", "--no-ledger",
+                 "--quiet", "--out", "r.json"]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["ledger"] is None
+    assert not (tmp_path / "dpcg-ledger.sqlite").exists()
 
 
 def test_nonprivate_pc_with_the_same_test(tmp_path: Path) -> None:
