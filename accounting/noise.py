@@ -112,6 +112,100 @@ def _geometric_exp1(rng: np.random.Generator, size: int) -> IntArray:
     return v
 
 
+# ---------------------------------------------------------------------------------
+# Scalar fast path: the same exact algorithms in Python integer arithmetic
+# ---------------------------------------------------------------------------------
+#: Calls with at most this many draws use the pure-Python path (the vectorised path's
+#: per-round NumPy overhead dominates for a handful of draws).
+SCALAR_MAX = 8
+#: 64-bit words fetched from the bit generator per refill of a :class:`_Bits` buffer.
+_CHUNK_WORDS = 16
+
+
+class _Bits:
+    """Uniform random bits from the generator's raw 64-bit output, each used once.
+
+    ``random_raw`` returns the bit generator's uniform 64-bit words (PCG64: all 64
+    bits uniform); they are concatenated into one Python integer and consumed from
+    the low end. ``below(n)`` is exact: ``k = bitlength(n - 1)`` fresh bits, rejected
+    while ``>= n``. A buffer lives for one sampler call; unused bits are discarded
+    (the output is a function of the consumed prefix of an iid uniform bit stream,
+    so discarding the rest does not change its distribution).
+    """
+
+    __slots__ = ("_acc", "_n", "_raw")
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._raw = rng.bit_generator.random_raw
+        self._acc = 0
+        self._n = 0
+
+    def bits(self, k: int) -> int:
+        while self._n < k:
+            words = np.asarray(self._raw(_CHUNK_WORDS), dtype="<u8")
+            self._acc |= int.from_bytes(words.tobytes(), "little") << self._n
+            self._n += 64 * _CHUNK_WORDS
+        r = self._acc & ((1 << k) - 1)
+        self._acc >>= k
+        self._n -= k
+        return r
+
+    def below(self, n: int) -> int:
+        """Uniform on ``{0, ..., n - 1}`` (``n >= 1``), exact."""
+        k = (n - 1).bit_length()
+        while True:
+            r = self.bits(k)
+            if r < n:
+                return r
+
+
+def _bern_exp_py(src: _Bits, num: int, den: int) -> bool:
+    """``Bernoulli(exp(-num/den))`` for ``0 <= num <= den`` (CKS Algorithm 1, as
+    :func:`bernoulli_exp`)."""
+    k = 1
+    while src.below(den * k) < num:
+        k += 1
+    return k % 2 == 1
+
+
+def _bern_exp_frac_py(src: _Bits, num: int, den: int) -> bool:
+    """``Bernoulli(exp(-num/den))`` for any ``num >= 0``: ``floor(num/den)``
+    ``Bernoulli(exp(-1))`` successes and one ``Bernoulli(exp(-(num mod den)/den))``
+    (CKS Algorithm 1, ``gamma > 1``); stops at the first failure."""
+    whole, frac = divmod(num, den)
+    for _ in range(whole):
+        if not _bern_exp_py(src, 1, 1):
+            return False
+    return _bern_exp_py(src, frac, den)
+
+
+def _discrete_laplace_py(src: _Bits, t: int, s: int) -> int:
+    """One draw of CKS 2020 Algorithm 2 (as :func:`discrete_laplace`)."""
+    while True:
+        u = src.below(t)
+        if not _bern_exp_py(src, u, t):
+            continue
+        v = 0
+        while _bern_exp_py(src, 1, 1):
+            v += 1
+        y = (u + t * v) // s
+        negative = src.bits(1) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def _discrete_gaussian_py(src: _Bits, t: int) -> int:
+    """One draw of CKS 2020 Algorithm 3 with integer sigma ``t`` (as
+    :func:`discrete_gaussian`)."""
+    den = 2 * t * t
+    while True:
+        y = _discrete_laplace_py(src, t, 1)
+        dev = abs(y) - t
+        if _bern_exp_frac_py(src, dev * dev, den):
+            return y
+
+
 def discrete_laplace(rng: np.random.Generator, t: int, s: int, size: int) -> IntArray:
     """``size`` iid draws of the discrete Laplace with ``P(y) ∝ exp(-|y| s / t)``.
 
@@ -124,6 +218,10 @@ def discrete_laplace(rng: np.random.Generator, t: int, s: int, size: int) -> Int
         raise InvalidParameterError("scale", (t, s), "t and s must be integers >= 1")
     if t.bit_length() > 58 or s.bit_length() > 58:
         raise InvalidParameterError("scale", (t, s), "t and s must be below 2^58")
+    if size <= SCALAR_MAX:
+        src = _Bits(rng)
+        return np.array([_discrete_laplace_py(src, t, s) for _ in range(size)],
+                        dtype=np.int64)
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)
     while pending.size:
@@ -261,6 +359,9 @@ def discrete_gaussian(rng: np.random.Generator, t: int, size: int) -> IntArray:
     """
     if t < 1 or t.bit_length() > MAX_GAUSS_BITS + 1:
         raise InvalidParameterError("sigma", t, f"integer sigma must be in [1, 2^{MAX_GAUSS_BITS}]")
+    if size <= SCALAR_MAX:
+        src = _Bits(rng)
+        return np.array([_discrete_gaussian_py(src, t) for _ in range(size)], dtype=np.int64)
     den = 2 * t * t
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)

@@ -371,3 +371,58 @@ def test_permute_and_flip_is_not_bounded_range() -> None:
     em = Exponential(1.0, eps)
     loss_em = np.log(em.probabilities(u) / em.probabilities(u2))
     assert loss_em.max() - loss_em.min() <= eps + 1e-12
+
+
+# -- scalar fast path (size <= SCALAR_MAX): the same exact laws ---------------------
+@pytest.mark.parametrize(("t", "s"), [(1, 1), (7, 2), (3, 10), (2**44 + 3, 2**43)])
+def test_scalar_discrete_laplace_pmf(t: int, s: int) -> None:
+    rng = np.random.default_rng(t % 1000 * 37 + s % 1000)
+    draws = [discrete_laplace(rng, t, s, k) for k in (1, 2, 3) * 5000]
+    assert all(d.shape == (k,) for d, k in zip(draws, (1, 2, 3) * 5000, strict=True))
+    y = np.concatenate(draws)
+    q = math.exp(-s / t)
+    lo, hi = int(y.min()), int(y.max())
+    support = np.arange(lo, hi + 1)
+    counts = np.bincount(y - lo, minlength=support.size).astype(float)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(support)
+    tail = q ** (np.abs(np.array([lo, hi])) + 1) / (1 + q)
+    pmf[0] += tail[0]
+    pmf[-1] += tail[1]
+    assert chi2_p(counts, pmf) > P_MIN
+
+
+@pytest.mark.parametrize("t", [1, 3, 30])
+def test_scalar_discrete_gaussian_pmf(t: int) -> None:
+    rng = np.random.default_rng(200 + t)
+    y = np.concatenate([discrete_gaussian(rng, t, k) for k in (1, 4) * 6000])
+    lo, hi = int(y.min()), int(y.max())
+    support = np.arange(lo - 3 * t, hi + 3 * t + 1)
+    counts = np.bincount(y - support[0], minlength=support.size).astype(float)
+    pmf = np.exp(-(support.astype(float) ** 2) / (2.0 * t * t))
+    assert chi2_p(counts, pmf) > P_MIN
+
+
+def test_scalar_bits_uniform_and_exact() -> None:
+    from accounting.noise import _Bits
+
+    src = _Bits(np.random.default_rng(9))
+    for n in (1, 2, 3, 5, 7, 2**40 + 1):
+        v = [src.below(n) for _ in range(3000)]
+        assert min(v) >= 0
+        assert max(v) < n
+    small = np.bincount([src.below(5) for _ in range(25000)], minlength=5).astype(float)
+    assert chi2_p(small, np.full(5, 0.2)) > P_MIN
+    # large n: the top bit is set about half the time among values below 2^k
+    n = 3 * 2**60
+    top = np.mean([src.below(n) >= 2**61 for _ in range(20000)])
+    assert abs(top - 1 / 3) < 0.02
+
+
+def test_scalar_path_is_reproducible_and_uses_the_session_generator() -> None:
+    a = discrete_laplace(np.random.default_rng(4), 1000, 3, 2)
+    b = discrete_laplace(np.random.default_rng(4), 1000, 3, 2)
+    assert np.array_equal(a, b)
+    rng = np.random.default_rng(4)
+    before = rng.bit_generator.state["state"]["state"]
+    discrete_gaussian(rng, 5, 1)
+    assert rng.bit_generator.state["state"]["state"] != before
