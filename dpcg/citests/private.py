@@ -42,7 +42,7 @@ from accounting.relations import Relation
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.errors import CITestError
 from dpcg.stats import registry
-from dpcg.stats.contingency import contingency_table
+from dpcg.stats.contingency import StrataTable, contingency_table
 from dpcg.stats.discrete import n_cmi
 from dpcg.stats.kendall import conditional_kendall_z, public_floor
 
@@ -142,6 +142,7 @@ class StatisticSource:
         self.cache = {} if cache is None else cache
         self.p, self.n = (int(v) for v in arr.shape)
         self._z_T = z_threshold(self.alpha)
+        self._bits: Any = None  # dpcg.pc.fast_tables.BitsetTables, built on first use
 
     # ---------------------------------------------------------------- public info
     def sensitivity(self, m: int | None = None) -> float:
@@ -176,9 +177,32 @@ class StatisticSource:
         }
 
     # ---------------------------------------------------------------- exact scores
+    def _table(self, x: int, y: int, S: tuple[int, ...]) -> StrataTable:
+        """The stratified table of ``(x, y | S)`` on this source's rows.
+
+        Small tables (decided from the public cardinalities only) come from the bitset
+        path of :mod:`dpcg.pc.fast_tables`, which builds the same table (same observed
+        strata in the same order, same integer counts) as
+        :func:`~dpcg.stats.contingency.contingency_table`; the score is therefore
+        bit-for-bit the same and so is its sensitivity analysis.
+        """
+        bits = self._bits
+        if bits is None:
+            from dpcg.pc.fast_tables import BitsetTables
+
+            bits = BitsetTables(self.codes, self.cardinalities)
+            self._bits = bits
+        if bits.usable(x, y, S):
+            table: StrataTable = bits.table(x, y, S)
+            return table
+        return contingency_table(self.codes, self.cardinalities, x, y, S, check=False)
+
     def _score_codes(self, codes: NDArray[np.generic], x: int, y: int,
                      S: tuple[int, ...]) -> float:
-        table = contingency_table(codes, self.cardinalities, x, y, S, check=False)
+        if codes is self.codes:
+            table = self._table(x, y, S)
+        else:
+            table = contingency_table(codes, self.cardinalities, x, y, S, check=False)
         if self.score_name == "cmi":
             return n_cmi(table)
         z = abs(conditional_kendall_z(table))
@@ -213,6 +237,7 @@ class StatisticSource:
         sub.p = self.p
         sub.n = int(idx.shape[0])
         sub._z_T = self._z_T
+        sub._bits = None
         return sub
 
 
