@@ -133,7 +133,10 @@ class StatisticSource:
             or not math.isfinite(threshold)
         ):
             raise CITestError(f"threshold: expected a finite number, got {threshold!r}")
-        self.codes = np.ascontiguousarray(arr)
+        self._codes: NDArray[np.generic] | None = np.ascontiguousarray(arr)
+        self._base: NDArray[np.generic] | None = None  # subsets: the parent's codes
+        self._rows: NDArray[np.int64] | None = None  # subsets: the row indices
+        self._columns: dict[int, NDArray[np.generic]] = {}
         self.cardinalities: tuple[int, ...] = tuple(int(c) for c in cards)  # type: ignore[arg-type]
         self.score_name = score
         self.alpha = float(alpha)
@@ -177,6 +180,28 @@ class StatisticSource:
         }
 
     # ---------------------------------------------------------------- exact scores
+    @property
+    def codes(self) -> NDArray[np.generic]:
+        """The ``(p, n)`` codes (for a subset: gathered on first access)."""
+        if self._codes is None:
+            assert self._base is not None
+            assert self._rows is not None
+            self._codes = np.ascontiguousarray(self._base[:, self._rows])
+        return self._codes
+
+    def _column(self, j: int) -> NDArray[np.generic]:
+        """Codes of column ``j`` (a subset gathers only the columns its tests touch)."""
+        if self._codes is not None:
+            own: NDArray[np.generic] = self._codes[j]
+            return own
+        col = self._columns.get(j)
+        if col is None:
+            assert self._base is not None
+            assert self._rows is not None
+            col = self._base[j][self._rows]
+            self._columns[j] = col
+        return col
+
     def _table(self, x: int, y: int, S: tuple[int, ...]) -> StrataTable:
         """The stratified table of ``(x, y | S)`` on this source's rows.
 
@@ -190,19 +215,19 @@ class StatisticSource:
         if bits is None:
             from dpcg.pc.fast_tables import BitsetTables
 
-            bits = BitsetTables(self.codes, self.cardinalities)
+            bits = BitsetTables(None, self.cardinalities, column=self._column)
             self._bits = bits
         if bits.usable(x, y, S):
             table: StrataTable = bits.table(x, y, S)
             return table
-        return contingency_table(self.codes, self.cardinalities, x, y, S, check=False)
+        if self._codes is not None:
+            return contingency_table(self._codes, self.cardinalities, x, y, S, check=False)
+        cols = (x, y, *S)  # only the columns of this test, in this order
+        sub = np.stack([self._column(j) for j in cols])
+        return contingency_table(sub, [self.cardinalities[j] for j in cols], 0, 1,
+                                 tuple(range(2, len(cols))), check=False)
 
-    def _score_codes(self, codes: NDArray[np.generic], x: int, y: int,
-                     S: tuple[int, ...]) -> float:
-        if codes is self.codes:
-            table = self._table(x, y, S)
-        else:
-            table = contingency_table(codes, self.cardinalities, x, y, S, check=False)
+    def _score_table(self, table: StrataTable) -> float:
         if self.score_name == "cmi":
             return n_cmi(table)
         z = abs(conditional_kendall_z(table))
@@ -211,11 +236,11 @@ class StatisticSource:
         return z
 
     def score(self, x: int, y: int, S: tuple[int, ...]) -> float:
-        """The exact score on all ``n`` rows (cached)."""
+        """The exact score on this source's rows (cached)."""
         key = (x, y, tuple(S))
         v = self.cache.get(key)
         if v is None:
-            v = self._score_codes(self.codes, x, y, key[2])
+            v = self._score_table(self._table(x, y, key[2]))
             self.cache[key] = v
         return v
 
@@ -224,10 +249,14 @@ class StatisticSource:
 
         Its sensitivity is the registered one at ``m = len(rows)``; for the floored
         Kendall z (normaliser ``sqrt(9m/4)``) this is exactly ``Delta_n sqrt(n/m)``.
+        Columns are gathered lazily (a Priv-PC round touches only a few of them).
         """
         idx = np.asarray(rows, dtype=np.int64)
         sub = StatisticSource.__new__(StatisticSource)
-        sub.codes = np.ascontiguousarray(self.codes[:, idx])
+        sub._codes = None
+        sub._base = self.codes
+        sub._rows = idx
+        sub._columns = {}
         sub.cardinalities = self.cardinalities
         sub.score_name = self.score_name
         sub.alpha = self.alpha

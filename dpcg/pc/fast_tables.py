@@ -21,6 +21,7 @@ Exact counts are integers, so there is no accuracy trade-off; only public quanti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,11 +43,10 @@ def pack_column(codes: NDArray[Any], cardinality: int) -> NDArray[np.uint64]:
     """``(cardinality, W)`` bitsets: bit ``r`` of row ``k`` is set iff ``codes[r] == k``."""
     n = int(codes.shape[0])
     onehot = codes[None, :] == np.arange(cardinality, dtype=codes.dtype)[:, None]
-    packed = np.packbits(onehot, axis=1, bitorder="little")
-    pad = (-packed.shape[1]) % 8
-    if pad:
-        packed = np.pad(packed, ((0, 0), (0, pad)))
-    out = np.ascontiguousarray(packed).view(np.uint64)
+    bits = np.packbits(onehot, axis=1, bitorder="little")
+    packed = np.zeros((cardinality, 8 * ((n + 63) // 64)), dtype=np.uint8)
+    packed[:, : bits.shape[1]] = bits  # zero padding up to whole 64-bit words
+    out = packed.view(np.uint64)
     assert out.shape == (cardinality, (n + 63) // 64)
     return out
 
@@ -68,16 +68,23 @@ def _popcount_rows(cells: NDArray[np.uint64]) -> NDArray[np.int64]:
 class BitsetTables:
     """Lazily packed bitsets of the columns of a ``(p, n)`` code array."""
 
-    def __init__(self, codes: NDArray[Any], cardinalities: tuple[int, ...]) -> None:
+    def __init__(self, codes: NDArray[Any] | None, cardinalities: tuple[int, ...], *,
+                 column: Callable[[int], NDArray[Any]] | None = None) -> None:
+        """``codes``: the ``(p, n)`` codes, or ``None`` with ``column(j)`` returning
+        column ``j``'s codes (e.g. gathered lazily from a subsample)."""
+        if codes is None and column is None:
+            raise ValueError("BitsetTables needs codes or a column getter")
         self.codes = codes
         self.cardinalities = cardinalities
+        self._column = column
         self._bits: dict[int, NDArray[np.uint64]] = {}
         self._last_pair: tuple[tuple[int, int], NDArray[np.uint64]] | None = None
 
     def bits(self, j: int) -> NDArray[np.uint64]:
         b = self._bits.get(j)
         if b is None:
-            b = pack_column(self.codes[j], self.cardinalities[j])
+            col = self._column(j) if self._column is not None else self.codes[j]  # type: ignore[index]
+            b = pack_column(col, self.cardinalities[j])
             self._bits[j] = b
         return b
 
