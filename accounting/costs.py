@@ -21,6 +21,7 @@ See ``docs/privacy/costs-and-filter.md``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -213,8 +214,13 @@ class Budget:
         return {"epsilon": self.epsilon, "delta": self.delta}
 
 
+@functools.lru_cache(maxsize=256)
 def rho_for_budget(epsilon: Fraction, delta: Fraction) -> Fraction:
-    """Largest rho (rounded down) with ``rho + 2 sqrt(rho ln(1/delta)) <= epsilon``."""
+    """Largest rho (rounded down) with ``rho + 2 sqrt(rho ln(1/delta)) <= epsilon``.
+
+    A pure function of two exact fractions, cached (the ledger re-checks the rule on
+    every entry with the same budget).
+    """
     if delta <= 0:
         raise InvalidParameterError(
             "delta", float(delta), "the zCDP rule needs delta > 0 to convert to (eps, delta)"

@@ -117,7 +117,10 @@ class PrivacyFilter:
         if self._halted:
             return False
         self.check_applicable(cost)
-        total = self._spent + cost
+        return self._within(self._spent + cost)
+
+    def _within(self, total: Cost) -> bool:
+        """Whether a running total ``total`` is within the budget under the rule."""
         if self.rule == "basic":
             assert total.epsilon is not None
             return (
@@ -144,9 +147,11 @@ class PrivacyFilter:
         """Add an admitted ``cost`` to the running total (after :meth:`check`)."""
         if self._halted:
             raise SessionHaltedError("the privacy filter is halted; it admits nothing more")
-        if not self.fits(cost):  # defensive: commit only what check admitted
+        self.check_applicable(cost)
+        total = self._spent + cost
+        if not self._within(total):  # defensive: commit only what check admitted
             raise BudgetExceededError("commit of a cost that does not fit")
-        self._spent = self._spent + cost
+        self._spent = total
         self._admitted += 1
 
     def admit(self, cost: Cost, what: str = "mechanism") -> None:

@@ -122,6 +122,9 @@ class Session:
         self._closed: str | None = None
         self._runs: list[SparseVectorRun] = []
         self._stored_runs: set[int] = set()
+        #: Declared costs by mechanism: mechanisms are frozen dataclasses, equal ones have
+        #: equal public parameters and hence the same cost (a pure function of them).
+        self._costs: dict[Any, Cost] = {}
 
     # -- state ----------------------------------------------------------------------
     @property
@@ -154,9 +157,17 @@ class Session:
     def cost_of(self, mechanism: Any) -> Cost:
         """The declared cost of ``mechanism`` under the session's relation (validated)."""
         self._check_mechanism(mechanism)
-        cost = mechanism.cost(self.relation)
+        try:
+            cost = self._costs.get(mechanism)
+            cacheable = True
+        except TypeError:  # an unhashable parameter: compute every time
+            cost, cacheable = None, False
+        if cost is None:
+            cost = mechanism.cost(self.relation)
+            if cacheable and isinstance(cost, Cost) and len(self._costs) < 4096:
+                self._costs[mechanism] = cost
         self._filter.check_applicable(cost, mechanism.kind)
-        return cost  # type: ignore[no-any-return]
+        return cost
 
     def can_afford(self, mechanism: Any) -> bool:
         """Whether the filter would admit ``mechanism`` now (no state change).

@@ -315,3 +315,19 @@ def test_in_memory_recorder_contract() -> None:
         rec.record(draft)
     with pytest.raises(LedgerError):
         rec.close("completed")
+
+
+def test_cost_cache_is_exact_and_keyed_by_parameters() -> None:
+    session = Session(Budget(1.0, 1e-6), rule="zcdp", seed=3)
+    rho_b = session.remaining().rho
+    assert rho_b is not None
+    k = 7
+    g = Gaussian.for_rho(0.25, rho_b / k)
+    for _ in range(k):  # k equal parts fit exactly, through the cache
+        session.release(Gaussian.for_rho(0.25, rho_b / k), lambda: 0.5, purpose="t")
+    assert session.spent().rho == k * g.cost(session.relation).rho
+    other = Gaussian(0.25, g.sigma * 2)
+    assert session.cost_of(other) == other.cost(session.relation)
+    assert session.cost_of(other) != session.cost_of(g)
+    with pytest.raises(BudgetExceededError):
+        session.release(g, lambda: 0.5, purpose="one too many")
