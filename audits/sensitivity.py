@@ -339,6 +339,9 @@ CASES: dict[str, DiscreteCase] = {
                                                       max_k=8),
     "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     "tie-corrected-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
+    # Continuous statistics on the fixed public map of dpcg.citests.continuous_specs.
+    "crt-statistic": DiscreteCase(n_range=(3, 20), max_cx=4, max_cy=4, max_k=4),
+    "gcm-residual-product-sum": DiscreteCase(n_range=(3, 20), max_cx=4, max_cy=4, max_k=4),
 }
 
 
@@ -378,6 +381,7 @@ def audit_all(effort: Effort = QUICK, seed: int = 0,
               progress: Callable[[str], None] | None = None) -> list[SensitivityResult]:
     """Audit every registered spec; raises :class:`UnauditedSpecError` if one has no
     generator in :data:`CASES`."""
+    import dpcg.citests.continuous_specs
     import dpcg.citests.private
     import dpcg.stats  # noqa: F401
     from dpcg.stats.registry import all_specs

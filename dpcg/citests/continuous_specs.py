@@ -1,11 +1,9 @@
 """Registry specs of the PrivCRT statistic and the PrivGCM residual-product sum, on the
 audits' discrete canonical input (``dpcg.stats.registry``).
 
-They are **not registered at import**: ``audits.sensitivity.audit_all`` raises for a
-registered name without a generator in its ``CASES``, so registering is left to the
-audits (call :func:`register_continuous_specs` and add
-``CASES["crt-statistic"]`` / ``CASES["gcm-residual-product-sum"]``, e.g. a
-``DiscreteCase`` with small ``cx``, ``cy`` and ``k``).
+They are registered when this module is imported (the CLI's plugin loader and
+``audits.sensitivity.audit_all`` import it); ``audits.sensitivity.CASES`` holds their
+data generators, so the sensitivity audit searches both.
 
 Canonical input -> continuous data (a fixed, public map):
 
@@ -109,3 +107,6 @@ def register_continuous_specs() -> None:
             get(spec.name, spec.relation)
         except StatisticInputError:
             register(spec)
+
+
+register_continuous_specs()

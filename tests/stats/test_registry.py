@@ -40,7 +40,7 @@ def test_expected_specs_registered() -> None:
 @pytest.mark.parametrize("spec", all_specs(), ids=lambda s: f"{s.name}/{s.relation.value}")
 def test_spec_is_complete(spec: StatisticSpec) -> None:
     assert spec.assumptions.strip()
-    assert spec.proof_note.startswith("docs/privacy/statistics-")
+    assert spec.proof_note.startswith("docs/privacy/")
     note = spec.proof_path()
     assert note.is_file(), f"missing proof note {note}"
     text = note.read_text()
@@ -118,6 +118,10 @@ def test_evaluate_matches_library() -> None:
     )
 
 
+#: Registered statistics that are not symmetric in x and y by definition.
+ASYMMETRIC = frozenset({"crt-statistic"})
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 10**6), st.integers(2, 40))
 def test_registered_statistics_are_row_permutation_invariant(seed: int, n: int) -> None:
@@ -131,7 +135,9 @@ def test_registered_statistics_are_row_permutation_invariant(seed: int, n: int) 
         a = spec.evaluate(x, y, s, **pub)
         b = spec.evaluate(x[perm], y[perm], s[perm], **pub)
         assert b == pytest.approx(a, abs=1e-9), spec.name
-        # symmetric in x and y (all registered statistics are)
+        # symmetric in x and y, except the CRT statistic (exact X residual, KRR Y residual)
+        if spec.name in ASYMMETRIC:
+            continue
         swapped = dict(pub)
         if "cx" in pub:
             swapped["cx"], swapped["cy"] = pub["cy"], pub["cx"]
