@@ -239,6 +239,23 @@ def _mean_sd(v: list[float]) -> tuple[float, float]:
     return m, sd
 
 
+def _speed_table(speed: list[dict[str, Any]]) -> list[str]:
+    """The markdown speed section (also printed by ``--speed-only``)."""
+    md = ["### Speed (alarm, 100K rows, eps = 1, single-threaded, no statistic cache)",
+           "", "CPU seconds of one process (`time.process_time`), fastest of 3 runs per "
+           "side, all in the same process; private runs are recorded in a ledger. "
+           "Wall seconds of the same runs for reference.", "",
+           "| algorithm | CPU s | wall s | tests | CPU ms / test | x non-private (CPU) |",
+           "|---|---|---|---|---|---|"]
+    for s in speed:
+        ratio = s.get("ratio")
+        wall_s = s.get("wall_seconds")
+        md.append(f"| {s['algorithm']} | {s['seconds']:.2f} | "
+                  f"{'' if wall_s is None else f'{wall_s:.2f}'} | {s['n_tests']} | "
+                  f"{s['per_test_ms']:.2f} | {'' if ratio is None else f'{ratio:.2f}'} |")
+    return md
+
+
 def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
             ledger_lines: list[str], args: argparse.Namespace, wall: float) -> None:
     from dpcg.bench.report import machine_description, write_section
@@ -274,18 +291,7 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
         "",
     ]
     if speed:
-        md += ["### Speed (alarm, 100K rows, eps = 1, single-threaded, no statistic cache)",
-               "", "CPU seconds of one process (`time.process_time`), fastest of 3 runs per "
-               "side, all in the same process; private runs are recorded in a ledger. "
-               "Wall seconds of the same runs for reference.", "",
-               "| algorithm | CPU s | wall s | tests | CPU ms / test | x non-private (CPU) |",
-               "|---|---|---|---|---|---|"]
-        for s in speed:
-            ratio = s.get("ratio")
-            wall_s = s.get("wall_seconds")
-            md.append(f"| {s['algorithm']} | {s['seconds']:.2f} | "
-                      f"{'' if wall_s is None else f'{wall_s:.2f}'} | {s['n_tests']} | "
-                      f"{s['per_test_ms']:.2f} | {'' if ratio is None else f'{ratio:.2f}'} |")
+        md += _speed_table(speed)
         md.append("")
     md += ["### Skeleton F1 vs total epsilon", ""]
     header = "| network | algorithm | " + " | ".join(f"eps={e:g}" for e in epss) + " |"
@@ -411,6 +417,7 @@ def run(args: argparse.Namespace) -> int:
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.with_suffix(".speed.json").write_text(json.dumps(measured, indent=1))
         print(json.dumps(measured, indent=1))
+        print("\n".join(_speed_table(measured)))
         return 0
     quick = bool(args.quick)
     nets = tuple(args.networks or (("earthquake", "asia", "sachs") if quick else NETWORKS))
