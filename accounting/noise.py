@@ -120,29 +120,32 @@ def _geometric_exp1(rng: np.random.Generator, size: int) -> IntArray:
 SCALAR_MAX = 8
 #: 64-bit words fetched from the bit generator per refill of a :class:`_Bits` buffer.
 _CHUNK_WORDS = 16
+_WORD_MAX = 2**64 - 1
 
 
 class _Bits:
-    """Uniform random bits from the generator's raw 64-bit output, each used once.
+    """Uniform random bits from the generator, each used once.
 
-    ``random_raw`` returns the bit generator's uniform 64-bit words (PCG64: all 64
-    bits uniform); they are concatenated into one Python integer and consumed from
-    the low end. ``below(n)`` is exact: ``k = bitlength(n - 1)`` fresh bits, rejected
+    The generator's ``integers(0, 2^64 - 1, endpoint=True, dtype=uint64)`` are uniform
+    on all ``2^64`` words, i.e. 64 independent fair bits each, whatever the bit
+    generator; they are concatenated into one Python integer and consumed from the
+    low end. ``below(n)`` is exact: ``k = bitlength(n - 1)`` fresh bits, rejected
     while ``>= n``. A buffer lives for one sampler call; unused bits are discarded
     (the output is a function of the consumed prefix of an iid uniform bit stream,
     so discarding the rest does not change its distribution).
     """
 
-    __slots__ = ("_acc", "_n", "_raw")
+    __slots__ = ("_acc", "_n", "_rng")
 
     def __init__(self, rng: np.random.Generator) -> None:
-        self._raw = rng.bit_generator.random_raw
+        self._rng = rng
         self._acc = 0
         self._n = 0
 
     def bits(self, k: int) -> int:
         while self._n < k:
-            words = np.asarray(self._raw(_CHUNK_WORDS), dtype="<u8")
+            words = self._rng.integers(0, _WORD_MAX, size=_CHUNK_WORDS, dtype=np.uint64,
+                                       endpoint=True).astype("<u8")
             self._acc |= int.from_bytes(words.tobytes(), "little") << self._n
             self._n += 64 * _CHUNK_WORDS
         r = self._acc & ((1 << k) - 1)

@@ -402,10 +402,11 @@ def test_scalar_discrete_gaussian_pmf(t: int) -> None:
     assert chi2_p(counts, pmf) > P_MIN
 
 
-def test_scalar_bits_uniform_and_exact() -> None:
+@pytest.mark.parametrize("bitgen", [np.random.PCG64, np.random.MT19937, np.random.Philox])
+def test_scalar_bits_uniform_and_exact(bitgen: type[np.random.BitGenerator]) -> None:
     from accounting.noise import _Bits
 
-    src = _Bits(np.random.default_rng(9))
+    src = _Bits(np.random.Generator(bitgen(9)))
     for n in (1, 2, 3, 5, 7, 2**40 + 1):
         v = [src.below(n) for _ in range(3000)]
         assert min(v) >= 0
@@ -416,6 +417,10 @@ def test_scalar_bits_uniform_and_exact() -> None:
     n = 3 * 2**60
     top = np.mean([src.below(n) >= 2**61 for _ in range(20000)])
     assert abs(top - 1 / 3) < 0.02
+    # every one of the 64 bit positions of a word is fair (no 32-bit-only words)
+    words = np.array([src.bits(64) for _ in range(4000)], dtype=np.uint64)
+    freq = ((words[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).mean(axis=0)
+    assert np.all(np.abs(freq - 0.5) < 0.04)
 
 
 def test_scalar_path_is_reproducible_and_uses_the_session_generator() -> None:
