@@ -325,7 +325,9 @@ def test_cost_cache_is_exact_and_keyed_by_parameters() -> None:
     g = Gaussian.for_rho(0.25, rho_b / k)
     for _ in range(k):  # k equal parts fit exactly, through the cache
         session.release(Gaussian.for_rho(0.25, rho_b / k), lambda: 0.5, purpose="t")
-    assert session.spent().rho == k * g.cost(session.relation).rho
+    rho_g = g.cost(session.relation).rho
+    assert rho_g is not None
+    assert session.spent().rho == k * rho_g
     other = Gaussian(0.25, g.sigma * 2)
     assert session.cost_of(other) == other.cost(session.relation)
     assert session.cost_of(other) != session.cost_of(g)
