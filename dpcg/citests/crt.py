@@ -47,6 +47,7 @@ from dpcg.citests.gcm import (
     _FactorCache,
     check_alpha,
     check_epsilon,
+    check_positive,
     require_session,
 )
 from dpcg.errors import CITestError
@@ -206,12 +207,7 @@ def check_resamples(m: object, alpha: float) -> int:
 
 
 def check_residual_bound(b: object) -> float:
-    if isinstance(b, bool) or not isinstance(b, int | float):
-        raise CITestError(f"residual_bound must be a positive number, got {b!r}")
-    v = float(b)
-    if not (math.isfinite(v) and v > 0):
-        raise CITestError(f"residual_bound={b!r} must be finite and > 0")
-    return v
+    return check_positive("residual_bound", b)
 
 
 def crt_sensitivity_paper(residual_bound: float, lam: float, n: int) -> float:

@@ -247,13 +247,18 @@ def check_alpha(alpha: object) -> float:
     return a
 
 
+def check_positive(name: str, value: object) -> float:
+    """``value`` as a float, or :class:`CITestError` naming ``name`` unless finite and > 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CITestError(f"{name} must be a positive number, got {value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and v > 0.0):
+        raise CITestError(f"{name}={value!r} must be finite and > 0")
+    return v
+
+
 def check_epsilon(epsilon: object) -> float:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-        raise CITestError(f"epsilon must be a positive number, got {epsilon!r}")
-    e = float(epsilon)
-    if not (math.isfinite(e) and e > 0.0):
-        raise CITestError(f"epsilon={epsilon!r} must be finite and > 0")
-    return e
+    return check_positive("epsilon", epsilon)
 
 
 def require_session(session: Session | None) -> Session:

@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from accounting.errors import AccountingError
 from dpcg.errors import DpcgError
@@ -30,15 +31,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"dpcg {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    load_plugins("dpcg.cli", SUBCOMMANDS, sub)
+    return parser
+
+
+def load_plugins(package: str, names: Sequence[str], subparsers: Any) -> None:
+    """Call ``register(subparsers)`` of each module ``package.<name>`` that exists.
+
+    A missing module is skipped (an optional part not installed or not built); any other
+    import error propagates, so a broken plugin fails loudly.
+    """
+    for name in names:
         try:
-            module = importlib.import_module(f"dpcg.cli.{name}")
-        except ModuleNotFoundError as exc:  # subcommand not built yet
-            if exc.name != f"dpcg.cli.{name}":
+            module = importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{name}":
                 raise
             continue
-        module.register(sub)
-    return parser
+        module.register(subparsers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,6 @@ suite whose module does not exist yet is skipped. Suites write their results wit
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import Any
 
@@ -26,14 +25,9 @@ def register(subparsers: Any) -> None:
                     "and regenerates docs/benchmarks.md.",
     )
     sub = parser.add_subparsers(dest="suite", metavar="SUITE")
-    for name in SUITES:
-        try:
-            module = importlib.import_module(f"dpcg.bench.{name}")
-        except ModuleNotFoundError as exc:  # suite not built yet
-            if exc.name != f"dpcg.bench.{name}":
-                raise
-            continue
-        module.register(sub)
+    from dpcg.cli import load_plugins
+
+    load_plugins("dpcg.bench", SUITES, sub)
 
     def no_suite(args: argparse.Namespace) -> int:
         parser.print_help(sys.stderr)
