@@ -256,6 +256,38 @@ def _speed_table(speed: list[dict[str, Any]]) -> list[str]:
     return md
 
 
+def _metric_table(key: str, digits: int, nets: list[str], algs: list[str],
+                  epss: list[float], pc: dict[str, dict[str, Any]],
+                  other_pc: dict[tuple[str, str], dict[str, Any]],
+                  cells: dict[tuple[str, str, float], list[dict[str, Any]]]) -> list[str]:
+    """Rows of one metric (``"f1"`` or ``"shd"``) per network and algorithm against eps:
+    the non-private PC value repeated, then ``mean +- sd`` over the seeds of each cell."""
+    def plain(v: Any) -> str:
+        return f"{v:.{digits}f}" if key == "f1" else f"{v}"
+
+    rows = ["| network | algorithm | " + " | ".join(f"eps={e:g}" for e in epss) + " |",
+            "|" + "---|" * (2 + len(epss))]
+    for net in nets:
+        if net in pc:
+            rows.append(f"| {net} | pc (non-private) | "
+                        + " | ".join(plain(pc[net][key]) for _ in epss) + " |")
+        for (onet, otest), r in sorted(other_pc.items()):
+            if onet == net:
+                rows.append(f"| {net} | pc [{otest}] (non-private) | "
+                            + " | ".join(plain(r[key]) for _ in epss) + " |")
+        for alg in algs:
+            vals = []
+            for e in epss:
+                rs = cells.get((net, alg, e), [])
+                if not rs:
+                    vals.append("-")
+                    continue
+                m, sd = _mean_sd([float(r[key]) for r in rs])
+                vals.append(f"{m:.{digits}f} +- {sd:.{digits}f}")
+            rows.append(f"| {net} | {alg} | " + " | ".join(vals) + " |")
+    return rows
+
+
 def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
             ledger_lines: list[str], args: argparse.Namespace, wall: float) -> None:
     from dpcg.bench.report import machine_description, write_section
@@ -293,46 +325,9 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
     if speed:
         md += _speed_table(speed)
         md.append("")
-    md += ["### Skeleton F1 vs total epsilon", ""]
-    header = "| network | algorithm | " + " | ".join(f"eps={e:g}" for e in epss) + " |"
-    md += [header, "|" + "---|" * (2 + len(epss))]
-    for net in nets:
-        if net in pc:
-            md.append(f"| {net} | pc (non-private) | " + " | ".join(
-                f"{pc[net]['f1']:.3f}" for _ in epss) + " |")
-        for (onet, otest), r in sorted(other_pc.items()):
-            if onet == net:
-                md.append(f"| {net} | pc [{otest}] (non-private) | " + " | ".join(
-                    f"{r['f1']:.3f}" for _ in epss) + " |")
-        for alg in algs:
-            vals = []
-            for e in epss:
-                rs = cells.get((net, alg, e), [])
-                if not rs:
-                    vals.append("-")
-                    continue
-                m, sd = _mean_sd([r["f1"] for r in rs])
-                vals.append(f"{m:.3f} +- {sd:.3f}")
-            md.append(f"| {net} | {alg} | " + " | ".join(vals) + " |")
-    md += ["", "### CPDAG SHD vs total epsilon", "", header, "|" + "---|" * (2 + len(epss))]
-    for net in nets:
-        if net in pc:
-            md.append(f"| {net} | pc (non-private) | " + " | ".join(
-                f"{pc[net]['shd']}" for _ in epss) + " |")
-        for (onet, otest), r in sorted(other_pc.items()):
-            if onet == net:
-                md.append(f"| {net} | pc [{otest}] (non-private) | " + " | ".join(
-                    f"{r['shd']}" for _ in epss) + " |")
-        for alg in algs:
-            vals = []
-            for e in epss:
-                rs = cells.get((net, alg, e), [])
-                if not rs:
-                    vals.append("-")
-                    continue
-                m, sd = _mean_sd([float(r["shd"]) for r in rs])
-                vals.append(f"{m:.1f} +- {sd:.1f}")
-            md.append(f"| {net} | {alg} | " + " | ".join(vals) + " |")
+    for i, (title, key, digits) in enumerate((("Skeleton F1", "f1", 3), ("CPDAG SHD", "shd", 1))):
+        md += ([""] if i else []) + [f"### {title} vs total epsilon", ""]
+        md += _metric_table(key, digits, nets, algs, epss, pc, other_pc, cells)
     # targets
     md += ["", "### Targets", "",
            "Best algorithm at eps = 1 against the targets, and at eps = 5 against "
