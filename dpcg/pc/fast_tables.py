@@ -21,7 +21,9 @@ Exact counts are integers, so there is no accuracy trade-off; only public quanti
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -32,11 +34,15 @@ from dpcg.citests.nonprivate import G2Test
 from dpcg.stats.contingency import StrataTable
 from dpcg.stats.discrete import ChiSquareResult, chi2_test
 
-#: Largest number of (stratum, x, y) cells built with bitsets; above it, bincount.
-MAX_BITSET_CELLS = 256
+#: Largest tables built with bitsets: at most this many (stratum, x, y) cells and at
+#: most :data:`MAX_BITSET_INNER` inner cells (``prod(c - 1)``); above, bincount.
+MAX_BITSET_CELLS = 4096
+MAX_BITSET_INNER = 512
+#: Per-instance memory bounds (bytes) of the cached pair bitsets and dense sub-tables.
+BLOCK_CACHE_BYTES = 16 << 20
+TABLE_CACHE_BYTES = 8 << 20
 
 _HAS_POPCOUNT = hasattr(np, "bitwise_count")
-_ALL = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 
 
 def pack_column(codes: NDArray[Any], cardinality: int) -> NDArray[np.uint64]:
@@ -65,8 +71,34 @@ def _popcount_rows(cells: NDArray[np.uint64]) -> NDArray[np.int64]:
     return out
 
 
+class _LRU:
+    """A dict bounded by the total ``nbytes`` of its values (least recently used out)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+        self.data: OrderedDict[tuple[int, ...], NDArray[Any]] = OrderedDict()
+
+    def get(self, key: tuple[int, ...]) -> NDArray[Any] | None:
+        v = self.data.get(key)
+        if v is not None:
+            self.data.move_to_end(key)
+        return v
+
+    def put(self, key: tuple[int, ...], value: NDArray[Any]) -> None:
+        size = int(value.nbytes) + 128
+        if size > self.budget:
+            return
+        self.data[key] = value
+        self.used += size
+        while self.used > self.budget:
+            _, old = self.data.popitem(last=False)
+            self.used -= int(old.nbytes) + 128
+
+
 class BitsetTables:
-    """Lazily packed bitsets of the columns of a ``(p, n)`` code array."""
+    """Lazily packed bitsets of the columns of a ``(p, n)`` code array, with the
+    inclusion-exclusion table builder of the module docstring and its caches."""
 
     def __init__(self, codes: NDArray[Any] | None, cardinalities: tuple[int, ...], *,
                  column: Callable[[int], NDArray[Any]] | None = None) -> None:
@@ -78,7 +110,10 @@ class BitsetTables:
         self.cardinalities = cardinalities
         self._column = column
         self._bits: dict[int, NDArray[np.uint64]] = {}
-        self._last_pair: tuple[tuple[int, int], NDArray[np.uint64]] | None = None
+        # inner bitsets of sorted variable pairs (rows: levels < c - 1 of both)
+        self._blocks = _LRU(BLOCK_CACHE_BYTES)
+        # dense full tables keyed by sorted variable tuples (axes in that order)
+        self._full = _LRU(TABLE_CACHE_BYTES)
 
     def bits(self, j: int) -> NDArray[np.uint64]:
         b = self._bits.get(j)
@@ -92,41 +127,109 @@ class BitsetTables:
         """Whether the bitset path applies (decided from public cardinalities only)."""
         if not _HAS_POPCOUNT:
             return False
-        cells = self.cardinalities[x] * self.cardinalities[y]
+        card = self.cardinalities
+        cells = card[x] * card[y]
+        inner = (card[x] - 1) * (card[y] - 1)
         for s in S:
-            cells *= self.cardinalities[s]
+            cells *= card[s]
+            inner *= card[s] - 1
             if cells > MAX_BITSET_CELLS:
                 return False
-        return cells <= MAX_BITSET_CELLS
+        return cells <= MAX_BITSET_CELLS and inner <= MAX_BITSET_INNER
 
     def table(self, x: int, y: int, S: tuple[int, ...]) -> StrataTable:
         """The stratified table of ``x`` and ``y`` per observed configuration of ``S``."""
+        card = self.cardinalities
+        cx, cy = card[x], card[y]
         n_configs = 1
-        acc: NDArray[np.uint64] | None = None  # (observed configs so far, W)
         for s in S:
-            bs = self.bits(s)
-            n_configs *= self.cardinalities[s]
-            acc = bs if acc is None else _and_outer(acc, bs)
-            keep = acc.any(axis=1)
-            if not keep.all():
-                acc = acc[keep]
-        cx, cy = self.cardinalities[x], self.cardinalities[y]
-        xy = self._pair(x, y)  # (cx * cy, W)
-        if acc is None:
-            counts = _popcount_rows(xy).reshape(1, cx, cy)
-        else:
-            cells = acc[:, None, :] & xy[None, :, :]  # (k, cx * cy, W)
-            counts = _popcount_rows(cells).reshape(-1, cx, cy)
-        return StrataTable(np.ascontiguousarray(counts, dtype=np.int64), cx, cy, n_configs)
+            n_configs *= card[s]
+        pair = (x, y) if x < y else (y, x)
+        key = tuple(sorted((x, y, *S)))
+        full = self._table(key, pair)
+        order = (*S, x, y)
+        if order != key:
+            full = full.transpose([key.index(v) for v in order])
+        counts = full.reshape(n_configs, cx, cy)
+        keep = counts.any(axis=(1, 2))
+        counts = counts[keep] if not keep.all() else counts.copy()
+        return StrataTable(counts, cx, cy, n_configs)
 
-    def _pair(self, x: int, y: int) -> NDArray[np.uint64]:
-        """``B[x = i] & B[y = j]`` for all ``(i, j)``; the last pair is kept, since PC
-        asks all of a pair's conditioning sets one after the other."""
-        if self._last_pair is not None and self._last_pair[0] == (x, y):
-            return self._last_pair[1]
-        xy = _and_outer(self.bits(x), self.bits(y))
-        self._last_pair = ((x, y), xy)
-        return xy
+    def _table(self, U: tuple[int, ...], pair: tuple[int, int] | None = None
+               ) -> NDArray[np.int64]:
+        """Dense counts over the sorted variables ``U`` (cached)."""
+        hit = self._full.get(U)
+        if hit is not None:
+            return hit
+        if len(U) == 1:
+            A = _popcount_rows(self.bits(U[0]))
+        else:
+            card = self.cardinalities
+            shape = tuple(card[u] for u in U)
+            inner: tuple[Any, ...] = tuple(slice(0, c - 1) for c in shape)
+            A = np.empty(shape, dtype=np.int64)
+            A[inner] = self._inner_counts(U, pair)
+            # Moebius step per axis, last axis first: the last level of axis j is the
+            # table without j minus the other levels of j (axes before j at inner levels).
+            for j in range(len(U) - 1, -1, -1):
+                rest = U[:j] + U[j + 1:]
+                sub = self._table(rest, pair if pair is not None and U[j] not in pair
+                                  else None)
+                pre = inner[:j]
+                np.subtract(sub[pre], A[(*pre, inner[j])].sum(axis=j),
+                            out=A[(*pre, shape[j] - 1)])
+        A.setflags(write=False)
+        self._full.put(U, A)
+        return A
+
+    def _block(self, a: int, b: int) -> NDArray[np.uint64]:
+        """Inner bitsets of the sorted pair ``(a, b)``: ``(ca - 1) (cb - 1)`` rows."""
+        key = (a, b)
+        blk = self._blocks.get(key)
+        if blk is None:
+            blk = _and_outer(self._inner_bits(a), self._inner_bits(b))
+            self._blocks.put(key, blk)
+        return blk
+
+    def _inner_bits(self, j: int) -> NDArray[np.uint64]:
+        return self.bits(j)[: self.cardinalities[j] - 1]
+
+    def _inner_counts(self, U: tuple[int, ...], pair: tuple[int, int] | None
+                      ) -> NDArray[np.int64]:
+        """Counts of rows with every variable of ``U`` below its last level, shape
+        ``(c_u - 1 for u in U)``: the only ``|U|``-way AND + popcount of a table."""
+        card = self.cardinalities
+        ishape = tuple(card[u] - 1 for u in U)
+        if 0 in ishape:
+            return np.zeros(ishape, dtype=np.int64)
+        left = list(U)
+        groups: list[tuple[int, ...]] = []
+        if pair is not None:
+            groups.append(pair)
+            left.remove(pair[0])
+            left.remove(pair[1])
+        if len(left) >= 2:  # reuse cached blocks first
+            for a, b in combinations(tuple(left), 2):
+                if a in left and b in left and (a, b) in self._blocks.data:
+                    groups.append((a, b))
+                    left.remove(a)
+                    left.remove(b)
+        while len(left) >= 2:
+            groups.append((left[0], left[1]))
+            del left[:2]
+        if left:
+            groups.append((left[0],))
+        acc: NDArray[np.uint64] | None = None
+        order: list[int] = []
+        for g in groups:
+            blk = self._block(*g) if len(g) == 2 else self._inner_bits(g[0])
+            acc = blk if acc is None else _and_outer(acc, blk)
+            order.extend(g)
+        assert acc is not None
+        counts = _popcount_rows(acc).reshape([card[v] - 1 for v in order])
+        if tuple(order) != U:
+            counts = counts.transpose([order.index(u) for u in U])
+        return counts
 
 
 class FastG2Test(G2Test):

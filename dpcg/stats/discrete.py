@@ -49,8 +49,18 @@ def degrees_of_freedom(table: StrataTable) -> int:
     """``sum_s (r_s - 1)(c_s - 1)`` over observed strata (causal-learn's rule)."""
     if table.n_strata == 0:
         return 0
-    r = np.count_nonzero(table.x_margins(), axis=1)
-    c = np.count_nonzero(table.y_margins(), axis=1)
+    N = table.counts
+    return _df(N.sum(axis=2), N.sum(axis=1))
+
+
+def _df(nx: NDArray[np.int64], ny: NDArray[np.int64]) -> int:
+    """Degrees of freedom from the ``(k, cx)`` / ``(k, cy)`` margins of observed strata."""
+    k, cx = int(nx.shape[0]), int(nx.shape[1])
+    cy = int(ny.shape[1])
+    if np.count_nonzero(nx) == k * cx and np.count_nonzero(ny) == k * cy:
+        return k * (cx - 1) * (cy - 1)  # every level observed in every stratum
+    r = (nx > 0).sum(axis=1)
+    c = (ny > 0).sum(axis=1)
     return int(np.dot(r - 1, c - 1))
 
 
@@ -77,12 +87,29 @@ def cmi(table: StrataTable) -> float:
     return n_cmi(table) / n if n else 0.0
 
 
-def _expected(N: NDArray[np.int64]) -> NDArray[np.float64]:
-    ns = N.sum(axis=(1, 2)).astype(np.float64)
-    nx = N.sum(axis=2).astype(np.float64)
-    ny = N.sum(axis=1).astype(np.float64)
-    out: NDArray[np.float64] = nx[:, :, None] * ny[:, None, :] / ns[:, None, None]
+def _margins(N: NDArray[np.int64]
+             ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """``(N[s, +, +], N[s, i, +], N[s, +, j])``: exact integer margins."""
+    nx = N.sum(axis=2)
+    return nx.sum(axis=1), nx, N.sum(axis=1)
+
+
+def _expected_from(ns: NDArray[np.int64], nx: NDArray[np.int64], ny: NDArray[np.int64]
+                   ) -> NDArray[np.float64]:
+    """``E = N[s, i, +] N[s, +, j] / N[s, +, +]`` (the integer product is exact and
+    rounds once to float64, like the product of the float margins)."""
+    out: NDArray[np.float64] = (nx[:, :, None] * ny[:, None, :]) / ns[:, None, None]
     return out
+
+
+def _expected(N: NDArray[np.int64]) -> NDArray[np.float64]:
+    return _expected_from(*_margins(N))
+
+
+def _g2_from(N: NDArray[np.int64], E: NDArray[np.float64]) -> float:
+    """``2 sum_{N > 0} N ln(N / E)`` (cells with ``N = 0`` contribute ``0``)."""
+    ratio = np.divide(N, E, out=np.ones(E.shape), where=N > 0)
+    return float(max(2.0 * np.dot(N.reshape(-1), np.log(ratio.reshape(-1))), 0.0))
 
 
 def g2_statistic(table: StrataTable) -> float:
@@ -90,10 +117,7 @@ def g2_statistic(table: StrataTable) -> float:
     N = table.counts
     if N.size == 0:
         return 0.0
-    E = _expected(N)
-    pos = N > 0
-    Np = N[pos].astype(np.float64)
-    return float(max(2.0 * np.dot(Np, np.log(Np / E[pos])), 0.0))
+    return _g2_from(N, _expected(N))
 
 
 def chi2_statistic(table: StrataTable) -> float:
@@ -116,7 +140,11 @@ def _result(stat: float, df: int) -> ChiSquareResult:
 
 def g2_test(table: StrataTable) -> ChiSquareResult:
     """The G-test of ``X _||_ Y | S`` on a stratified table."""
-    return _result(g2_statistic(table), degrees_of_freedom(table))
+    N = table.counts
+    if N.size == 0:
+        return _result(0.0, 0)
+    ns, nx, ny = _margins(N)
+    return _result(_g2_from(N, _expected_from(ns, nx, ny)), _df(nx, ny))
 
 
 def chi2_test(table: StrataTable) -> ChiSquareResult:
