@@ -59,7 +59,8 @@ def pack_column(codes: NDArray[Any], cardinality: int) -> NDArray[np.uint64]:
 
 def _and_outer(a: NDArray[np.uint64], b: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """Rows ``a[i] & b[j]`` in row-major ``(i, j)`` order (mixed radix, ``b`` fastest)."""
-    out: NDArray[np.uint64] = (a[:, None, :] & b[None, :, :]).reshape(-1, b.shape[1])
+    out: NDArray[np.uint64] = (a[:, None, :] & b[None, :, :]).reshape(
+        a.shape[0] * b.shape[0], b.shape[1])
     return out
 
 

@@ -50,6 +50,75 @@ def test_tables_equal_bincount_tables(data: st.DataObject) -> None:
     np.testing.assert_array_equal(a.counts, b.counts)
 
 
+@st.composite
+def _query_sequences(draw: st.DrawFn) -> tuple[np.ndarray, tuple[int, ...],
+                                               list[tuple[int, int, tuple[int, ...]]]]:
+    """Codes (cardinality-1 columns, unobserved categories and strata) and a sequence
+    of queries revisiting the same variables in other orders."""
+    p = draw(st.integers(2, 6))
+    n = draw(st.integers(0, 200))
+    cards = tuple(draw(st.lists(st.integers(1, 4), min_size=p, max_size=p)))
+    # each column uses a random subset of its categories, so some are never observed
+    used = [draw(st.lists(st.integers(0, c - 1), min_size=1, max_size=c, unique=True))
+            for c in cards]
+    rows = draw(st.lists(st.tuples(*[st.sampled_from(u) for u in used]),
+                         min_size=n, max_size=n))
+    codes = np.zeros((p, n), dtype=np.uint8)
+    if n:
+        codes[:] = np.array(rows, dtype=np.uint8).T
+    queries: list[tuple[int, int, tuple[int, ...]]] = []
+    for _ in range(draw(st.integers(1, 40))):
+        if queries and draw(st.booleans()):  # the same variables again, shuffled
+            x, y, S = queries[draw(st.integers(0, len(queries) - 1))]
+            vs = draw(st.permutations((x, y, *S)))
+            queries.append((vs[0], vs[1], tuple(vs[2:])))
+            continue
+        x, y = draw(st.lists(st.integers(0, p - 1), min_size=2, max_size=2, unique=True))
+        rest = [v for v in range(p) if v not in (x, y)]
+        k = draw(st.integers(0, len(rest)))
+        queries.append((x, y, tuple(draw(st.permutations(rest))[:k])))
+    return np.ascontiguousarray(codes), cards, queries
+
+
+@settings(max_examples=150, deadline=None)
+@given(_query_sequences(), st.sampled_from([None, 0, 3000]), st.booleans())
+def test_many_queries_on_one_instance_equal_bincount_tables(
+    case: tuple[np.ndarray, tuple[int, ...], list[tuple[int, int, tuple[int, ...]]]],
+    budget: int | None,
+    lazy: bool,
+) -> None:
+    codes, cards, queries = case
+    if lazy:  # the column getter private statistics use on subsamples
+        fast = BitsetTables(None, cards, column=lambda j: codes[j])
+    else:
+        fast = BitsetTables(codes, cards)
+    if budget is not None:  # no caching at all / constant eviction
+        fast._blocks.budget = budget
+        fast._full.budget = budget
+    for x, y, S in queries:
+        a = fast.table(x, y, S)
+        b = contingency_table(codes, cards, x, y, S)
+        assert a.n_configs == b.n_configs
+        assert (a.cx, a.cy) == (b.cx, b.cy)
+        assert a.counts.dtype == np.int64
+        np.testing.assert_array_equal(a.counts, b.counts)
+        a.counts[...] = -1  # the caller's copy: the caches must not change
+    for x, y, S in queries[:5]:
+        np.testing.assert_array_equal(fast.table(x, y, S).counts,
+                                      contingency_table(codes, cards, x, y, S).counts)
+    assert fast._blocks.used <= fast._blocks.budget
+    assert fast._full.used <= fast._full.budget
+
+
+def test_usable_depends_on_cardinalities_only() -> None:
+    cards = (4, 4, 4, 4, 4, 3, 4, 1, 2)
+    fast = BitsetTables(np.zeros((9, 10), dtype=np.uint8), cards)
+    assert fast.usable(0, 1, (2, 3, 4, 5))  # 3072 cells, 486 inner
+    assert not fast.usable(0, 1, (2, 3, 4, 6))  # 4096 cells, but 729 inner
+    assert fast.usable(0, 1, (2, 3, 4, 5, 7))  # cardinality 1: same counts
+    assert not fast.usable(0, 1, (2, 3, 4, 5, 8))  # 6144 cells
+
+
 def test_fast_g2_identical_on_alarm_pc_run() -> None:
     net = load_network("alarm")
     ds = net.sample(20_000, 3)
