@@ -49,8 +49,10 @@ from dpcg.stats.kendall import conditional_kendall_z, public_floor
 ScoreName = Literal["kendall-z", "kendall-p", "cmi"]
 SCORES: tuple[str, ...] = ("kendall-z", "kendall-p", "cmi")
 
-#: Registry names of the statistics the scores are built on.
-KENDALL_SPEC = "conditional-kendall-z"
+#: Registry names of the statistics the scores are built on: the Kendall scores use the
+#: bound with declared cardinalities (claim 4 of the proof note), which never exceeds the
+#: cardinality-free one.
+KENDALL_SPEC = "conditional-kendall-z-categorical"
 CMI_SPEC = "n-cmi"
 
 #: Lipschitz constant of ``|z| -> 1 - p = erf(|z|/sqrt 2)``: ``2 phi(0) = sqrt(2/pi)``.
@@ -66,12 +68,26 @@ def z_threshold(alpha: float) -> float:
     return float(norm.isf(alpha / 2.0))
 
 
-def _kendall_sensitivity(n: int, relation: Relation) -> float:
+def _kendall_sensitivity(n: int, relation: Relation, c: int) -> float:
+    """Registered bound of the floored conditional Kendall z on ``n`` rows for a pair
+    whose smaller declared cardinality is ``c`` (``c >= 2``)."""
     spec = registry.get(KENDALL_SPEC, relation)
-    public: dict[str, float] = {"n": n}
-    if "w0" in spec.public_params:
-        public["w0"] = public_floor(n)
+    public: dict[str, float] = {"n": n, "w0": public_floor(n), "cx": c, "cy": c}
     return spec.bound(**{k: v for k, v in public.items() if k in spec.public_params})
+
+
+def pair_cardinality(cx: int, cy: int) -> int:
+    """``c = min(cx, cy)`` of the cardinality-aware Kendall bound, floored at 2: a
+    one-category variable makes the score identically 0 (sensitivity 0), and the binary
+    bound is a valid (loose) bound for it, which keeps every mechanism well defined."""
+    return max(min(int(cx), int(cy)), 2)
+
+
+def widest_pair_cardinality(cardinalities: Sequence[int]) -> int:
+    """``max over pairs x != y of min(cx, cy)`` (the second-largest declared cardinality,
+    floored at 2): the ``c`` of the bound that holds for every pair."""
+    cards = sorted(int(c) for c in cardinalities)
+    return max(cards[-2] if len(cards) >= 2 else 2, 2)
 
 
 def _cmi_sensitivity(n: int, relation: Relation) -> float:
@@ -146,15 +162,38 @@ class StatisticSource:
         self.p, self.n = (int(v) for v in arr.shape)
         self._z_T = z_threshold(self.alpha)
         self._bits: Any = None  # dpcg.pc.fast_tables.BitsetTables, built on first use
+        self._sens: dict[tuple[int, int], float] = {}  # (rows, c) -> sensitivity
 
     # ---------------------------------------------------------------- public info
-    def sensitivity(self, m: int | None = None) -> float:
-        """Sensitivity of the score on ``m`` rows (default ``n``) under the relation."""
+    def sensitivity(self, m: int | None = None, pair: tuple[int, int] | None = None) -> float:
+        """Sensitivity of the score on ``m`` rows (default ``n``) under the relation.
+
+        With ``pair = (x, y)``: the bound for that pair's tests, which for the Kendall
+        scores depends on the declared cardinalities ``c = min(cx, cy)`` (public; e.g.
+        ``6/sqrt(n)`` instead of ``9/sqrt(n)`` when x or y is binary). Without: the
+        largest pair bound, valid for every test of the source.
+        """
         rows = self.n if m is None else int(m)
         if self.score_name == "cmi":
             return _cmi_sensitivity(rows, self.relation)
-        dz = _kendall_sensitivity(rows, self.relation)
-        return P_LIPSCHITZ * dz if self.score_name == "kendall-p" else dz
+        if pair is None:
+            c = widest_pair_cardinality(self.cardinalities)
+        else:
+            c = pair_cardinality(self.cardinalities[pair[0]], self.cardinalities[pair[1]])
+        key = (rows, c)
+        dz = self._sens.get(key)
+        if dz is None:
+            dz = _kendall_sensitivity(rows, self.relation, c)
+            if self.score_name == "kendall-p":
+                dz *= P_LIPSCHITZ
+            self._sens[key] = dz
+        return dz
+
+    def scale(self, x: int, y: int) -> float:
+        """``Delta / Delta(x, y) >= 1``: multiplying the pair's score (and its public
+        threshold) by it gives a query whose sensitivity is the source-level ``Delta``
+        (how the SVT-based algorithms use the per-pair bounds)."""
+        return self.sensitivity() / self.sensitivity(pair=(x, y))
 
     def threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
         """The public decision threshold of the test ``(x, y | S)`` (score scale)."""
@@ -267,6 +306,7 @@ class StatisticSource:
         sub.n = int(idx.shape[0])
         sub._z_T = self._z_T
         sub._bits = None
+        sub._sens = self._sens  # keyed by (rows, c): public, the same bounds
         return sub
 
 
@@ -321,18 +361,24 @@ class PrivateCITest:
         self.plan = plan
         self.sensitivity = source.sensitivity()
         self.releases = 0
-        self._mech: Any = None
+        self._mechs: dict[float, Any] = {}
 
-    def mechanism(self) -> Any:
-        if self._mech is None:
-            self._mech = self.plan.mechanism(self.sensitivity)
-        return self._mech
+    def mechanism(self, x: int | None = None, y: int | None = None) -> Any:
+        """The release mechanism of the pair's tests: the plan's per-test cost with the
+        pair's sensitivity (the source-level one without a pair)."""
+        sens = self.sensitivity if x is None or y is None else self.source.sensitivity(
+            pair=(x, y))
+        mech = self._mechs.get(sens)
+        if mech is None:
+            mech = self.plan.mechanism(sens)
+            self._mechs[sens] = mech
+        return mech
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         x, y, S = validate_query(x, y, S, self.source.p)
         src = self.source
         noisy = float(np.asarray(self.session.release(
-            self.mechanism(), lambda: src.score(x, y, S), purpose=_purpose(x, y, S)
+            self.mechanism(x, y), lambda: src.score(x, y, S), purpose=_purpose(x, y, S)
         )))
         self.releases += 1
         return CIResult(noisy <= src.threshold(x, y, S), noisy, None)

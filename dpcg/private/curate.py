@@ -17,7 +17,9 @@ mirrored, since here a large score means dependence):
   equal utility (no data touched; its tiny declared cost is charged and planned for).
   The coin is never reseeded: it comes from the session's generator.
 
-The sensitivity is the score's registered one. Proof note:
+Each test's Laplace uses the pair's registered bound ``Delta(x, y)`` (cardinality-aware
+for the Kendall scores; the cost ``eps`` does not depend on it); the planner uses the
+source-level bound, which is at least every pair's. Proof note:
 ``docs/privacy/algorithm-curate.md``.
 """
 
@@ -142,7 +144,7 @@ class CurateTester:
         src = self.source
         T = src.threshold(x, y, S)
         noisy = float(np.asarray(self.session.release(
-            Laplace(self.plan.sensitivity, eps), lambda: src.score(x, y, S),
+            Laplace(src.sensitivity(pair=(x, y)), eps), lambda: src.score(x, y, S),
             purpose=f"curate order {len(S)}: {x} _||_ {y} | {list(S)}",
         )))
         lo = T * (1.0 - self.plan.beta1)

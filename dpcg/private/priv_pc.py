@@ -10,8 +10,13 @@ A *round* is one sieve followed by one examine:
   :mod:`dpcg.private.svt_pc` for why independence is the positive). ``Delta_m`` is the
   score's registered sensitivity at ``m`` rows; for the floored conditional Kendall z
   (normaliser ``sqrt(9m/4)``) it equals ``Delta_n sqrt(n/m)``.
-* **examine**: on a sieve positive, ``Laplace(Delta_n, eps/2)`` on the full data against
-  the untweaked ``T``: noisy score ``<= T`` means independent (edge removed).
+* **examine**: on a sieve positive, ``Laplace(Delta_n(x, y), eps/2)`` on the full data
+  against the untweaked ``T``: noisy score ``<= T`` means independent (edge removed).
+
+Per-pair bounds: ``Delta_m`` and ``Delta_n`` are the source-level bounds (valid for every
+pair); the pair's own bound ``Delta_m(x, y) <= Delta_m`` depends only on the declared
+cardinalities. The sieve query is multiplied by ``Delta_m / Delta_m(x, y)`` (public), so
+its sensitivity is ``Delta_m``; the examine uses ``Delta_n(x, y)`` directly (same cost).
 
 After EVERY sieve positive the round ends; the next test starts a new round (fresh
 subsample and threshold). Costs: the sieve's ``eps_base`` is chosen so that its amplified
@@ -134,10 +139,12 @@ class SieveExamineTester:
         self.rounds = 0
         self.examines = 0
 
-    def _examine_mech(self) -> Any:
+    def _examine_mech(self, sensitivity: float | None = None) -> Any:
+        """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
         from accounting.mechanisms import Laplace
 
-        return Laplace(self.plan.sensitivity_full, self.plan.epsilon_half)
+        sens = self.plan.sensitivity_full if sensitivity is None else sensitivity
+        return Laplace(sens, self.plan.epsilon_half)
 
     def _start_round(self) -> None:
         sieve = _sieve(self.plan.n, self.plan.m, self.plan.epsilon_base,
@@ -170,11 +177,14 @@ class SieveExamineTester:
         src = self.source
         T = src.threshold(x, y, S)
         bar = T + self.plan.tweak
-        positive = bool(self.sieve.test(lambda rows: bar - self._sub_score(rows, x, y, S)))
+        # public: the sieve's Delta_m over the pair's own bound at m rows (>= 1)
+        k = self.plan.sensitivity_sub / src.sensitivity(self.plan.m, pair=(x, y))
+        positive = bool(self.sieve.test(
+            lambda rows: k * (bar - self._sub_score(rows, x, y, S))))
         if not positive:
             return CIResult(False, None, None)
         noisy = float(np.asarray(self.session.release(
-            self._examine_mech(), lambda: src.score(x, y, S),
+            self._examine_mech(src.sensitivity(pair=(x, y))), lambda: src.score(x, y, S),
             purpose=f"priv-pc examine {x} _||_ {y} | {list(S)}",
         )))
         self.examines += 1

@@ -4,9 +4,11 @@ Which answer is the positive? **Independence** (the edge is removed). PC asks ab
 until the first "independent" answer, so a pair yields at most one independence answer
 per run, while an adjacent pair is asked "dependent?" for every candidate set at every
 level: independence is the rarer event, and SVT pays only per positive. The query is
-``q = T(x, y, S) - s(x, y | S)`` against the SVT threshold 0 (``T`` public, so ``q`` has
-the score's sensitivity): *above threshold* means noisy score below ``T``, i.e.
-independent.
+``q = k_xy (T(x, y, S) - s(x, y | S))`` against the SVT threshold 0, where
+``k_xy = Delta / Delta_xy >= 1`` rescales the pair's score by the ratio of the
+source-level sensitivity to the pair's own (cardinality-aware) bound; ``T`` and
+``k_xy`` are public, so every query has sensitivity ``Delta``: *above threshold* means
+noisy score below ``T``, i.e. independent.
 
 Each instance is ``SparseVector(threshold=0, Delta, eps_inst, cutoff=c)`` (Lyu et al.
 Alg. 1; charged in full when it starts, including the last one that never fires). When
@@ -80,7 +82,8 @@ class SVTTester:
             self.instances += 1
         src = self.source
         T = src.threshold(x, y, S)
-        positive = bool(self.run.test(lambda: T - src.score(x, y, S)))
+        k = src.scale(x, y)  # public: per-pair bound -> the instance's sensitivity
+        positive = bool(self.run.test(lambda: k * (T - src.score(x, y, S))))
         return CIResult(positive, None, None)
 
 

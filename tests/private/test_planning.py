@@ -15,8 +15,8 @@ from dpcg.private import planning as pl
 def test_default_plan_size_follows_section_7() -> None:
     assert pl.default_plan_size(5) == 4 * 10
     assert pl.default_plan_size(9) == 4 * 36
-    assert pl.default_plan_size(10) == 8 * 45
-    assert pl.default_plan_size(37) == 8 * 666
+    assert pl.default_plan_size(10) == 16 * 45
+    assert pl.default_plan_size(37) == 16 * 666
     with pytest.raises(AlgorithmError, match="p"):
         pl.default_plan_size(1)
 

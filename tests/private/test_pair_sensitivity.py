@@ -1,0 +1,159 @@
+"""Per-pair (cardinality-aware) sensitivities of the Kendall scores and how the private
+algorithms use them (docs/privacy/per-pair-sensitivity.md)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from accounting.relations import Relation
+from dpcg.citests.private import P_LIPSCHITZ, StatisticSource, source_for_dataset
+from dpcg.private import discover
+from dpcg.stats.registry import conditional_kendall_sensitivity
+
+N = 400
+CARDS = (2, 3, 4, 6, 1)
+
+
+def _source(score: str = "kendall-z", relation: str = "replace-one") -> StatisticSource:
+    codes = (np.arange(len(CARDS) * N).reshape(len(CARDS), N) % np.array(CARDS)[:, None])
+    return StatisticSource(codes.astype(np.uint8), CARDS, score, relation=relation)
+
+
+@pytest.mark.parametrize(("pair", "c"), [((0, 1), 2), ((1, 0), 2), ((1, 2), 3), ((2, 3), 4),
+                                          ((3, 2), 4), ((4, 3), 2), ((0, 4), 2)])
+def test_pair_bound_is_the_registered_categorical_bound(pair: tuple[int, int], c: int) -> None:
+    src = _source()
+    want = conditional_kendall_sensitivity(N, 9 * N / 4, cx=c, cy=c)
+    assert src.sensitivity(pair=pair) == pytest.approx(want, rel=1e-15)
+    # c_U(2) = 4.5, c_U(3) = 5.625, c_U(4) = 6: 6, 7.5, 8 over sqrt(n)
+    assert src.sensitivity(pair=pair) * math.sqrt(N) == pytest.approx(
+        {2: 6.0, 3: 7.5, 4: 8.0}[c])
+
+
+def test_source_bound_is_the_largest_pair_bound_and_below_the_general_one() -> None:
+    src = _source()
+    pairs = [(x, y) for x in range(len(CARDS)) for y in range(len(CARDS)) if x != y]
+    assert src.sensitivity() == max(src.sensitivity(pair=p) for p in pairs)
+    assert src.sensitivity() <= conditional_kendall_sensitivity(N, 9 * N / 4)  # 9/sqrt(n)
+    for p in pairs:
+        assert src.scale(*p) == pytest.approx(src.sensitivity() / src.sensitivity(pair=p))
+        assert src.scale(*p) >= 1.0
+    # on m rows too (Priv-PC's sieve), and a subset shares the bounds
+    m = 100
+    sub = src.subset(np.arange(m))
+    assert sub.sensitivity(pair=(0, 1)) == src.sensitivity(m, pair=(0, 1))
+    assert src.sensitivity(m, pair=(0, 1)) == pytest.approx(6.0 / math.sqrt(m))
+
+
+def test_pvalue_score_and_add_remove_use_the_same_pair_rule() -> None:
+    p = _source("kendall-p")
+    assert p.sensitivity(pair=(0, 1)) == pytest.approx(P_LIPSCHITZ * 6.0 / math.sqrt(N))
+    ar = _source(relation="add-remove")
+    want = conditional_kendall_sensitivity(None, 9 * N / 4, Relation.ADD_REMOVE, cx=3, cy=3)
+    assert ar.sensitivity(pair=(1, 2)) == pytest.approx(want)
+    assert want == pytest.approx((5.625 + 1.125) / math.sqrt(9 * N / 4))
+
+
+def test_cmi_has_one_bound_for_all_pairs() -> None:
+    src = _source("cmi")
+    assert src.sensitivity(pair=(0, 1)) == src.sensitivity(pair=(2, 3)) == src.sensitivity()
+
+
+def test_laplace_pc_ledger_entries_carry_each_pairs_bound(survey: Any, tmp_path: Path) -> None:
+    from accounting.ledger import Ledger
+
+    path = tmp_path / "runs.db"
+    res = discover(survey, "laplace-pc", epsilon=2.0, delta=1e-6, ledger=path,
+                   dataset_id="survey-4k", seed=5)
+    led = Ledger.open(path)
+    assert led.verify().ok
+    assert res.ledger is not None
+    src = source_for_dataset(survey)
+    cards = src.cardinalities
+    assert len(set(cards)) > 1  # binary and three-category columns
+    entries = [e for e in led.entries()
+               if e.get("run_id") == res.ledger["run_id"] and e["kind"] == "mechanism"]
+    assert len(entries) == res.n_tests > 0
+    seen = set()
+    for e in entries:
+        m = re.match(r"test (\d+) _\|\|_ (\d+) \|", e["purpose"])
+        assert m, e["purpose"]
+        x, y = int(m.group(1)), int(m.group(2))
+        assert e["sensitivity"] == pytest.approx(src.sensitivity(pair=(x, y)), rel=1e-12)
+        seen.add(min(cards[x], cards[y]))
+    assert seen == {2, 3}  # both bounds were used
+
+
+class _Run:
+    """Stands in for an SVT instance: answers with the query's sign, keeps the values."""
+
+    def __init__(self, log: list[float], subsample: bool) -> None:
+        self.log = log
+        self.subsample = subsample
+        self.halted = False
+
+    def test(self, query: Any) -> bool:
+        v = float(query(np.arange(50)) if self.subsample else query())
+        self.log.append(v)
+        return v > 0
+
+
+class _Session:
+    def __init__(self, subsample: bool = False) -> None:
+        self.log: list[float] = []
+        self.subsample = subsample
+        self.released: list[Any] = []
+
+    def start(self, mechanism: Any, purpose: str = "") -> _Run:
+        self.mechanism = mechanism
+        return _Run(self.log, self.subsample)
+
+    def release(self, mechanism: Any, compute: Any, purpose: str = "") -> float:
+        self.released.append(mechanism)
+        return float(compute())
+
+    def remaining(self) -> Any:
+        from accounting.costs import Cost
+
+        return Cost.pure(10**9)
+
+
+def test_svt_pc_queries_are_rescaled_to_the_instance_sensitivity() -> None:
+    from dpcg.private.common import PrivateSettings
+    from dpcg.private.svt_pc import make_plan, make_tester
+
+    src = _source()
+    plan = make_plan(PrivateSettings(epsilon=1.0, delta=0.0), src)
+    assert plan.sensitivity == src.sensitivity()
+    session = _Session()
+    tester = make_tester(plan, src, session)
+    for x, y, S in [(0, 1, ()), (1, 2, (0,)), (2, 3, ()), (0, 3, (1, 2))]:
+        tester.test(x, y, S)
+        want = src.scale(x, y) * (src.threshold(x, y, S) - src.score(x, y, S))
+        assert session.log[-1] == pytest.approx(want, rel=1e-12)
+    assert session.mechanism.sensitivity == src.sensitivity()
+
+
+def test_priv_pc_sieve_rescaled_and_examine_uses_the_pair_bound() -> None:
+    from dpcg.private.common import PrivateSettings
+    from dpcg.private.priv_pc import make_plan, make_tester
+
+    src = _source()
+    plan = make_plan(PrivateSettings(epsilon=1.0, delta=0.0, options={"m": 50}), src)
+    session = _Session(subsample=True)
+    tester = make_tester(plan, src, session)
+    sub = src.subset(np.arange(50))
+    for x, y, S in [(0, 1, ()), (1, 2, ()), (2, 3, (0,))]:
+        tester.test(x, y, S)
+        k = plan.sensitivity_sub / src.sensitivity(50, pair=(x, y))
+        want = k * (src.threshold(x, y, S) + plan.tweak - sub.score(x, y, S))
+        assert session.log[-1] == pytest.approx(want, rel=1e-12)
+        if session.log[-1] > 0:  # a sieve positive: the examine used the pair's bound
+            assert session.released[-1].sensitivity == src.sensitivity(pair=(x, y))
+    assert session.released  # at least one examine ran (the columns are independent)
