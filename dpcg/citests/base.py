@@ -46,6 +46,16 @@ def validate_query(x: object, y: object, S: object, p: int) -> tuple[int, int, t
     ``[0, p)``, ``x != y``, and ``S`` a tuple of distinct indices not containing ``x``
     or ``y``.
     """
+    # Fast path for the common case (plain ints, a tuple of distinct plain ints); any
+    # other input, valid or not, takes the checks below, which raise the errors.
+    if type(x) is int and type(y) is int and type(S) is tuple and x != y \
+            and 0 <= x < p and 0 <= y < p:
+        for s in S:
+            if type(s) is not int or not 0 <= s < p or s == x or s == y:
+                break
+        else:
+            if len(S) < 2 or len(set(S)) == len(S):
+                return x, y, S
 
     def _index(name: str, v: object) -> int:
         if isinstance(v, bool):

@@ -68,7 +68,8 @@ def _query_sequences(draw: st.DrawFn) -> tuple[np.ndarray, tuple[int, ...],
         codes[:] = np.array(rows, dtype=np.uint8).T
     queries: list[tuple[int, int, tuple[int, ...]]] = []
     for _ in range(draw(st.integers(1, 40))):
-        if queries and draw(st.booleans()):  # the same variables again, shuffled
+        again: bool = draw(st.booleans())
+        if queries and again:  # the same variables again, shuffled
             x, y, S = queries[draw(st.integers(0, len(queries) - 1))]
             vs = draw(st.permutations((x, y, *S)))
             queries.append((vs[0], vs[1], tuple(vs[2:])))
