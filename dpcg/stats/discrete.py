@@ -108,8 +108,11 @@ def _expected(N: NDArray[np.int64]) -> NDArray[np.float64]:
 
 def _g2_from(N: NDArray[np.int64], E: NDArray[np.float64]) -> float:
     """``2 sum_{N > 0} N ln(N / E)`` (cells with ``N = 0`` contribute ``0``)."""
-    ratio = np.divide(N, E, out=np.ones(E.shape), where=N > 0)
-    return float(max(2.0 * np.dot(N.reshape(-1), np.log(ratio.reshape(-1))), 0.0))
+    if np.count_nonzero(N) == N.size:
+        logs = np.log(N / E)
+    else:  # ln 1 = 0 where N = 0 (and E may be 0)
+        logs = np.log(np.divide(N, E, out=np.ones(E.shape), where=N > 0))
+    return float(max(2.0 * np.dot(N.reshape(-1), logs.reshape(-1)), 0.0))
 
 
 def g2_statistic(table: StrataTable) -> float:
