@@ -34,10 +34,15 @@ from dpcg.citests.nonprivate import G2Test
 from dpcg.stats.contingency import StrataTable
 from dpcg.stats.discrete import ChiSquareResult, chi2_test
 
-#: Largest tables built with bitsets: at most this many (stratum, x, y) cells and at
-#: most :data:`MAX_BITSET_INNER` inner cells (``prod(c - 1)``); above, bincount.
+#: Largest number of (stratum, x, y) cells built with bitsets; above it, bincount.
 MAX_BITSET_CELLS = 4096
-MAX_BITSET_INNER = 512
+
+# Cost model (nanoseconds; rough, measured on alarm at 1K-100K rows) choosing between
+# the direct AND of all levels, inclusion-exclusion and bincount.
+_WORD_NS = 1.2  # AND + popcount + sum per 64-bit word of a row of cells
+_TABLE_NS = (1000.0, 3700.0, 10500.0)  # per table; per variable direct; per variable IE
+_BINCOUNT_NS = (5000.0, 5000.0, 2.0, 0.5)  # per table; per variable; per row; per row
+#                                            and variable
 #: Per-instance memory bounds (bytes) of the cached pair bitsets and dense sub-tables.
 BLOCK_CACHE_BYTES = 16 << 20
 TABLE_CACHE_BYTES = 8 << 20
@@ -115,6 +120,9 @@ class BitsetTables:
         self._blocks = _LRU(BLOCK_CACHE_BYTES)
         # dense full tables keyed by sorted variable tuples (axes in that order)
         self._full = _LRU(TABLE_CACHE_BYTES)
+        #: "auto" (cost model), or "direct" / "ie" to force one builder (tests)
+        self.mode = "auto"
+        self._n_words = -1
 
     def bits(self, j: int) -> NDArray[np.uint64]:
         b = self._bits.get(j)
@@ -125,18 +133,26 @@ class BitsetTables:
         return b
 
     def usable(self, x: int, y: int, S: tuple[int, ...]) -> bool:
-        """Whether the bitset path applies (decided from public cardinalities only)."""
+        """Whether the bitset path applies: at most :data:`MAX_BITSET_CELLS` cells and
+        an estimated cost (:meth:`_cost`) below that of one ``bincount`` over the rows.
+        Decided from public quantities only: cardinalities, ``n`` and the queries asked
+        before (which tables are cached), never from the data."""
         if not _HAS_POPCOUNT:
             return False
         card = self.cardinalities
         cells = card[x] * card[y]
-        inner = (card[x] - 1) * (card[y] - 1)
         for s in S:
             cells *= card[s]
-            inner *= card[s] - 1
             if cells > MAX_BITSET_CELLS:
                 return False
-        return cells <= MAX_BITSET_CELLS and inner <= MAX_BITSET_INNER
+        k = len(S) + 2
+        words = self._words(x)
+        bincount = _BINCOUNT_NS[0] + _BINCOUNT_NS[1] * k + 64 * words * (
+            _BINCOUNT_NS[2] + _BINCOUNT_NS[3] * k)
+        if _WORD_NS * cells * words + _TABLE_NS[0] + _TABLE_NS[1] * k <= bincount:
+            return True  # even the direct AND is cheaper
+        U = tuple(sorted((x, y, *S)))
+        return U in self._full.data or self._cost(U, 2)[0] <= bincount
 
     def table(self, x: int, y: int, S: tuple[int, ...]) -> StrataTable:
         """The stratified table of ``x`` and ``y`` per observed configuration of ``S``."""
@@ -156,6 +172,46 @@ class BitsetTables:
         counts = counts[keep] if not keep.all() else counts.copy()
         return StrataTable(counts, cx, cy, n_configs)
 
+    def _words(self, j: int) -> int:
+        """``W``, the number of 64-bit words per bitset (public: ``ceil(n / 64)``)."""
+        if self._n_words < 0:
+            self._n_words = int(self.bits(j).shape[1])
+        return self._n_words
+
+    def _cost(self, U: tuple[int, ...], depth: int) -> tuple[float, bool]:
+        """Estimated nanoseconds to build the dense table of ``U`` and whether the
+        direct AND of all levels beats inclusion-exclusion (which needs the tables
+        without one variable: cached ones are free, missing ones are costed
+        ``depth`` levels down). Public inputs only (cardinalities, ``n``, cache keys)."""
+        if self.mode == "direct":
+            return 0.0, True
+        card = self.cardinalities
+        words = self._words(U[0])
+        full = inner = 1
+        for u in U:
+            full *= card[u]
+            inner *= card[u] - 1
+        k = len(U)
+        if k == 1:
+            return _WORD_NS * full * words + _TABLE_NS[0], True
+        direct = _WORD_NS * full * words + _TABLE_NS[0] + _TABLE_NS[1] * k
+        ie = _WORD_NS * inner * words + _TABLE_NS[0] + _TABLE_NS[2] * k
+        cached = self._full.data
+        missing = [V for j in range(k) if (V := U[:j] + U[j + 1:]) not in cached]
+        if self.mode == "ie":
+            return 0.0, False
+        # a missing table costs at least the overhead of a direct one
+        floor = _TABLE_NS[0] + _TABLE_NS[1] * (k - 1)
+        if not missing:
+            return (ie, False) if ie < direct else (direct, True)
+        if depth == 0 or ie + 0.5 * floor * len(missing) >= direct:
+            return direct, True
+        for V in missing:  # half price: they stay cached for later queries
+            ie += 0.5 * self._cost(V, depth - 1)[0]
+            if ie >= direct:
+                return direct, True
+        return ie, False
+
     def _table(self, U: tuple[int, ...], pair: tuple[int, int] | None = None
                ) -> NDArray[np.int64]:
         """Dense counts over the sorted variables ``U`` (cached)."""
@@ -164,6 +220,8 @@ class BitsetTables:
             return hit
         if len(U) == 1:
             A = _popcount_rows(self.bits(U[0]))
+        elif self._cost(U, 2)[1]:
+            A = self._direct(U, pair)
         else:
             card = self.cardinalities
             shape = tuple(card[u] for u in U)
@@ -188,6 +246,21 @@ class BitsetTables:
         A.setflags(write=False)
         self._full.put(U, A)
         return A
+
+    def _direct(self, U: tuple[int, ...], pair: tuple[int, int] | None
+                ) -> NDArray[np.int64]:
+        """Dense table of ``U`` from the AND of all levels (the query's pair last)."""
+        order = [u for u in U if pair is None or u not in pair]
+        if pair is not None:
+            order.extend(pair)
+        acc = self.bits(order[0])
+        for u in order[1:]:
+            acc = _and_outer(acc, self.bits(u))
+        card = self.cardinalities
+        counts = _popcount_rows(acc).reshape([card[u] for u in order])
+        if tuple(order) != U:
+            counts = counts.transpose([order.index(u) for u in U])
+        return np.ascontiguousarray(counts)
 
     def _block(self, a: int, b: int) -> NDArray[np.uint64]:
         """Inner bitsets of the sorted pair ``(a, b)``: ``(ca - 1) (cb - 1)`` rows."""

@@ -82,17 +82,20 @@ def _query_sequences(draw: st.DrawFn) -> tuple[np.ndarray, tuple[int, ...],
 
 
 @settings(max_examples=150, deadline=None)
-@given(_query_sequences(), st.sampled_from([None, 0, 3000]), st.booleans())
+@given(_query_sequences(), st.sampled_from([None, 0, 3000]), st.booleans(),
+       st.sampled_from(["auto", "direct", "ie"]))
 def test_many_queries_on_one_instance_equal_bincount_tables(
     case: tuple[np.ndarray, tuple[int, ...], list[tuple[int, int, tuple[int, ...]]]],
     budget: int | None,
     lazy: bool,
+    mode: str,
 ) -> None:
     codes, cards, queries = case
     if lazy:  # the column getter private statistics use on subsamples
         fast = BitsetTables(None, cards, column=lambda j: codes[j])
     else:
         fast = BitsetTables(codes, cards)
+    fast.mode = mode  # the cost model's choice, or always one of the two builders
     if budget is not None:  # no caching at all / constant eviction
         fast._blocks.budget = budget
         fast._full.budget = budget
@@ -111,13 +114,24 @@ def test_many_queries_on_one_instance_equal_bincount_tables(
     assert fast._full.used <= fast._full.budget
 
 
-def test_usable_depends_on_cardinalities_only() -> None:
-    cards = (4, 4, 4, 4, 4, 3, 4, 1, 2)
-    fast = BitsetTables(np.zeros((9, 10), dtype=np.uint8), cards)
-    assert fast.usable(0, 1, (2, 3, 4, 5))  # 3072 cells, 486 inner
-    assert not fast.usable(0, 1, (2, 3, 4, 6))  # 4096 cells, but 729 inner
-    assert fast.usable(0, 1, (2, 3, 4, 5, 7))  # cardinality 1: same counts
-    assert not fast.usable(0, 1, (2, 3, 4, 5, 8))  # 6144 cells
+def test_usable_depends_on_public_quantities_only() -> None:
+    cards = (4, 4, 4, 4, 4, 3, 4, 2)
+    rng = np.random.default_rng(0)
+    small = BitsetTables(np.zeros((8, 64), dtype=np.uint8), cards)
+    big = BitsetTables(rng.integers(0, 2, size=(8, 100_000)).astype(np.uint8), cards)
+    for fast in (small, big):
+        assert fast.usable(0, 1, ())
+        assert fast.usable(0, 1, (2,))
+        assert not fast.usable(0, 1, (2, 3, 4, 5, 7))  # 6144 cells
+    # a large table: bincount when cold, bitsets once its sub-tables are cached
+    assert not big.usable(0, 1, (2, 3))  # 256 cells
+    for v in (0, 1, 2, 3):
+        rest = tuple(u for u in (0, 1, 2, 3) if u != v)
+        big.table(rest[0], rest[1], rest[2:])
+    assert big.usable(0, 1, (2, 3))  # 81 inner cells
+    assert big.codes is not None
+    np.testing.assert_array_equal(big.table(0, 1, (2, 3)).counts,
+                                  contingency_table(big.codes, cards, 0, 1, (2, 3)).counts)
 
 
 def test_fast_g2_identical_on_alarm_pc_run() -> None:
