@@ -51,7 +51,7 @@ def validate_query(x: object, y: object, S: object, p: int) -> tuple[int, int, t
     if type(x) is int and type(y) is int and type(S) is tuple and x != y \
             and 0 <= x < p and 0 <= y < p:
         for s in S:
-            if type(s) is not int or not 0 <= s < p or s == x or s == y:
+            if type(s) is not int or not 0 <= s < p or s in (x, y):
                 break
         else:
             if len(S) < 2 or len(set(S)) == len(S):
