@@ -21,8 +21,10 @@ import json
 import math
 import os
 import sqlite3
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -237,6 +239,57 @@ class RunInfo:
 # ---------------------------------------------------------------------------------
 # The ledger
 # ---------------------------------------------------------------------------------
+#: Ledger files this process has an open connection to: (pid, st_dev, st_ino) -> count.
+#: POSIX advisory locks belong to the process and closing *any* descriptor of a file
+#: drops all of them (SQLite's documentation: "How To Corrupt An SQLite Database File",
+#: section 2.2). Reading a ledger's header with a Python file object while a connection of
+#: this process is open would therefore release that connection's SHARED lock; another
+#: process closing its connection would then take itself for the last one and delete the
+#: WAL under ours (what we write lands in the unlinked file; the next read fails with
+#: "disk I/O error"). :meth:`Ledger.open` skips the header read for a file listed here:
+#: the open connection already proved it is SQLite.
+_OPEN_FILES: dict[tuple[int, int, int], int] = {}
+_OPEN_FILES_LOCK = threading.Lock()
+
+
+def _file_key(p: Path) -> tuple[int, int, int] | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return (os.getpid(), st.st_dev, st.st_ino)
+
+
+def _open_in_this_process(key: tuple[int, int, int] | None) -> bool:
+    with _OPEN_FILES_LOCK:
+        return key is not None and _OPEN_FILES.get(key, 0) > 0
+
+
+def _note_open(key: tuple[int, int, int]) -> None:
+    with _OPEN_FILES_LOCK:
+        _OPEN_FILES[key] = _OPEN_FILES.get(key, 0) + 1
+
+
+def _note_closed(key: tuple[int, int, int]) -> None:
+    with _OPEN_FILES_LOCK:
+        left = _OPEN_FILES.get(key, 0) - 1
+        if left > 0:
+            _OPEN_FILES[key] = left
+        else:
+            _OPEN_FILES.pop(key, None)
+
+
+def looks_like_sqlite(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` starts with the SQLite header, read without ever dropping this
+    process's locks: a file this process has a ledger connection to is SQLite already and
+    is not read again (see ``_OPEN_FILES``)."""
+    p = Path(path)
+    if _open_in_this_process(_file_key(p)):
+        return True
+    with p.open("rb") as fh:
+        return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
 class Ledger:
     """A durable, append-only, hash-chained privacy ledger in one SQLite file.
 
@@ -255,6 +308,12 @@ class Ledger:
         self._synchronous: str | None = None
         #: The last row this instance appended: a head equal to it needs no re-hashing.
         self._last_row: tuple[Any, ...] | None = None
+        key = _file_key(path)
+        self._release: weakref.finalize[Any, Any] | None = None
+        if key is not None:
+            _note_open(key)
+            # runs once: on close(), or when an unclosed instance is collected
+            self._release = weakref.finalize(self, _note_closed, key)
 
     # -- opening ----------------------------------------------------------------------
     @classmethod
@@ -276,10 +335,7 @@ class Ledger:
         if p.exists():
             if not p.is_file():
                 raise ForeignLedgerError(f"{p} is not a file")
-            if p.stat().st_size > 0 or not create:
-                with p.open("rb") as fh:
-                    head = fh.read(len(SQLITE_MAGIC))
-                if head != SQLITE_MAGIC:
+            if (p.stat().st_size > 0 or not create) and not looks_like_sqlite(p):
                     raise ForeignLedgerError(f"{p} is not a dpcg ledger: not an SQLite database")
         mode = "rwc" if create else "rw"
         try:
@@ -392,6 +448,8 @@ class Ledger:
         if self._connection is not None and os.getpid() == self._pid:
             self._connection.close()
             self._connection = None
+            if self._release is not None:
+                self._release()
 
     def __enter__(self) -> Ledger:
         return self

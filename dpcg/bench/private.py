@@ -68,7 +68,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--time-limit", type=float, default=None,
                    help="stop waiting for jobs after this many seconds")
     p.add_argument("--skip", nargs="+", default=(), metavar="NET/ALGO",
-                   help="jobs already in --results to leave out (e.g. alarm/laplace-pc)")
+                   help="jobs already in --results to leave out: NET/ALGO (e.g. alarm/laplace-pc) "
+                        "or NET/ALGO@EPS (e.g. alarm/em-pc@0.5)")
     p.set_defaults(func=run)
 
 
@@ -125,16 +126,21 @@ def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> l
     return out
 
 
+def _eps_label(epsilons: tuple[float, ...]) -> str:
+    return f" eps={epsilons[0]:g}" if len(epsilons) == 1 else ""
+
+
 def _register_ledger(ledger_dir: Path, net: str, algorithm: str, epsilons: Sequence[float],
                      seeds: int, rows: int, stamp: str) -> str:
-    """One ledger per (network, algorithm) job, so that no two processes write the same
-    SQLite file at once; the dataset's lifetime covers every run of the job."""
+    """One ledger per job (network, algorithm, epsilon), so that no two processes write the
+    same SQLite file at once; the dataset's lifetime covers every run of the job."""
     from accounting.costs import Budget
     from accounting.ledger import Ledger
     from accounting.relations import Relation
 
     ledger_dir.mkdir(parents=True, exist_ok=True)
-    path = ledger_dir / f"{net}-{algorithm}-{stamp}.db"
+    eps_tag = "-".join(f"{e:g}" for e in epsilons)
+    path = ledger_dir / f"{net}-{algorithm}-eps{eps_tag}-{stamp}.db"
     led = Ledger.open(path, create=True)
     eps_total = math.fsum(epsilons) * seeds * 1.000001 + 1.0
     delta_total = min(0.5, DELTA * seeds * len(epsilons) * 1.000001)
@@ -144,30 +150,38 @@ def _register_ledger(ledger_dir: Path, net: str, algorithm: str, epsilons: Seque
     return str(path)
 
 
-def _verify_ledgers(paths: dict[str, str] | list[tuple[str, str]],
-                    results: list[dict[str, Any]]) -> list[str]:
+def _verify_ledgers(paths: list[tuple[str, str]], results: list[dict[str, Any]]) -> list[str]:
+    """Verify every ledger; one table row per (network, algorithm) label."""
     from accounting.ledger import Ledger
 
-    lines = []
     by_run = {r["ledger"]["run_id"]: r for r in results if r.get("ledger")}
-    pairs = list(paths.items()) if isinstance(paths, dict) else paths
-    for net, path in pairs:
+    groups: dict[str, list[int]] = {}  # label -> [ledgers, runs, failures, mismatches]
+    problems: dict[str, list[str]] = {}
+    for label, path in paths:
+        g = groups.setdefault(label, [0, 0, 0, 0])
         led = Ledger.open(path)
-        rep = led.verify()
-        runs = led.runs()
-        mismatches = 0
+        try:
+            rep = led.verify()
+            runs = led.runs()
+        finally:
+            led.close()
+        g[0] += 1
+        g[1] += len(runs)
+        if not rep.ok:
+            g[2] += 1
+            problems.setdefault(label, []).append(f"{Path(path).name}: {rep.problems[0]}")
         for run in runs:
             r = by_run.get(run.run_id)
             if r is None:
                 continue
-            g = r["guarantee"]
-            if run.budget_epsilon != Fraction(g["epsilon"]) or run.budget_delta != Fraction(
-                    g["delta"]):
-                mismatches += 1
-        lines.append(f"| {net} | `{Path(path).name}` | {len(runs)} | "
-                     f"{'ok' if rep.ok else 'FAILED: ' + '; '.join(rep.problems[:3])} | "
-                     f"{mismatches} |")
-        led.close()
+            gu = r["guarantee"]
+            if run.budget_epsilon != Fraction(gu["epsilon"]) or run.budget_delta != Fraction(
+                    gu["delta"]):
+                g[3] += 1
+    lines = []
+    for label, (n_led, n_runs, failed, mismatches) in groups.items():
+        verdict = "ok" if failed == 0 else "FAILED: " + "; ".join(problems[label][:3])
+        lines.append(f"| {label} | {n_led} | {n_runs} | {verdict} | {mismatches} |")
     return lines
 
 
@@ -357,7 +371,7 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
                "Every run above was recorded; each ledger was verified "
                "(`Ledger.verify()`, the check behind `dpcg ledger verify`), and every "
                "run's reservation compared with the guarantee the run reported.", "",
-               "| network | ledger | runs | verify | reservation != guarantee |",
+               "| network / algorithm | ledgers | runs | verify | reservation != guarantee |",
                "|---|---|---|---|---|", *ledger_lines]
     images = {}
     try:
@@ -426,6 +440,7 @@ def run(args: argparse.Namespace) -> int:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     ledger_lines: list[str] = []
+    failed: list[str] = []
     previous = []
     if args.results.exists():
         previous = [json.loads(line) for line in args.results.read_text().splitlines() if line]
@@ -434,12 +449,15 @@ def run(args: argparse.Namespace) -> int:
         found: dict[str, str] = {}
         for r in results:
             if r.get("ledger") and Path(r["ledger"]["path"]).exists():
-                found.setdefault(r["ledger"]["path"], r["network"])
-        ledger_lines = _verify_ledgers([(net, path) for path, net in found.items()], results)
+                found.setdefault(r["ledger"]["path"], f"{r['network']} / {r['algorithm']}")
+        ledger_lines = _verify_ledgers(
+            sorted(((label, path) for path, label in found.items()),
+                   key=lambda lp: (NETWORKS.index(lp[0].split(" / ")[0]), lp[0])), results)
     else:
         stamp = time.strftime("%Y%m%dT%H%M%S")
         ledgers: list[tuple[str, str]] = []
-        jobs = [(net, "pc", (), 1, args.test, args.rows, "", "") for net in nets
+        jobs: list[tuple[str, str, tuple[float, ...], int, str, int, str, str]] = [
+            (net, "pc", (), 1, args.test, args.rows, "", "") for net in nets
                 if f"{net}/pc" not in args.skip]
         # heavy networks first so the two processes stay busy
         order = sorted(nets, key=lambda n: -NETWORKS.index(n))
@@ -447,37 +465,55 @@ def run(args: argparse.Namespace) -> int:
 
         sizes = {net: len(load_network(net).nodes) for net in nets}
         for net in order:
-            for a in algos:
+            # EM-PC first: it computes every test of a level and is the slowest job
+            for a in sorted(algos, key=lambda a: a != "em-pc"):
                 if a == "em-pc" and sizes[net] > args.em_max_nodes:
-                    continue
-                if f"{net}/{a}" in args.skip:
                     continue
                 k = seeds if net not in ("child", "alarm") or args.big_seeds is None \
                     else args.big_seeds
-                path = _register_ledger(args.ledger_dir, net, a, epsilons, k, args.rows, stamp)
-                ledgers.append((net, path))
-                jobs.append((net, a, epsilons, k, args.test, args.rows, path,
-                             f"{net}-{args.rows}"))
+                # one job and one ledger per epsilon, so that a slow cell (EM-PC on alarm at
+                # small eps) does not serialise a whole row
+                for eps in epsilons:
+                    if f"{net}/{a}" in args.skip or f"{net}/{a}@{eps:g}" in args.skip:
+                        continue
+                    path = _register_ledger(args.ledger_dir, net, a, (eps,), k, args.rows,
+                                            stamp)
+                    ledgers.append((f"{net} / {a}", path))
+                    jobs.append((net, a, (eps,), k, args.test, args.rows, path,
+                                 f"{net}-{args.rows}"))
         results = []
+        failed.clear()
         ctx = mp.get_context("fork")
         with ctx.Pool(max(1, args.processes)) as pool, args.results.open("a") as fh:
-            pending = [pool.apply_async(_job, (j,)) for j in jobs]
-            for pend, job in zip(pending, jobs, strict=True):
-                remaining = None
-                if args.time_limit is not None:
-                    remaining = max(1.0, args.time_limit - (time.perf_counter() - t_start))
-                try:
-                    rows = pend.get(timeout=remaining)
-                except mp.TimeoutError:
-                    print(f"bench private: time limit reached; skipping {job[0]}/{job[1]}",
-                          flush=True)
+            pending = [(pool.apply_async(_job, (j,)), j) for j in jobs]
+            # results are written as each job finishes (not in submission order), so a slow
+            # job never holds finished ones in memory and an interrupted run keeps them
+            while pending:
+                if args.time_limit is not None and \
+                        time.perf_counter() - t_start > args.time_limit:
+                    for _, job in pending:
+                        print(f"bench private: time limit reached; skipping {job[0]}/{job[1]}"
+                              f"{_eps_label(job[2])}", flush=True)
+                    break
+                done = [(pend, job) for pend, job in pending if pend.ready()]
+                if not done:
+                    time.sleep(0.2)
                     continue
-                for r in rows:
-                    fh.write(json.dumps(r) + "\n")
-                fh.flush()
-                results.extend(rows)
-                print(f"bench private: {job[0]}/{job[1]} done ({len(rows)} runs, "
-                      f"{time.perf_counter() - t_start:.0f} s)", flush=True)
+                for pend, job in done:
+                    pending.remove((pend, job))
+                    try:
+                        rows = pend.get()
+                    except Exception as exc:  # one failed job must not lose the others
+                        failed.append(f"{job[0]}/{job[1]}{_eps_label(job[2])}: {exc}")
+                        print(f"bench private: {failed[-1]}", flush=True)
+                        continue
+                    for r in rows:
+                        fh.write(json.dumps(r) + "\n")
+                    fh.flush()
+                    results.extend(rows)
+                    print(f"bench private: {job[0]}/{job[1]}{_eps_label(job[2])} done "
+                          f"({len(rows)} runs, {time.perf_counter() - t_start:.0f} s)",
+                          flush=True)
             pool.terminate()
         ledger_lines = _verify_ledgers(ledgers, results)
         results = previous + results
@@ -489,4 +525,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.report_only and speed_file.exists():
         speed = json.loads(speed_file.read_text())
     _report(results, speed, ledger_lines, args, time.perf_counter() - t_start)
+    if failed:
+        print("bench private: FAILED jobs:\n  " + "\n  ".join(failed), flush=True)
+        return 1
     return 0

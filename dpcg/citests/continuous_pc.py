@@ -168,7 +168,7 @@ def private_pc_continuous(
                            background=background, progress=progress)
         status = "budget-exhausted" if result.budget_exhausted else "completed"
     finally:
-        session.close(status=status)
+        handle.close(status)
     g = session.guarantee()
     spent = session.spent()
     ledger_info = None

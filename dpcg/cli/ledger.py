@@ -37,7 +37,7 @@ from accounting.ledger import (
     session_for_run,
     verify_certificate,
 )
-from accounting.ledger.store import SQLITE_MAGIC, DatasetInfo, RunInfo
+from accounting.ledger.store import DatasetInfo, RunInfo, looks_like_sqlite
 from accounting.relations import Relation
 
 
@@ -208,8 +208,7 @@ def _export(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------
 def _is_sqlite(path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
-            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+        return looks_like_sqlite(path)
     except OSError as exc:
         raise LedgerError(f"cannot read {path}: {exc}") from None
 

@@ -100,7 +100,7 @@ def run_private(
                                      background=background, progress=progress)
         status = "budget-exhausted" if result.budget_exhausted else "completed"
     finally:
-        session.close(status=status)
+        handle.close(status)
     spent = session.spent()
     nothing = (spent.epsilon in (None, 0) and (spent.rho in (None, 0)))
     message = None

@@ -163,6 +163,17 @@ class SessionHandle:
     ledger_path: str | None
     run_id: str | None
     recorder: Any
+    #: The open ledger (``None`` in memory); :meth:`close` closes it once the run is over.
+    ledger: Any = None
+
+    def close(self, status: str) -> None:
+        """Close the session's run with ``status``, then the ledger connection (never
+        left to the garbage collector: see ``accounting.ledger.store._OPEN_FILES``)."""
+        try:
+            self.session.close(status=status)
+        finally:
+            if self.ledger is not None:
+                self.ledger.close()
 
 
 def open_session(
@@ -198,22 +209,26 @@ def open_session(
     from accounting.session import Session
 
     led = Ledger.open(Path(ledger), create=True)
-    if not _has_dataset(led, dataset_id):
-        led.register_dataset(dataset_id, budget if lifetime is None else lifetime, relation,
-                             description=description)
-    # As accounting.ledger.session_for_run, with a counting wrapper around the run.
-    run_relation = led.dataset(dataset_id).relation
-    Session(budget, rule=rule, relation=run_relation, seed=seed)  # validation only
-    run = led.open_run(dataset_id, budget, rule, seed_explicit=seed is not None,
-                       description=description)
-    recorder = CountingRecorder(run)
     try:
-        session = Session(budget, rule=rule, relation=run_relation, recorder=recorder,
-                          seed=seed)
-    except AccountingError:
-        run.close("error")
+        if not _has_dataset(led, dataset_id):
+            led.register_dataset(dataset_id, budget if lifetime is None else lifetime,
+                                 relation, description=description)
+        # As accounting.ledger.session_for_run, with a counting wrapper around the run.
+        run_relation = led.dataset(dataset_id).relation
+        Session(budget, rule=rule, relation=run_relation, seed=seed)  # validation only
+        run = led.open_run(dataset_id, budget, rule, seed_explicit=seed is not None,
+                           description=description)
+        recorder = CountingRecorder(run)
+        try:
+            session = Session(budget, rule=rule, relation=run_relation, recorder=recorder,
+                              seed=seed)
+        except AccountingError:
+            run.close("error")
+            raise
+    except BaseException:
+        led.close()
         raise
-    return SessionHandle(session, str(ledger), recorder.run_id, recorder)
+    return SessionHandle(session, str(ledger), recorder.run_id, recorder, led)
 
 
 def _has_dataset(ledger: Any, dataset_id: str) -> bool:

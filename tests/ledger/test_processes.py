@@ -14,7 +14,7 @@ from accounting.costs import Budget
 from accounting.errors import BudgetExceededError
 from accounting.ledger import Ledger
 
-from .conftest import PYTHON, ROOT
+from .conftest import PYTHON, ROOT, laplace_draft
 
 _PRELUDE = """
 import sys
@@ -162,3 +162,58 @@ def test_concurrent_creation_makes_one_ledger(tmp_path: Path) -> None:
     with Ledger.open(path) as led:
         assert led.verify().ok
         assert led.entry_count() == 1
+
+
+_OPEN_AND_CLOSE = _PRELUDE + """
+led = Ledger.open(sys.argv[1])
+run = led.open_run("shared", Budget(0.125), "basic", seed_explicit=False, description="other")
+run.record(draft(2.0 ** -5, "other process"))
+run.close("completed")
+led.close()
+print("closed", flush=True)
+"""
+
+
+def test_a_second_open_in_one_process_keeps_its_locks(tmp_path: Path) -> None:
+    """Regression: opening the same ledger twice in one process used to read the file's
+    header with a Python file object; closing that descriptor dropped every POSIX lock
+    the process held on the database, so another process closing its connection took
+    itself for the last one and deleted the WAL under the first connection (SQLite:
+    "disk I/O error"). Seen in `dpcg bench private` with two jobs sharing a ledger."""
+    path = tmp_path / "shared.db"
+    with Ledger.open(path, create=True) as led:
+        led.register_dataset("shared", Budget(2.0))
+    first = Ledger.open(path)
+    run = first.open_run("shared", Budget(0.25), "basic", seed_explicit=False,
+                         description="long run")
+    run.record(laplace_draft(2.0 ** -5, purpose="first"))
+    second = Ledger.open(path)  # e.g. the next run while the previous one is still open
+    proc = subprocess.run([str(PYTHON), "-c", _OPEN_AND_CLOSE, str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    run.record(laplace_draft(2.0 ** -5, purpose="first, after the other process closed"))
+    # what the first connection wrote is visible to other processes and to a new
+    # connection of this process while the first is still open
+    count = subprocess.run([str(PYTHON), "-c", _COUNT, str(path)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert count.returncode == 0, count.stderr
+    assert count.stdout.split() == ["2", "2"]  # runs; mechanism entries of the first run
+    with Ledger.open(path) as third:
+        assert third.verify().ok
+    run.close("completed")
+    second.close()
+    first.close()
+    with Ledger.open(path) as led:
+        report = led.verify()
+        assert report.ok, report.problems
+        assert len(report.runs) == 2
+
+
+_COUNT = _PRELUDE + """
+led = Ledger.open(sys.argv[1])
+rep = led.verify()
+assert rep.ok, rep.problems
+first = [r for r in rep.runs if r.status == "open"]
+print(len(rep.runs), first[0].entries if first else -1)
+"""
+

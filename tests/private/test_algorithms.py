@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -161,12 +162,16 @@ def test_bad_input_raises_before_anything_is_charged(asia: Any, kwargs: dict[str
 def test_ledger_run_verifies_with_totals_equal_to_guarantee(asia: Any, tmp_path: Path
                                                             ) -> None:
     from accounting.ledger import Ledger
+    from accounting.ledger.store import _OPEN_FILES
 
     path = tmp_path / "runs.db"
     res = discover(asia, "laplace-pc", epsilon=1.0, delta=1e-6, ledger=path,
                    dataset_id="asia-4k", seed=9)
     assert res.ledger is not None
     assert res.ledger["run_id"]
+    # the run closed its ledger connection (not left to the garbage collector)
+    st = path.stat()
+    assert (os.getpid(), st.st_dev, st.st_ino) not in _OPEN_FILES
     led = Ledger.open(path)
     report = led.verify()
     assert report.ok, report.problems
