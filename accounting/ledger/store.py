@@ -336,7 +336,7 @@ class Ledger:
             if not p.is_file():
                 raise ForeignLedgerError(f"{p} is not a file")
             if (p.stat().st_size > 0 or not create) and not looks_like_sqlite(p):
-                    raise ForeignLedgerError(f"{p} is not a dpcg ledger: not an SQLite database")
+                raise ForeignLedgerError(f"{p} is not a dpcg ledger: not an SQLite database")
         mode = "rwc" if create else "rw"
         try:
             conn = sqlite3.connect(
