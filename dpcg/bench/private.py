@@ -87,6 +87,11 @@ def _truth(net: Any) -> Any:
     return CPDAG.from_dag(tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
 
 
+#: The last (network, rows, score) a worker process loaded, with its sample, true CPDAG,
+#: statistic source and cache (one entry, so memory stays bounded).
+_LAST_DATA: dict[str, Any] = {}
+
+
 def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> list[dict[str, Any]]:
     net_name, algorithm, epsilons, seeds, test, rows, ledger, dataset_id = args
     from dpcg.citests.private import source_for_dataset
@@ -95,11 +100,17 @@ def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> l
     from dpcg.private.api import nonprivate_pc, run_private
     from dpcg.private.common import PrivateSettings
 
-    net = load_network(net_name)
-    data = net.sample(rows, DATA_SEED)
-    truth = _truth(net)
-    cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
-    src = source_for_dataset(data, test, cache=cache)
+    key = (net_name, rows, test)
+    if _LAST_DATA.get("key") != key:
+        # jobs are per epsilon: a worker usually gets the next epsilon of the same
+        # network and score, so the sample, truth and statistic cache are kept for it
+        net = load_network(net_name)
+        data = net.sample(rows, DATA_SEED)
+        cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
+        _LAST_DATA.clear()
+        _LAST_DATA.update(key=key, data=data, truth=_truth(net), cache=cache,
+                          src=source_for_dataset(data, test, cache=cache))
+    data, truth, cache, src = (_LAST_DATA[k] for k in ("data", "truth", "cache", "src"))
     names = tuple(str(n) for n in data.names)
     out: list[dict[str, Any]] = []
     if algorithm == "pc":
