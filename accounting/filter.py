@@ -45,6 +45,8 @@ class PrivacyFilter:
     _halted: bool = field(default=False, init=False)
     _rho_budget: Fraction | None = field(default=None, init=False)
     _admitted: int = field(default=0, init=False)
+    #: ``(cost, spent + cost)`` of the last successful :meth:`check` (reused by commit)
+    _checked: tuple[Cost, Cost] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Budget):
@@ -136,19 +138,23 @@ class PrivacyFilter:
         if self._halted:
             raise SessionHaltedError("the privacy filter is halted; it admits nothing more")
         self.check_applicable(cost, what)
-        if not self.fits(cost):
+        total = self._spent + cost
+        if not self._within(total):
             self._halted = True
             raise BudgetExceededError(
                 f"{what} refused: its cost {cost.summary()} exceeds the remaining budget "
                 f"{self.remaining().summary()} under rule {self.rule!r}; the run is halted"
             )
+        self._checked = (cost, total)
 
     def commit(self, cost: Cost) -> None:
         """Add an admitted ``cost`` to the running total (after :meth:`check`)."""
         if self._halted:
             raise SessionHaltedError("the privacy filter is halted; it admits nothing more")
         self.check_applicable(cost)
-        total = self._spent + cost
+        checked, self._checked = self._checked, None
+        # check() just computed the total from the same running total
+        total = checked[1] if checked is not None and checked[0] is cost else self._spent + cost
         if not self._within(total):  # defensive: commit only what check admitted
             raise BudgetExceededError("commit of a cost that does not fit")
         self._spent = total

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from fractions import Fraction
+from json.encoder import encode_basestring_ascii as _encode_str  # json.dumps' (ensure_ascii)
 
 from accounting.entries import JSONValue
 
@@ -65,6 +67,37 @@ def sha256_hex(text: str) -> str:
 def entry_hash(record: Mapping[str, object]) -> str:
     """SHA-256 of the canonical JSON of all hashed fields (``prev_hash`` included)."""
     return sha256_hex(canonical_json({name: record[name] for name in ENTRY_FIELDS}))
+
+
+#: The hashed fields in canonical (sorted) key order, with their encoded keys.
+_SORTED_KEYS = tuple((name, json.dumps(name) + ":") for name in sorted(ENTRY_FIELDS))
+
+
+def scalar_json(value: object) -> str:
+    """``canonical_json(value)`` for ``None``, ``bool``, ``int``, ``str`` and finite
+    ``float`` (the writer's fast path; anything else goes through :func:`canonical_json`)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _encode_str(value)
+    if isinstance(value, int):  # json.dumps writes int.__repr__ (bool handled above)
+        return int.__repr__(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return float.__repr__(value)
+    return canonical_json(value)  # containers; raises ValueError for NaN/inf
+
+
+def hashed_text(encoded: Mapping[str, str]) -> str:
+    """The canonical JSON of an entry's hashed fields, assembled from the canonical JSON
+    of each field (``encoded[name]``). Byte-for-byte ``canonical_json`` of the decoded
+    entry (sorted keys, no whitespace): the writer encodes each value once and hashes
+    this; :func:`entry_hash` (the verifier's path) must give the same digest, which
+    ``tests/ledger/test_format.py`` checks."""
+    return "{" + ",".join(key + encoded[name] for name, key in _SORTED_KEYS) + "}"
 
 
 def genesis_hash(ledger_id: str, created_at: str) -> str:

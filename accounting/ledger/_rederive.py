@@ -23,16 +23,18 @@ _CACHE: dict[tuple[str, str, str], tuple[Cost, float | None]] = {}
 _CACHE_SIZE = 4096
 
 
-def rederive(kind: str, params: Mapping[str, JSONValue],
-             relation: Relation) -> tuple[Cost, float | None]:
+def rederive(kind: str, params: Mapping[str, JSONValue], relation: Relation, *,
+             params_json: str | None = None) -> tuple[Cost, float | None]:
     """The cost under ``relation`` and the declared sensitivity of mechanism ``kind``
     rebuilt from its public ``params``.
 
     Raises :class:`~accounting.errors.AccountingError` (unknown kind, missing, extra or
     invalid parameters), ``ValueError``/``TypeError`` (parameters JSON cannot encode) or
     ``ArithmeticError`` (absurd magnitudes) when the cost cannot be re-derived.
+    ``params_json``, when given, must be ``canonical_json(params)`` (the writer has it).
     """
-    key = (kind, canonical_json(dict(params)), relation.value)
+    key = (kind, canonical_json(dict(params)) if params_json is None else params_json,
+           relation.value)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached

@@ -48,6 +48,7 @@ from accounting.errors import (
     UnknownDatasetError,
 )
 from accounting.ledger._format import (
+    ENTRY_FIELDS,
     FORMAT_NAME,
     FORMAT_VERSION,
     RULES,
@@ -57,7 +58,10 @@ from accounting.ledger._format import (
     entry_hash,
     fraction_str,
     genesis_hash,
+    hashed_text,
     parse_fraction,
+    scalar_json,
+    sha256_hex,
 )
 from accounting.ledger._rederive import rederive
 from accounting.ledger._verify import (
@@ -158,13 +162,18 @@ def _budget_of(eps: Fraction, delta: Fraction) -> Budget:
 
 def _json_value(value: object, name: str) -> JSONValue:
     """``value`` as plain JSON (NumPy scalars and arrays converted), validated finite."""
+    return _json_encoded(value, name)[0]
+
+
+def _json_encoded(value: object, name: str) -> tuple[JSONValue, str]:
+    """:func:`_json_value` and its canonical JSON text."""
     plain = _to_plain(value, name)
     try:
-        canonical_json(plain)
+        text = canonical_json(plain)
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(name, value, f"must be JSON-serialisable and finite ({exc})") \
             from None
-    return plain
+    return plain, text
 
 
 def _to_plain(value: object, name: str) -> JSONValue:
@@ -487,8 +496,13 @@ class Ledger:
                 ) from None
             raise
 
-    def _append(self, conn: sqlite3.Connection, fields: dict[str, Any]) -> int:
-        """Append one chained entry inside the current transaction; returns its seq."""
+    def _append(self, conn: sqlite3.Connection, fields: dict[str, Any],
+                encoded: Mapping[str, str] | None = None) -> int:
+        """Append one chained entry inside the current transaction; returns its seq.
+
+        ``encoded`` may give the canonical JSON of some of ``fields`` (the caller already
+        computed it); every other field is encoded here, each value exactly once.
+        """
         row = conn.execute(
             f"SELECT {', '.join(STORED_FIELDS)} FROM entries ORDER BY seq DESC LIMIT 1"
         ).fetchone()
@@ -508,9 +522,13 @@ class Ledger:
             "sensitivity": None, "cost": None, "purpose": "", "seed_explicit": None,
             "timestamp": _now(), "prev_hash": prev, **fields,
         }
-        record["hash"] = entry_hash(record)
+        text = {} if encoded is None else dict(encoded)
+        for name in ENTRY_FIELDS:
+            if name not in text:
+                text[name] = scalar_json(record[name])
+        record["hash"] = sha256_hex(hashed_text(text))  # == entry_hash(record)
         values = [
-            (canonical_json(record[k]) if k in _JSON_COLUMNS and record[k] is not None
+            (text[k] if k in _JSON_COLUMNS and record[k] is not None
              else (int(record[k]) if k in _BOOL_COLUMNS and record[k] is not None
                    else record[k]))
             for k in STORED_FIELDS
@@ -835,6 +853,9 @@ class LedgerRun:
         self._rule = rule
         self.seed_explicit = seed_explicit
         self._with_output: set[int] = set()
+        #: (stored texts, parsed values) of the totals this instance committed last
+        self._spent_cache: tuple[tuple[str | None, str, str | None],
+                                 tuple[Fraction | None, Fraction, Fraction | None]] | None = None
 
     @property
     def run_id(self) -> str:
@@ -868,7 +889,7 @@ class LedgerRun:
         :class:`BudgetExceededError` when the run's entries would no longer fit its
         reservation under the run's rule.
         """
-        fields = self._validate(entry)
+        fields, encoded = self._validate(entry)
         cost = entry.cost
         with self._ledger._transaction("NORMAL") as conn:
             row = conn.execute(
@@ -880,27 +901,39 @@ class LedgerRun:
             if status != "open":
                 raise LedgerError(f"run {self._run_id!r} is closed ({status}); open a new run")
             try:
-                eps = None if s_eps is None or cost.epsilon is None else \
-                    parse_fraction(s_eps, "spent_epsilon") + cost.epsilon
-                delta = parse_fraction(s_delta, "spent_delta") + cost.delta
-                rho = None if s_rho is None or cost.rho is None else \
-                    parse_fraction(s_rho, "spent_rho") + cost.rho
+                spent = self._parse_spent(s_eps, s_delta, s_rho)
             except ValueError as exc:
                 raise LedgerCorruptError(f"run {self._run_id!r} totals are corrupt: {exc}") \
                     from None
+            eps = None if spent[0] is None or cost.epsilon is None else spent[0] + cost.epsilon
+            delta = spent[1] + cost.delta
+            rho = None if spent[2] is None or cost.rho is None else spent[2] + cost.rho
             why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
             if why is not None:
                 raise BudgetExceededError(
                     f"run {self._run_id!r}: recording {entry.mechanism!r} would exceed the run's "
                     f"reservation under rule {self._rule}: {why}")
-            seq = self._ledger._append(conn, fields)
+            seq = self._ledger._append(conn, fields, encoded)
+            texts = (_opt_str(eps), fraction_str(delta), _opt_str(rho))
             conn.execute(
                 "UPDATE runs SET n_entries=n_entries+1, spent_epsilon=?, spent_delta=?, "
-                "spent_rho=? WHERE run_id=?",
-                (_opt_str(eps), fraction_str(delta), _opt_str(rho), self._run_id))
+                "spent_rho=? WHERE run_id=?", (*texts, self._run_id))
+        # committed: the stored totals are now exactly these texts and values
+        self._spent_cache = (texts, (eps, delta, rho))
         return seq
 
-    def _validate(self, entry: EntryDraft) -> dict[str, Any]:
+    def _parse_spent(self, s_eps: object, s_delta: object,
+                     s_rho: object) -> tuple[Fraction | None, Fraction, Fraction | None]:
+        """The run's stored totals as fractions (re-parsed unless they are exactly the
+        texts this instance committed last; raises ``ValueError`` when not canonical)."""
+        cached = self._spent_cache
+        if cached is not None and cached[0] == (s_eps, s_delta, s_rho):
+            return cached[1]
+        return (None if s_eps is None else parse_fraction(s_eps, "spent_epsilon"),
+                parse_fraction(s_delta, "spent_delta"),
+                None if s_rho is None else parse_fraction(s_rho, "spent_rho"))
+
+    def _validate(self, entry: EntryDraft) -> tuple[dict[str, Any], dict[str, str]]:
         if not isinstance(entry, EntryDraft):
             raise InvalidParameterError("entry", entry, "must be an accounting.entries.EntryDraft")
         if not isinstance(entry.relation, Relation):
@@ -912,10 +945,10 @@ class LedgerRun:
         if not isinstance(entry.cost, Cost):
             raise InvalidParameterError("entry.cost", entry.cost, "must be an accounting Cost")
         mechanism = _check_id("entry.mechanism", entry.mechanism)
-        params = _json_value(entry.params, "entry.params")
+        params, params_json = _json_encoded(entry.params, "entry.params")
         if not isinstance(params, dict):
             raise InvalidParameterError("entry.params", entry.params, "must be a mapping")
-        extra = _json_value(entry.extra, "entry.extra")
+        extra, extra_json = _json_encoded(entry.extra, "entry.extra")
         if not isinstance(extra, dict):
             raise InvalidParameterError("entry.extra", entry.extra, "must be a mapping")
         sens = entry.sensitivity
@@ -929,7 +962,8 @@ class LedgerRun:
             raise InvalidParameterError("entry.seed_explicit", entry.seed_explicit,
                                         "must be a bool")
         try:
-            derived, derived_sensitivity = rederive(mechanism, params, self._relation)
+            derived, derived_sensitivity = rederive(mechanism, params, self._relation,
+                                                    params_json=params_json)
         except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
             raise InvalidParameterError(
                 "entry.params", entry.params,
@@ -942,12 +976,17 @@ class LedgerRun:
             raise InvalidParameterError(
                 "entry.sensitivity", entry.sensitivity,
                 f"must equal the mechanism's declared sensitivity {derived_sensitivity!r}")
-        return {
+        cost = entry.cost.as_dict()
+        fields = {
             "kind": "mechanism", "dataset_id": self.dataset_id, "run_id": self._run_id,
             "mechanism": mechanism, "params": params, "sensitivity": sens,
-            "relation": self._relation.value, "cost": entry.cost.as_dict(), "purpose": purpose,
+            "relation": self._relation.value, "cost": cost, "purpose": purpose,
             "seed_explicit": entry.seed_explicit, "data": {"extra": extra},
         }
+        # the canonical JSON of the structured fields, encoded once (keys sorted)
+        encoded = {"params": params_json, "cost": canonical_json(cost),
+                   "data": '{"extra":' + extra_json + "}"}
+        return fields, encoded
 
     def record_output(self, sequence: int, output: object) -> None:
         """Append the released output of mechanism entry ``sequence`` as its own entry.

@@ -138,6 +138,7 @@ class SieveExamineTester:
         self.sub: StatisticSource | None = None
         self.rounds = 0
         self.examines = 0
+        self._need: Any = None  # a round's cost (public, the same every round)
 
     def _examine_mech(self, sensitivity: float | None = None) -> Any:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
@@ -149,9 +150,10 @@ class SieveExamineTester:
     def _start_round(self) -> None:
         sieve = _sieve(self.plan.n, self.plan.m, self.plan.epsilon_base,
                        self.plan.sensitivity_sub)
-        exam = self._examine_mech()
-        rel = self.session.relation if hasattr(self.session, "relation") else _relation()
-        need = sieve.cost(rel) + exam.cost(rel)
+        if self._need is None:
+            rel = self.session.relation if hasattr(self.session, "relation") else _relation()
+            self._need = sieve.cost(rel) + self._examine_mech().cost(rel)
+        need = self._need
         remaining = self.session.remaining()
         if remaining.epsilon is not None and need.epsilon is not None and (
             need.epsilon > remaining.epsilon

@@ -329,3 +329,23 @@ def test_a_ledger_does_not_cross_fork(ledger: Ledger, monkeypatch: pytest.Monkey
         ledger.open_run("survey-2024", Budget(0.5), "basic", seed_explicit=False)
     monkeypatch.undo()
     assert ledger.verify().ok
+
+
+def test_totals_changed_by_another_writer_are_reread(ledger: Ledger, ledger_path: Path) -> None:
+    """The run keeps the totals it committed last to skip re-parsing them; a row that
+    differs from them (here: raised by hand, as another writer would) is read again."""
+    run = ledger.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False)
+    run.record(laplace_draft(0.25))
+    run.record(laplace_draft(0.25))
+    conn = sqlite3.connect(ledger_path)
+    conn.execute("UPDATE runs SET spent_epsilon='7/8' WHERE run_id=?", (run.run_id,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(BudgetExceededError):
+        run.record(laplace_draft(0.25))  # 7/8 + 1/4 > 1: the stored row counts
+    conn = sqlite3.connect(ledger_path)
+    conn.execute("UPDATE runs SET spent_epsilon='1/4x' WHERE run_id=?", (run.run_id,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(LedgerCorruptError):
+        run.record(laplace_draft(0.125))
