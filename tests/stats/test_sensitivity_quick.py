@@ -157,3 +157,26 @@ def test_categorical_kendall_near_tight() -> None:
 
     with pytest.raises(StatisticInputError, match="declared"):
         spec.evaluate(x1, y1 + 5, s1, **pub)
+
+
+def test_categorical_kendall_three_categories_is_tight() -> None:
+    """Both x and y with three categories (sachs): c_U(3) = 45/8 cannot be improved for
+    this statistic, even using both cardinalities. Block 0: m rows (0, 1), m rows (1, 2)
+    (concordant with each other, S = m^2) and the row (2, 0), discordant with all 2m;
+    block 1: m rows (0, 1), m rows (1, 0) (S = -m^2). Moving the row to (2, 2) in block 1
+    (concordant with all 2m) raises U by about 45/8 at each step, so |dz| approaches
+    2 (45/8) / sqrt(9n/4) = 7.5/sqrt(n), the registered bound."""
+    m = 400
+    x1 = np.r_[np.zeros(m, int), np.ones(m, int), 2, np.zeros(m, int), np.ones(m, int)]
+    y1 = np.r_[np.ones(m, int), np.full(m, 2), 0, np.ones(m, int), np.zeros(m, int)]
+    s1 = np.r_[np.zeros(2 * m + 1, int), np.ones(2 * m, int)]
+    x2, y2, s2 = x1.copy(), y1.copy(), s1.copy()
+    y2[2 * m], s2[2 * m] = 2, 1
+    n = x1.size
+    spec = get("conditional-kendall-z-categorical")
+    pub = {"n": n, "w0": 9 * n / 4, "cx": 3, "cy": 3}
+    d = abs(spec.evaluate(x1, y1, s1, **pub) - spec.evaluate(x2, y2, s2, **pub))
+    b = spec.bound(**pub)
+    assert b == pytest.approx(7.5 / np.sqrt(n))
+    assert d <= b
+    assert d / b > 0.98
