@@ -206,8 +206,8 @@ def _verify_ledgers(paths: list[tuple[str, str]], results: list[dict[str, Any]])
 def _speed(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_REPEATS
            ) -> list[dict[str, Any]]:
     """:func:`_speed_here` in a fresh (spawned) process, so that what this process
-    holds (the grid's results, verified ledgers, caches) does not slow the measured
-    runs down through the garbage collector."""
+    holds (the grid's results, verified ledgers, caches) cannot affect the measured runs
+    (e.g. through garbage-collector passes, which grow with the live heap)."""
     with mp.get_context("spawn").Pool(1) as pool:
         out: list[dict[str, Any]] = pool.apply(_speed_here, (rows, ledger_dir, repeats))
     return out
