@@ -337,6 +337,7 @@ CASES: dict[str, DiscreteCase] = {
     "spearman-rho-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
     "conditional-kendall-z-categorical": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4,
                                                       max_k=8),
+    "split-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=5, max_cy=5, max_k=8),
     "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     "tie-corrected-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     # Continuous statistics on the fixed public map of dpcg.citests.continuous_specs.

@@ -28,6 +28,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpcg.citests.private import DEFAULT_SCORE, SCORES
+
 NETWORKS = ("earthquake", "cancer", "asia", "survey", "sachs", "child", "alarm")
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
 ALGORITHMS = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
@@ -57,10 +59,12 @@ def register(subparsers: Any) -> None:
                    help="run EM-PC only on networks with at most this many nodes (EM-PC "
                         "computes every test of a level: alarm at eps 0.1 takes over a minute "
                         "per run; default: every network)")
-    p.add_argument("--test", default="kendall-z", choices=("kendall-z", "kendall-p", "cmi"))
-    p.add_argument("--compare-test", default="cmi", choices=("none", "kendall-p", "cmi"),
-                   help="also run Laplace-PC and non-private PC with this score at "
-                        "--compare-epsilons, as a comparison row (default cmi; none in --quick)")
+    p.add_argument("--test", default=DEFAULT_SCORE, choices=SCORES)
+    p.add_argument("--compare-test", nargs="+", default=["kendall-z", "cmi"],
+                   choices=("none", *SCORES),
+                   help="also run Laplace-PC and non-private PC with these scores at "
+                        "--compare-epsilons, as comparison rows (default kendall-z and cmi; "
+                        "none in --quick)")
     p.add_argument("--compare-epsilons", nargs="+", type=float, default=[1.0, 5.0])
     p.add_argument("--rows", type=int, default=ROWS)
     p.add_argument("--processes", type=int, default=2)
@@ -241,7 +245,7 @@ def _speed_here(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_
     n_tests = 0
     for _ in range(repeats):
         w0, c0 = time.perf_counter(), time.process_time()
-        ref = nonprivate_pc(data, "kendall-z")
+        ref = nonprivate_pc(data, DEFAULT_SCORE)
         cpu.append(time.process_time() - c0)
         wall.append(time.perf_counter() - w0)
         n_tests = ref.n_tests
@@ -262,7 +266,7 @@ def _speed_here(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_
             runs: dict[bool, list[tuple[float, float, int, int]]] = {False: [], True: []}
             for seed in range(repeats):
                 for durable in (False, True):
-                    src = source_for_dataset(data, "kendall-z")  # fresh: no cache
+                    src = source_for_dataset(data, DEFAULT_SCORE)  # fresh: no cache
                     s = PrivateSettings(epsilon=1.0, delta=DELTA, seed=seed)
                     w0, c0 = time.perf_counter(), time.process_time()
                     res = run_private(alg, src, names, s, ledger=ledger if durable else None,
@@ -556,8 +560,9 @@ def run(args: argparse.Namespace) -> int:
                     ledgers.append((f"{net} / {a}", path))
                     jobs.append((net, a, (eps,), k, args.test, args.rows, path,
                                  f"{net}-{args.rows}"))
-        compare = "none" if quick else args.compare_test
-        if compare not in ("none", args.test):
+        compares = [] if quick else [c for c in dict.fromkeys(args.compare_test)
+                                       if c not in ("none", args.test)]
+        for compare in compares:
             # the comparison score: non-private PC and Laplace-PC (default plan) at a few eps
             jobs += [(net, "pc", (), 1, compare, args.rows, "", "") for net in nets]
             for net in order:

@@ -4,13 +4,19 @@ CURATE).
 A :class:`StatisticSource` computes one exact **dependence score** ``s(x, y | S)``
 (larger = more dependent) on a discrete dataset, together with its **public**
 sensitivity and decision threshold ``T``: a test says *independent* when the (noisy)
-score is at most ``T``. Three scores are offered:
+score is at most ``T``. Four scores are offered:
 
-* ``kendall-z`` (default): ``|z|`` of the conditional Kendall z with the public
+* ``kendall-z``: ``|z|`` of the conditional Kendall z with the public
   normaliser ``sqrt(9n/4)`` (:func:`dpcg.stats.kendall.conditional_kendall_z`); its
   sensitivity is the registered one (``|.|`` is 1-Lipschitz). ``T = z_{1-alpha/2}``.
   PRIVACY.md section 7: noise on the ``z`` scale keeps strong dependences far above
   ``T``.
+* ``kendall-split`` (default): the largest ``|z|`` over the binary splits of x and y
+  (:func:`dpcg.stats.kendall.split_kendall_z`): sensitivity ``6/sqrt(n)`` for every
+  pair (the binary bound), and it sees non-monotone dependence between categorical
+  variables. ``T = z_{1-alpha/2}``; under conditional independence every split's
+  ``z`` has variance at most ``9/16`` (proof note), so each split alone exceeds ``T``
+  with probability about ``P(|N(0,1)| > 2.61) = 0.009`` at most.
 * ``kendall-p``: the references' variant, noise on the p-value. The score is
   ``1 - p = erf(|z| / sqrt 2)`` with ``p = 2 (1 - Phi(|z|))``, which is
   ``sqrt(2/pi)``-Lipschitz in ``|z|``, so its sensitivity is ``sqrt(2/pi) Delta_z``;
@@ -44,15 +50,20 @@ from dpcg.errors import CITestError
 from dpcg.stats import registry
 from dpcg.stats.contingency import StrataTable, contingency_table
 from dpcg.stats.discrete import n_cmi
-from dpcg.stats.kendall import conditional_kendall_z, public_floor
+from dpcg.stats.kendall import conditional_kendall_z, public_floor, split_kendall_z
 
-ScoreName = Literal["kendall-z", "kendall-p", "cmi"]
-SCORES: tuple[str, ...] = ("kendall-z", "kendall-p", "cmi")
+ScoreName = Literal["kendall-split", "kendall-z", "kendall-p", "cmi"]
+SCORES: tuple[str, ...] = ("kendall-split", "kendall-z", "kendall-p", "cmi")
+
+#: The default score of the private family (and of the non-private PC "with the same
+#: test").
+DEFAULT_SCORE = "kendall-split"
 
 #: Registry names of the statistics the scores are built on: the Kendall scores use the
 #: bound with declared cardinalities (claim 4 of the proof note), which never exceeds the
 #: cardinality-free one.
 KENDALL_SPEC = "conditional-kendall-z-categorical"
+SPLIT_SPEC = "split-kendall-z"
 CMI_SPEC = "n-cmi"
 
 #: Lipschitz constant of ``|z| -> 1 - p = erf(|z|/sqrt 2)``: ``2 phi(0) = sqrt(2/pi)``.
@@ -68,10 +79,11 @@ def z_threshold(alpha: float) -> float:
     return float(norm.isf(alpha / 2.0))
 
 
-def _kendall_sensitivity(n: int, relation: Relation, c: int) -> float:
+def _kendall_sensitivity(n: int, relation: Relation, c: int, split: bool = False) -> float:
     """Registered bound of the floored conditional Kendall z on ``n`` rows for a pair
-    whose smaller declared cardinality is ``c`` (``c >= 2``)."""
-    spec = registry.get(KENDALL_SPEC, relation)
+    whose smaller declared cardinality is ``c`` (``c >= 2``); with ``split``, of the
+    split statistic (the same for every ``c``)."""
+    spec = registry.get(SPLIT_SPEC if split else KENDALL_SPEC, relation)
     public: dict[str, float] = {"n": n, "w0": public_floor(n), "cx": c, "cy": c}
     return spec.bound(**{k: v for k, v in public.items() if k in spec.public_params})
 
@@ -108,7 +120,7 @@ class StatisticSource:
         self,
         codes: NDArray[np.generic],
         cardinalities: Sequence[int | None],
-        score: str = "kendall-z",
+        score: str = DEFAULT_SCORE,
         *,
         alpha: float = DEFAULT_ALPHA,
         threshold: float | None = None,
@@ -176,14 +188,17 @@ class StatisticSource:
         rows = self.n if m is None else int(m)
         if self.score_name == "cmi":
             return _cmi_sensitivity(rows, self.relation)
-        if pair is None:
+        if self.score_name == "kendall-split":
+            c = 2  # every split is binary: one bound for all pairs
+        elif pair is None:
             c = widest_pair_cardinality(self.cardinalities)
         else:
             c = pair_cardinality(self.cardinalities[pair[0]], self.cardinalities[pair[1]])
         key = (rows, c)
         dz = self._sens.get(key)
         if dz is None:
-            dz = _kendall_sensitivity(rows, self.relation, c)
+            dz = _kendall_sensitivity(rows, self.relation, c,
+                                      split=self.score_name == "kendall-split")
             if self.score_name == "kendall-p":
                 dz *= P_LIPSCHITZ
             self._sens[key] = dz
@@ -199,7 +214,7 @@ class StatisticSource:
         """The public decision threshold of the test ``(x, y | S)`` (score scale)."""
         if self.fixed_threshold is not None:
             return self.fixed_threshold
-        if self.score_name == "kendall-z":
+        if self.score_name in ("kendall-split", "kendall-z"):
             return self._z_T
         if self.score_name == "kendall-p":
             return 1.0 - self.alpha
@@ -269,6 +284,8 @@ class StatisticSource:
     def _score_table(self, table: StrataTable) -> float:
         if self.score_name == "cmi":
             return n_cmi(table)
+        if self.score_name == "kendall-split":
+            return split_kendall_z(table)
         z = abs(conditional_kendall_z(table))
         if self.score_name == "kendall-p":
             return float(erf(z / math.sqrt(2.0)))
@@ -399,7 +416,7 @@ class ThresholdCITest:
 
 def source_for_dataset(
     dataset: Any,
-    score: str = "kendall-z",
+    score: str = DEFAULT_SCORE,
     *,
     alpha: float = DEFAULT_ALPHA,
     threshold: float | None = None,
@@ -435,6 +452,10 @@ def _register() -> None:
         help="public decision threshold on the score scale (default: from --alpha)",
     )
     descriptions = {
+        "kendall-split": "largest |conditional Kendall z| over binary splits of x and y "
+                         "(public normaliser sqrt(9n/4)) > z_{1-alpha/2}; sees non-monotone "
+                         "dependence; exact with --algorithm pc, noisy with the private "
+                         "algorithms",
         "kendall-z": "|conditional Kendall z| (public normaliser sqrt(9n/4)) > z_{1-alpha/2}; "
                      "exact with --algorithm pc, noisy with the private algorithms",
         "kendall-p": "p-value of the conditional Kendall z < alpha (noise on the p-value "

@@ -3,7 +3,7 @@
 ::
 
     from dpcg.private import discover
-    res = discover(dataset, algorithm="laplace-pc", test="kendall-z", epsilon=1.0,
+    res = discover(dataset, algorithm="laplace-pc", test="kendall-split", epsilon=1.0,
                    delta=1e-6, ledger="runs.db", dataset_id="asia-100k")
     res.cpdag, res.guarantee, res.ledger, res.budget_exhausted, res.to_json()
 
@@ -138,7 +138,7 @@ def run_private(
 def discover(
     dataset: Any,
     algorithm: str = "laplace-pc",
-    test: str = "kendall-z",
+    test: str = "kendall-split",
     epsilon: float = 1.0,
     delta: float = 1e-6,
     ledger: str | Path | None = None,
@@ -182,7 +182,7 @@ def discover(
                        dataset_id=dataset_id, background=background)
 
 
-def nonprivate_pc(dataset: Any, test: str = "kendall-z", *, alpha: float = 0.05,
+def nonprivate_pc(dataset: Any, test: str = "kendall-split", *, alpha: float = 0.05,
                   threshold: float | None = None, max_depth: int | None = None,
                   cache: dict[tuple[int, int, tuple[int, ...]], float] | None = None,
                   ) -> PCResult:

@@ -29,7 +29,7 @@ class PrivateSettings:
     """The user's choices for one private run (all public).
 
     * ``epsilon``, ``delta``: the TOTAL budget of the run.
-    * ``test``: the score (``kendall-z``, ``kendall-p``, ``cmi``).
+    * ``test``: the score (``kendall-split``, the default, ``kendall-z``, ``kendall-p``, ``cmi``).
     * ``plan_size``: Laplace-PC's public plan size K (tests); SVT-PC's and Priv-PC's
       number of instances / rounds. ``None`` = the algorithm's default.
     * ``test_epsilon``: alternatively, the budget of one test (Laplace-PC), one SVT
@@ -41,7 +41,7 @@ class PrivateSettings:
 
     epsilon: float
     delta: float = 0.0
-    test: str = "kendall-z"
+    test: str = "kendall-split"
     alpha: float = 0.05
     threshold: float | None = None
     plan_size: int | None = None

@@ -74,7 +74,7 @@ def _runner(algorithm: str) -> Callable[[RunContext], AlgorithmRun]:
         if test not in SCORES:
             raise AlgorithmError(
                 f"--test {ctx.test_name}: the private algorithms release one of {SCORES} "
-                f"(or g2, the private G-test = cmi); kendall-z is recommended"
+                f"(or g2, the private G-test = cmi); kendall-split is recommended"
             )
         eps = getattr(a, "epsilon", None)
         if eps is None:

@@ -449,6 +449,84 @@ register(
 )
 
 
+# --- split conditional Kendall z -----------------------------------------------------
+
+
+def _stat_skz(
+    x: NDArray[np.integer],
+    y: NDArray[np.integer],
+    strata: NDArray[np.integer],
+    *,
+    w0: float,
+    cx: float,
+    cy: float,
+    **_: float,
+) -> float:
+    from dpcg.stats.contingency import table_from_codes
+    from dpcg.stats.kendall import split_kendall_z
+
+    arrays = []
+    for name, v, c in (("x", x, cx), ("y", y, cy)):
+        a = np.asarray(v, dtype=np.int64)
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= int(c)):
+            raise StatisticInputError(
+                f"{name} has codes outside its declared categories [0, {int(c)})"
+            )
+        arrays.append(a)
+    sa = np.asarray(strata, dtype=np.int64)
+    k = int(sa.max()) + 1 if sa.size else 1
+    # the split family comes from the DECLARED cardinalities (public)
+    table = table_from_codes(arrays[0], arrays[1], sa, int(cx), int(cy), k)
+    return split_kendall_z(table, w0)
+
+
+def _sens_skz_r1(*, n: float, w0: float, cx: float, cy: float) -> float:
+    _int_param("cx", cx, 1)
+    _int_param("cy", cy, 1)
+    return conditional_kendall_sensitivity(n, w0, Relation.REPLACE_ONE, cx=2, cy=2)
+
+
+def _sens_skz_ar(*, w0: float, cx: float, cy: float) -> float:
+    _int_param("cx", cx, 1)
+    _int_param("cy", cy, 1)
+    return conditional_kendall_sensitivity(None, w0, Relation.ADD_REMOVE, cx=2, cy=2)
+
+
+_SKZ_ASSUMPTIONS = (
+    "z = max over binary splits A of x and B of y (dpcg.stats.kendall.binary_splits of "
+    "the DECLARED cardinalities cx, cy: public) of |U_AB| / sqrt(max(W, w0)), U_AB the "
+    "conditional Kendall numerator of (1[x in A], 1[y in B]) over ALL observed strata "
+    "of S, W = sum_b 9 n_b(n_b-1)/(2(2 n_b+5)); w0 > 0 public. Every member is the "
+    "binary-case conditional Kendall z, so the binary constant c_U(2) = 9/2 holds for "
+    "any cx, cy."
+)
+
+register(
+    StatisticSpec(
+        name="split-kendall-z",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=_sens_skz_r1,
+        assumptions=_SKZ_ASSUMPTIONS
+        + " Bound 9/sqrt(w0) if w0 >= 9n/4 (default w0 = 9n/4: 6/sqrt(n)), else "
+        "11.25/sqrt(w0).",
+        proof_note="docs/privacy/statistics-split-kendall-z.md",
+        statistic=_stat_skz,
+        public_params=("n", "w0", "cx", "cy"),
+    )
+)
+register(
+    StatisticSpec(
+        name="split-kendall-z",
+        relation=Relation.ADD_REMOVE,
+        sensitivity=_sens_skz_ar,
+        assumptions=_SKZ_ASSUMPTIONS + " Bound 5.625/sqrt(w0).",
+        proof_note="docs/privacy/statistics-split-kendall-z.md",
+        statistic=_stat_skz,
+        public_params=("w0", "cx", "cy"),
+    )
+)
+
+
 # --- Spearman rho_a -----------------------------------------------------------------
 
 

@@ -47,11 +47,16 @@ def _kinds(res: Any) -> Counter[str]:
         ("curate", {"beta1": 0.0, "beta2": 0.0}),  # no coin band: the rule is |z| <= T
     ],
 )
-@pytest.mark.parametrize("test", ["kendall-z", "cmi"])
-def test_high_epsilon_matches_nonprivate_pc(asia: Any, algorithm: str, kwargs: dict[str, Any],
+@pytest.mark.parametrize(("data", "test"), [
+    ("asia", "kendall-z"), ("asia", "cmi"),
+    ("survey", "kendall-split"),  # three-category variables: the splits differ from z
+])
+def test_high_epsilon_matches_nonprivate_pc(request: pytest.FixtureRequest, algorithm: str,
+                                            kwargs: dict[str, Any], data: str,
                                             test: str) -> None:
-    ref = nonprivate_pc(asia, test)
-    res = discover(asia, algorithm, test, epsilon=1e6, delta=1e-6, seed=11, **kwargs)
+    dataset = request.getfixturevalue(data)
+    ref = nonprivate_pc(dataset, test)
+    res = discover(dataset, algorithm, test, epsilon=1e6, delta=1e-6, seed=11, **kwargs)
     assert not res.budget_exhausted
     assert _graph(res) == _graph(type("R", (), {"cpdag": ref.cpdag})())
     assert res.pc.sepsets.keys() == ref.sepsets.keys()

@@ -51,6 +51,23 @@ def test_source_bound_is_the_largest_pair_bound_and_below_the_general_one() -> N
     assert src.sensitivity(m, pair=(0, 1)) == pytest.approx(6.0 / math.sqrt(m))
 
 
+def test_split_score_has_the_binary_bound_for_every_pair() -> None:
+    """kendall-split (the default): every member is binary, so every pair, and the
+    source, get 6/sqrt(n) (add/remove: 5.625/sqrt(w0)); every scale factor is 1."""
+    src = _source("kendall-split")
+    pairs = [(x, y) for x in range(len(CARDS)) for y in range(len(CARDS)) if x != y]
+    for p in pairs:
+        assert src.sensitivity(pair=p) == pytest.approx(6.0 / math.sqrt(N), rel=1e-15)
+        assert src.scale(*p) == 1.0
+    assert src.sensitivity() == src.sensitivity(pair=(2, 3))
+    assert src.sensitivity(100) == pytest.approx(6.0 / math.sqrt(100))
+    ar = _source("kendall-split", relation="add-remove")
+    assert ar.sensitivity(pair=(2, 3)) == pytest.approx(5.625 / math.sqrt(9 * N / 4))
+    # the default score of a source is the split statistic
+    codes = np.zeros((2, 10), dtype=np.uint8)
+    assert StatisticSource(codes, (2, 3)).score_name == "kendall-split"
+
+
 def test_pvalue_score_and_add_remove_use_the_same_pair_rule() -> None:
     p = _source("kendall-p")
     assert p.sensitivity(pair=(0, 1)) == pytest.approx(P_LIPSCHITZ * 6.0 / math.sqrt(N))

@@ -25,6 +25,8 @@ EXPECTED = {
     ("conditional-spearman-z", Relation.REPLACE_ONE),
     ("conditional-kendall-z-categorical", Relation.REPLACE_ONE),
     ("conditional-kendall-z-categorical", Relation.ADD_REMOVE),
+    ("split-kendall-z", Relation.REPLACE_ONE),
+    ("split-kendall-z", Relation.ADD_REMOVE),
 }
 
 

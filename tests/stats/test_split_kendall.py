@@ -1,0 +1,172 @@
+"""The split conditional Kendall z: definition, binary case, null variance, bound.
+
+Proof note: docs/privacy/statistics-split-kendall-z.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcg.errors import StatisticInputError
+from dpcg.stats.contingency import table_from_codes
+from dpcg.stats.kendall import (
+    binary_splits,
+    conditional_kendall_z,
+    kendall_null_variance,
+    kendall_numerator,
+    split_kendall_u,
+    split_kendall_z,
+)
+from dpcg.stats.registry import get
+
+
+@st.composite
+def stratified(draw: st.DrawFn, max_c: int = 6) -> tuple[np.ndarray, ...]:
+    n = draw(st.integers(0, 40))
+    cx = draw(st.integers(1, max_c))
+    cy = draw(st.integers(1, max_c))
+    k = draw(st.integers(1, 4))
+    x = np.array(draw(st.lists(st.integers(0, cx - 1), min_size=n, max_size=n)), dtype=np.int64)
+    y = np.array(draw(st.lists(st.integers(0, cy - 1), min_size=n, max_size=n)), dtype=np.int64)
+    s = np.array(draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)), dtype=np.int64)
+    return x, y, s, np.array([cx, cy, k])
+
+
+@pytest.mark.parametrize("c", range(0, 9))
+def test_family_shape_and_no_duplicates(c: int) -> None:
+    F = binary_splits(c)
+    expected = 0 if c <= 1 else 1 if c == 2 else 2 * c - 3
+    assert F.shape == (expected, max(c, 0))
+    seen: set[tuple[int, ...]] = set()
+    for row in F:
+        t = tuple(int(v) for v in row)
+        comp = tuple(1 - v for v in t)
+        assert 0 < sum(t) < c, "a split must have both sides non-empty"
+        assert t not in seen, "duplicate split"
+        assert comp not in seen, "complementary split"
+        seen.add(t)
+    if c >= 3:  # every single category is split off
+        assert all(tuple(int(v == k) for v in range(c)) in seen for k in range(c))
+
+
+@settings(max_examples=150, deadline=None)
+@given(stratified())
+def test_every_member_is_kendall_of_the_recoded_data(d: tuple[np.ndarray, ...]) -> None:
+    x, y, s, (cx, cy, k) = d
+    t = table_from_codes(x, y, s, int(cx), int(cy), int(k))
+    U = split_kendall_u(t)
+    Fx, Fy = binary_splits(int(cx)), binary_splits(int(cy))
+    assert U.shape == (Fx.shape[0], Fy.shape[0])
+    n = x.size
+    for i in range(Fx.shape[0]):
+        for j in range(Fy.shape[0]):
+            rec = table_from_codes(Fx[i][x], Fy[j][y], s, 2, 2, int(k))
+            assert U[i, j] == pytest.approx(kendall_numerator(rec), abs=1e-9)
+            if n:
+                assert abs(U[i, j]) / math.sqrt(9 * n / 4) <= split_kendall_z(t) + 1e-12
+    if n and U.size:
+        assert split_kendall_z(t) == pytest.approx(
+            float(np.abs(U).max()) / math.sqrt(9 * n / 4), rel=1e-12)
+    else:
+        assert split_kendall_z(t) == 0.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(stratified(max_c=2))
+def test_binary_variables_give_the_kendall_z(d: tuple[np.ndarray, ...]) -> None:
+    x, y, s, (_cx, _cy, k) = d
+    t = table_from_codes(x, y, s, 2, 2, int(k))
+    if x.size == 0:
+        assert split_kendall_z(t) == 0.0
+        return
+    assert split_kendall_z(t) == pytest.approx(abs(conditional_kendall_z(t)), abs=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(stratified())
+def test_null_variance_of_every_member_is_at_most_nine_sixteenths(
+        d: tuple[np.ndarray, ...]) -> None:
+    """Claim 4: the exact permutation variance of every member's U (given each block's
+    margins) is at most (9/16)(9n/4)."""
+    x, y, s, (cx, cy, k) = d
+    n = x.size
+    Fx, Fy = binary_splits(int(cx)), binary_splits(int(cy))
+    for i in range(Fx.shape[0]):
+        for j in range(Fy.shape[0]):
+            rec = table_from_codes(Fx[i][x], Fy[j][y], s, 2, 2, int(k))
+            m = rec.stratum_sizes().astype(np.float64)
+            var_u = float(np.sum(81.0 * kendall_null_variance(rec) / (2 * m + 5) ** 2))
+            assert var_u <= (9 / 16) * (9 * n / 4) + 1e-9
+
+
+def test_null_variance_bound_is_approached_by_balanced_splits() -> None:
+    # one block of m rows, half with x in A and half with y in B: Var/(9n/4) -> 9/16
+    m = 2000
+    x = np.repeat([0, 1], m // 2)
+    y = np.tile([0, 1], m // 2)
+    rec = table_from_codes(x, y, None, 2, 2)
+    var_u = float(81.0 * kendall_null_variance(rec)[0] / (2 * m + 5) ** 2)
+    assert 0.99 * 9 / 16 < var_u / (9 * m / 4) <= 9 / 16
+
+
+def test_sees_non_monotone_dependence() -> None:
+    # y = 1 exactly when x is the middle category: tau-a is 0, a split sees it
+    x = np.tile([0, 1, 2], 300)
+    y = (x == 1).astype(np.int64)
+    t = table_from_codes(x, y, None, 3, 2)
+    assert conditional_kendall_z(t) == pytest.approx(0.0, abs=1e-12)
+    assert split_kendall_z(t) > 10.0
+
+
+def test_bound_is_nearly_attained_with_three_categories() -> None:
+    """Three blocks: m rows at (0,1) plus one at (1,0); m rows at (0,0); m rows at (0,0)
+    plus one at (1,1). Every member's U is 0. Moving the (1,0) row of the first block to
+    (1,1) in the second makes U of every member about 2 x 9/2: the change is almost
+    6/sqrt(n), with x and y declared three-category (kendall-z's bound would be 7.5)."""
+    spec = get("split-kendall-z")
+
+    def data(moved: bool, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        x = [0] * m + [0] * m + [0] * m + [1]
+        y = [1] * m + [0] * m + [0] * m + [1]
+        s = [0] * m + [1] * m + [2] * (m + 1)
+        x.append(1)
+        y.append(1 if moved else 0)
+        s.append(1 if moved else 0)
+        return np.array(x), np.array(y), np.array(s)
+
+    m = 400
+    d, d2 = data(False, m), data(True, m)
+    n = d[0].size
+    pub: dict[str, float] = {"n": n, "w0": 9 * n / 4, "cx": 3, "cy": 3}
+    before = spec.evaluate(d[0], d[1], d[2], **pub)
+    after = spec.evaluate(d2[0], d2[1], d2[2], **pub)
+    assert before == pytest.approx(0.0, abs=1e-12)
+    ratio = abs(after - before) / spec.bound(**pub)
+    assert 0.98 < ratio <= 1.0
+    assert spec.bound(**pub) == pytest.approx(6 / math.sqrt(n))
+
+
+def test_registered_bounds() -> None:
+    n = 100_000
+    r1 = get("split-kendall-z")
+    ar = get("split-kendall-z", "add-remove")
+    for cx, cy in ((2, 2), (3, 3), (4, 6)):
+        assert r1.bound(n=n, w0=9 * n / 4, cx=cx, cy=cy) == pytest.approx(6 / math.sqrt(n))
+        assert r1.bound(n=n, w0=10.0, cx=cx, cy=cy) == pytest.approx(11.25 / math.sqrt(10))
+        assert ar.bound(w0=9 * n / 4, cx=cx, cy=cy) == pytest.approx(5.625 / math.sqrt(9 * n / 4))
+    with pytest.raises(StatisticInputError):
+        r1.bound(n=n, w0=9 * n / 4, cx=0, cy=3)
+    with pytest.raises(StatisticInputError):
+        r1.evaluate(np.array([0, 3]), np.array([0, 1]), n=2, w0=4.5, cx=3, cy=2)
+
+
+def test_bad_floor_is_rejected() -> None:
+    t = table_from_codes(np.array([0, 1]), np.array([1, 0]), None, 2, 2)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(StatisticInputError):
+            split_kendall_z(t, bad)
