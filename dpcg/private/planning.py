@@ -54,7 +54,11 @@ def default_plan_size(p: int) -> int:
     every sachs and child run ran out, child F1 0.66; at 16 x none did, child 0.90, sachs
     0.85, alarm 0.55; at 12 x child 0.91, sachs 0.85, alarm 0.57 with some runs out). The
     first session's default (8) was fixed before any score; this change was made after
-    looking at these runs, for all networks at once (docs/benchmarks/private.md).
+    looking at these runs, for all networks at once (docs/benchmarks/private.md). With the
+    later default score ``kendall-split`` non-private PC needs 15.8 (sachs) and 17.7
+    (child) x pairs, so most of those runs from eps 1 end budget-limited; the default was
+    not changed again (``24 x pairs``: none does, F1 slightly lower at eps 1;
+    docs/choosing.md section 3).
     """
     if isinstance(p, bool) or not isinstance(p, int) or p < 2:
         raise AlgorithmError(f"p: need at least 2 variables, got {p!r}")
