@@ -27,6 +27,8 @@ from dpcg.pc import registry
 from dpcg.pc.background import BackgroundKnowledge
 
 DEFAULT_ROWS = 10_000
+#: ``--test`` when neither the user nor the algorithm names one
+DEFAULT_TEST = "g2"
 
 
 class Progress:
@@ -105,8 +107,10 @@ def register(subparsers: Any) -> None:
     algo = p.add_argument_group("algorithm")
     algo.add_argument("--algorithm", default="pc", metavar="NAME",
                       help="discovery algorithm (default pc); see --list")
-    algo.add_argument("--test", default="g2", metavar="NAME",
-                      help="conditional-independence test (default g2); see --list")
+    algo.add_argument("--test", default=None, metavar="NAME",
+                      help="conditional-independence test (default: the algorithm's own, g2 "
+                           "for pc, kendall-split for the private discrete family); see "
+                           "--list")
     algo.add_argument("--alpha", type=float, default=0.05,
                       help="significance level of the CI tests (default 0.05)")
     algo.add_argument("--max-depth", type=int, default=None,
@@ -134,7 +138,8 @@ def _list() -> int:
     print("algorithms:")
     for spec in algos.values():
         tag = " [private]" if spec.private else ""
-        print(f"  {spec.name:<{width}}{spec.description}{tag}")
+        default = f" (default --test {spec.default_test})" if spec.default_test else ""
+        print(f"  {spec.name:<{width}}{spec.description}{default}{tag}")
     print("CI tests:")
     for t in tests.values():
         tag = " [private]" if t.private else ""
@@ -194,7 +199,9 @@ def _validate(args: argparse.Namespace) -> None:
         raise CITestError(f"--alpha must be in (0, 1), got {args.alpha}")
     if args.max_depth is not None and args.max_depth < 0:
         raise AlgorithmError(f"--max-depth must be >= 0, got {args.max_depth}")
-    registry.get_algorithm(args.algorithm)
+    algo = registry.get_algorithm(args.algorithm)
+    if args.test is None:
+        args.test = algo.default_test or DEFAULT_TEST
     registry.get_test(args.test)
 
 

@@ -127,6 +127,8 @@ class AlgorithmSpec:
     description: str
     arguments: tuple[Argument, ...] = ()
     private: bool = False
+    #: the CI test ``dpcg discover`` uses when ``--test`` is not given (None: ``g2``)
+    default_test: str | None = None
 
 
 @dataclass(frozen=True)

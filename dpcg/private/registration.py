@@ -138,10 +138,12 @@ def _ledger_target(
 
 
 def register() -> None:
+    from dpcg.citests.private import DEFAULT_SCORE
+
     for name in ALGORITHMS:
         register_algorithm(AlgorithmSpec(name=name, run=_runner(name),
                                          description=DESCRIPTIONS[name], arguments=ARGUMENTS,
-                                         private=True))
+                                         private=True, default_test=DEFAULT_SCORE))
 
 
 _done: list[Any] = []

@@ -112,3 +112,23 @@ def test_nonprivate_pc_with_the_same_test(tmp_path: Path) -> None:
     assert main(["discover", "--dataset", "cancer", "--rows", "2000", "--algorithm", "pc",
                  "--test", "kendall-z", "--out", str(out), "--quiet"]) == 0
     assert json.loads(out.read_text())["test"] == "kendall-z"
+
+
+def test_private_algorithms_default_to_kendall_split(tmp_path: Path) -> None:
+    """Without --test a private algorithm releases its own default score (kendall-split),
+    not the engine's g2 (which would map to the high-sensitivity cmi); pc keeps g2."""
+    out = tmp_path / "r.json"
+    assert main(["discover", "--dataset", "survey", "--rows", "2000", "--algorithm",
+                 "laplace-pc", "--epsilon", "1", "--no-ledger", "--out", str(out),
+                 "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["test"] == "kendall-split"
+    assert doc["private_test"] == "kendall-split"
+    assert main(["discover", "--dataset", "survey", "--rows", "2000", "--algorithm", "pc",
+                 "--out", str(out), "--quiet"]) == 0
+    assert json.loads(out.read_text())["test"] == "g2"
+    # an explicit --test still wins
+    assert main(["discover", "--dataset", "survey", "--rows", "2000", "--algorithm",
+                 "laplace-pc", "--test", "kendall-z", "--epsilon", "1", "--no-ledger",
+                 "--out", str(out), "--quiet"]) == 0
+    assert json.loads(out.read_text())["test"] == "kendall-z"
