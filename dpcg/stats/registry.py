@@ -390,6 +390,14 @@ register(
 )
 
 
+def _declared_codes(name: str, v: NDArray[np.integer], c: float) -> NDArray[np.int64]:
+    """``v`` as int64, refused if a code is outside the declared ``[0, c)``."""
+    a = np.asarray(v, dtype=np.int64)
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= int(c)):
+        raise StatisticInputError(f"{name} has codes outside its declared categories [0, {int(c)})")
+    return a
+
+
 def _stat_ckzc(
     x: NDArray[np.integer],
     y: NDArray[np.integer],
@@ -400,12 +408,8 @@ def _stat_ckzc(
     cy: float,
     **_: float,
 ) -> float:
-    for name, v, c in (("x", x, cx), ("y", y, cy)):
-        a = np.asarray(v)
-        if a.size and (int(a.min()) < 0 or int(a.max()) >= int(c)):
-            raise StatisticInputError(
-                f"{name} has codes outside its declared categories [0, {int(c)})"
-            )
+    _declared_codes("x", x, cx)
+    _declared_codes("y", y, cy)
     return _stat_ckz(x, y, strata, w0=w0)
 
 
@@ -465,18 +469,12 @@ def _stat_skz(
     from dpcg.stats.contingency import table_from_codes
     from dpcg.stats.kendall import split_kendall_z
 
-    arrays = []
-    for name, v, c in (("x", x, cx), ("y", y, cy)):
-        a = np.asarray(v, dtype=np.int64)
-        if a.size and (int(a.min()) < 0 or int(a.max()) >= int(c)):
-            raise StatisticInputError(
-                f"{name} has codes outside its declared categories [0, {int(c)})"
-            )
-        arrays.append(a)
+    xa = _declared_codes("x", x, cx)
+    ya = _declared_codes("y", y, cy)
     sa = np.asarray(strata, dtype=np.int64)
     k = int(sa.max()) + 1 if sa.size else 1
     # the split family comes from the DECLARED cardinalities (public)
-    table = table_from_codes(arrays[0], arrays[1], sa, int(cx), int(cy), k)
+    table = table_from_codes(xa, ya, sa, int(cx), int(cy), k)
     return split_kendall_z(table, w0)
 
 
