@@ -66,6 +66,11 @@ class RunRecorder(Protocol):
         """
         ...
 
+    # Optional: ``record_many(entries: Sequence[EntryDraft]) -> list[int]`` appends
+    # several entries durably and ATOMICALLY (all or none; e.g. one transaction). A
+    # session uses it for batched admission (:meth:`accounting.session.Session.
+    # release_many`) when present, and calls :meth:`record` once per entry otherwise.
+
     def record_output(self, sequence: int, output: JSONValue) -> None:
         """Attach a released (noisy) output to entry ``sequence`` (opt-in by the caller)."""
         ...

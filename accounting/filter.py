@@ -20,6 +20,7 @@ nothing is charged and the filter is not halted). A refusal for lack of budget r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -47,6 +48,9 @@ class PrivacyFilter:
     _admitted: int = field(default=0, init=False)
     #: ``(cost, spent + cost)`` of the last successful :meth:`check` (reused by commit)
     _checked: tuple[Cost, Cost] | None = field(default=None, init=False, repr=False)
+    #: ``(costs, total)`` of the last :meth:`fitting_prefix` (reused by commit_prefix)
+    _checked_prefix: tuple[list[Cost], Cost] | None = field(default=None, init=False,
+                                                            repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Budget):
@@ -132,6 +136,49 @@ class PrivacyFilter:
         assert total.rho is not None
         assert self._rho_budget is not None
         return total.rho <= self._rho_budget
+
+    def fitting_prefix(self, costs: Sequence[Cost]) -> int:
+        """How many of ``costs``, admitted one after another in order, would fit now
+        (0 when halted). No state change other than remembering the totals for
+        :meth:`commit_prefix`.
+
+        Costs are non-negative, so the running total only grows: the admitted ones are
+        exactly the longest prefix whose total is within the budget, as with
+        :meth:`check` called on each in turn up to the first refusal.
+        """
+        if self._halted:
+            return 0
+        total = self._spent
+        fitted: list[Cost] = []
+        for cost in costs:
+            self.check_applicable(cost)
+            nxt = total + cost
+            if not self._within(nxt):
+                break
+            fitted.append(cost)
+            total = nxt
+        self._checked_prefix = (fitted, total)
+        return len(fitted)
+
+    def commit_prefix(self, costs: Sequence[Cost]) -> None:
+        """Add the admitted ``costs`` (a prefix :meth:`fitting_prefix` admitted, with no
+        admission in between) to the running total at once."""
+        if self._halted:
+            raise SessionHaltedError("the privacy filter is halted; it admits nothing more")
+        checked, self._checked_prefix = self._checked_prefix, None
+        self._checked = None
+        if checked is not None and len(checked[0]) == len(costs) and all(
+                a is b for a, b in zip(checked[0], costs, strict=True)):
+            total = checked[1]
+        else:
+            total = self._spent
+            for cost in costs:
+                self.check_applicable(cost)
+                total = total + cost
+        if not self._within(total):  # defensive: commit only what fits
+            raise BudgetExceededError("commit of costs that do not fit")
+        self._spent = total
+        self._admitted += len(costs)
 
     def check(self, cost: Cost, what: str = "mechanism") -> None:
         """Raise unless ``cost`` is admissible; a budget refusal halts the filter."""

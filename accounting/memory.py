@@ -41,6 +41,20 @@ class InMemoryRecorder:
         self.entries.append(entry)
         return sequence
 
+    def record_many(self, entries: list[EntryDraft]) -> list[int]:
+        """:meth:`record` for several entries, all or none (a simulated failure on any of
+        their sequence numbers writes none of them)."""
+        if self.status is not None:
+            raise LedgerError(f"run {self.run_id} is closed ({self.status})")
+        first = len(self.entries)
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, EntryDraft):
+                raise LedgerError(f"not an EntryDraft: {entry!r}")
+            if first + i in self.fail_on:
+                raise LedgerError(f"simulated write failure at entry {first + i}")
+        self.entries.extend(entries)
+        return list(range(first, first + len(entries)))
+
     def record_output(self, sequence: int, output: JSONValue) -> None:
         if not 0 <= sequence < len(self.entries):
             raise LedgerError(f"no entry {sequence}")

@@ -34,7 +34,7 @@ import numpy as np
 
 from accounting.costs import Budget, Cost
 from accounting.entries import RUN_STATUSES, EntryDraft, JSONValue, RunRecorder
-from accounting.errors import InvalidParameterError, SessionHaltedError
+from accounting.errors import InvalidParameterError, LedgerError, SessionHaltedError
 from accounting.filter import PrivacyFilter, check_rule
 from accounting.mechanisms import (
     MECHANISMS,
@@ -202,6 +202,64 @@ class Session:
             self.recorder.record_output(sequence, _jsonable(output))
         return output
 
+    def release_many(self, requests: object) -> list[Any]:
+        """Release a batch of one-shot mechanisms chosen together: a list (or tuple) of
+        ``(mechanism, compute, purpose)`` triples.
+
+        The same as :meth:`release` on each in order, for mechanisms that were all chosen
+        before any of their outputs is seen (e.g. one round of tests of different pairs):
+
+        * the longest prefix whose costs fit is admitted, and all its entries are
+          recorded **before** any ``compute`` runs, with one ``record_many`` call when
+          the recorder has it (atomic: one ledger transaction), else one ``record`` each;
+        * then each admitted mechanism is computed and released in order;
+        * if not all fit, the first that does not fit is refused as :meth:`release`
+          would refuse it: the session halts and the admitted prefix's outputs are
+          returned (a shorter list); if none fits, :class:`BudgetExceededError` is raised.
+
+        Admitting the batch at once is sequential admission with no release in between,
+        so the filter's guarantee under fully adaptive composition is unchanged (proof
+        note ``docs/privacy/costs-and-filter.md``). A recorder failure charges what was
+        recorded, releases nothing and halts the session; a ``compute`` that raises leaves
+        the whole admitted batch charged and releases nothing from the batch.
+        """
+        if not isinstance(requests, list | tuple):
+            raise InvalidParameterError("requests", requests,
+                                        "must be a sequence of (mechanism, compute, purpose)")
+        items: list[tuple[Any, Callable[[], Any], str]] = []
+        for req in requests:
+            if not isinstance(req, tuple) or len(req) != 3:
+                raise InvalidParameterError("requests", req,
+                                            "each must be a (mechanism, compute, purpose) tuple")
+            mechanism, compute, purpose = req
+            if isinstance(mechanism, STATEFUL):
+                raise InvalidParameterError(
+                    "mechanism", mechanism.kind, "stateful mechanisms are started with start()")
+            self._check_callable(compute)
+            if not isinstance(purpose, str):
+                raise InvalidParameterError("purpose", purpose, "must be a string")
+            items.append((mechanism, compute, purpose))
+        if not items:
+            return []
+        self._check_open()
+        costs = [self.cost_of(m) for m, _, _ in items]
+        admitted = self._filter.fitting_prefix(costs)
+        if admitted == 0:
+            self._filter.check(costs[0], items[0][0].kind)  # raises BudgetExceededError
+        costs = costs[:admitted]
+        items = items[:admitted]
+        sequences = self._record_batch(items, costs)
+        self._filter.commit_prefix(costs)
+        if admitted < len(requests):
+            self._filter.halt()  # the next one was refused, as release() would refuse it
+        outputs = []
+        for (mechanism, compute, _), sequence in zip(items, sequences, strict=True):
+            output = mechanism.release(compute(), self._rng)
+            if self.store_outputs and self.recorder is not None and sequence is not None:
+                self.recorder.record_output(sequence, _jsonable(output))
+            outputs.append(output)
+        return outputs
+
     def start(
         self, mechanism: SparseVector | SubsampledSparseVector, *, purpose: str
     ) -> SparseVectorRun:
@@ -241,34 +299,69 @@ class Session:
         if not callable(compute):
             raise InvalidParameterError("compute", compute, "must be a callable")
 
-    def _admit(self, mechanism: Any, purpose: object) -> tuple[int | None, Cost]:
+    def _check_open(self) -> None:
         if self._closed is not None:
             raise SessionHaltedError(f"session closed ({self._closed}); it admits nothing")
         if self._filter.halted:
             raise SessionHaltedError("session halted after a refusal; it admits nothing more")
+
+    def _draft(self, mechanism: Any, cost: Cost, purpose: str) -> EntryDraft:
+        return EntryDraft(
+            mechanism=mechanism.kind,
+            params=mechanism.public_params(),
+            sensitivity=mechanism.sensitivity,
+            relation=self.relation,
+            cost=cost,
+            purpose=purpose,
+            seed_explicit=self.seed_explicit,
+            extra={"rule": self.rule},
+        )
+
+    def _admit(self, mechanism: Any, purpose: object) -> tuple[int | None, Cost]:
+        self._check_open()
         if not isinstance(purpose, str):
             raise InvalidParameterError("purpose", purpose, "must be a string")
         cost = self.cost_of(mechanism)
         self._filter.check(cost, mechanism.kind)  # raises BudgetExceededError (halts)
         sequence: int | None = None
         if self.recorder is not None:
-            entry = EntryDraft(
-                mechanism=mechanism.kind,
-                params=mechanism.public_params(),
-                sensitivity=mechanism.sensitivity,
-                relation=self.relation,
-                cost=cost,
-                purpose=purpose,
-                seed_explicit=self.seed_explicit,
-                extra={"rule": self.rule},
-            )
             try:
-                sequence = self.recorder.record(entry)
+                sequence = self.recorder.record(self._draft(mechanism, cost, purpose))
             except BaseException:
                 self._filter.halt()
                 raise
         self._filter.commit(cost)
         return sequence, cost
+
+    def _record_batch(self, items: list[tuple[Any, Callable[[], Any], str]],
+                      costs: list[Cost]) -> list[int | None]:
+        """Record the admitted batch (see :meth:`release_many`); on a recorder failure
+        commit the costs of what was recorded, halt and re-raise."""
+        if self.recorder is None:
+            return [None] * len(items)
+        drafts = [self._draft(m, c, p) for (m, _, p), c in zip(items, costs, strict=True)]
+        many = getattr(self.recorder, "record_many", None)
+        if many is not None:
+            try:
+                sequences = [int(s) for s in many(drafts)]
+            except BaseException:
+                self._filter.halt()  # atomic: nothing was recorded, nothing is charged
+                raise
+            if len(sequences) != len(drafts):
+                self._filter.commit_prefix(costs)  # unknown which were kept: charge all
+                self._filter.halt()
+                raise LedgerError(f"record_many returned {len(sequences)} sequence numbers "
+                                  f"for {len(drafts)} entries")
+            return list(sequences)
+        done: list[int | None] = []
+        try:
+            for draft in drafts:
+                done.append(self.recorder.record(draft))
+        except BaseException:
+            self._filter.commit_prefix(costs[: len(done)])  # recorded = charged
+            self._filter.halt()
+            raise
+        return done
 
     def _on_answer(self, run: SparseVectorRun, above: bool) -> None:
         if run.halted:

@@ -17,6 +17,7 @@ See ``docs/ledger.md``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -25,7 +26,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -174,6 +175,51 @@ def _json_encoded(value: object, name: str) -> tuple[JSONValue, str]:
         raise InvalidParameterError(name, value, f"must be JSON-serialisable and finite ({exc})") \
             from None
     return plain, text
+
+
+#: Flat mappings of JSON scalars (entry ``params`` and ``extra``: a run repeats a few
+#: parameter sets thousands of times) -> (plain copy, canonical JSON), as validated by
+#: :func:`_json_encoded`. Keys are type-exact (:func:`_flat_key`), so values that compare
+#: equal but encode differently (``1``/``1.0``/``True``, ``0.0``/``-0.0``) never share an
+#: entry; only successfully validated values are stored.
+_FLAT_CACHE: dict[tuple[tuple[str, type, object], ...], tuple[dict[str, JSONValue], str]] = {}
+_FLAT_CACHE_SIZE = 4096
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat_key(value: object) -> tuple[tuple[str, type, object], ...] | None:
+    """A type-exact key for a ``dict`` of ``str`` keys to JSON scalars; ``None`` for
+    anything else (nested values, NumPy scalars, mappings of other types)."""
+    if type(value) is not dict:
+        return None
+    key = []
+    for k, v in value.items():
+        t = type(v)
+        if type(k) is not str or t not in _SCALAR_TYPES:
+            return None
+        key.append((k, t, float.hex(v) if t is float else v))
+    return tuple(key)
+
+
+def _flat_encoded(value: object, name: str) -> tuple[JSONValue, str]:
+    """:func:`_json_encoded`, memoised for flat mappings of scalars (same results)."""
+    key = _flat_key(value)
+    if key is None:
+        return _json_encoded(value, name)
+    hit = _FLAT_CACHE.get(key)
+    if hit is None:
+        plain, text = _json_encoded(value, name)  # raises for NaN/inf: nothing stored
+        assert isinstance(plain, dict)
+        if len(_FLAT_CACHE) >= _FLAT_CACHE_SIZE:
+            _FLAT_CACHE.clear()
+        hit = _FLAT_CACHE[key] = (plain, text)
+    return dict(hit[0]), hit[1]
+
+
+@functools.lru_cache(maxsize=1024)
+def _cost_json(cost: Cost) -> str:
+    """Canonical JSON of ``cost.as_dict()`` (a pure function of the exact cost)."""
+    return canonical_json(cost.as_dict())
 
 
 def _to_plain(value: object, name: str) -> JSONValue:
@@ -497,26 +543,33 @@ class Ledger:
             raise
 
     def _append(self, conn: sqlite3.Connection, fields: dict[str, Any],
-                encoded: Mapping[str, str] | None = None) -> int:
+                encoded: Mapping[str, str] | None = None, *, chained: bool = False) -> int:
         """Append one chained entry inside the current transaction; returns its seq.
 
         ``encoded`` may give the canonical JSON of some of ``fields`` (the caller already
         computed it); every other field is encoded here, each value exactly once.
+        ``chained=True``: this instance already appended in the SAME transaction (which
+        holds the write lock), so the head is the row it wrote last and is not re-read.
         """
-        row = conn.execute(
-            f"SELECT {', '.join(STORED_FIELDS)} FROM entries ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        if row is None:
-            seq, prev = 1, self._genesis
-        elif row == self._last_row:  # unchanged since this instance wrote and hashed it
+        if chained and self._last_row is not None:
+            row = self._last_row
             seq, prev = int(row[0]) + 1, str(row[-1])
         else:
-            head, problem = _row_to_record(row)
-            if problem is not None or entry_hash(head) != head["hash"]:
-                raise LedgerCorruptError(
-                    f"{self.path}: the last entry does not verify ({problem or 'hash mismatch'}); "
-                    "refusing to extend a corrupt chain (run `dpcg ledger verify`)")
-            seq, prev = int(head["seq"]) + 1, str(head["hash"])
+            row = conn.execute(
+                f"SELECT {', '.join(STORED_FIELDS)} FROM entries ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+            if row is None:
+                seq, prev = 1, self._genesis
+            elif row == self._last_row:  # unchanged since this instance wrote and hashed it
+                seq, prev = int(row[0]) + 1, str(row[-1])
+            else:
+                head, problem = _row_to_record(row)
+                if problem is not None or entry_hash(head) != head["hash"]:
+                    raise LedgerCorruptError(
+                        f"{self.path}: the last entry does not verify "
+                        f"({problem or 'hash mismatch'}); refusing to extend a corrupt chain "
+                        "(run `dpcg ledger verify`)")
+                seq, prev = int(head["seq"]) + 1, str(head["hash"])
         record: dict[str, Any] = {
             "seq": seq, "run_id": None, "mechanism": None, "params": None,
             "sensitivity": None, "cost": None, "purpose": "", "seed_explicit": None,
@@ -889,8 +942,21 @@ class LedgerRun:
         :class:`BudgetExceededError` when the run's entries would no longer fit its
         reservation under the run's rule.
         """
-        fields, encoded = self._validate(entry)
-        cost = entry.cost
+        return self.record_many([entry])[0]
+
+    def record_many(self, entries: Sequence[EntryDraft]) -> list[int]:
+        """Append ``entries`` durably in ONE transaction, all or none; returns their
+        sequence numbers (consecutive, in order).
+
+        Each entry is validated as by :meth:`record`; any refusal (including the run's
+        reservation being exceeded by the batch's total) writes none of them. Costs are
+        non-negative, so the total fits exactly when every prefix does.
+        """
+        if isinstance(entries, EntryDraft) or not isinstance(entries, Sequence):
+            raise InvalidParameterError("entries", entries, "must be a sequence of EntryDraft")
+        if not entries:
+            return []
+        checked = [self._validate(entry) for entry in entries]
         with self._ledger._transaction("NORMAL") as conn:
             row = conn.execute(
                 "SELECT status, spent_epsilon, spent_delta, spent_rho FROM runs WHERE run_id=?",
@@ -901,26 +967,31 @@ class LedgerRun:
             if status != "open":
                 raise LedgerError(f"run {self._run_id!r} is closed ({status}); open a new run")
             try:
-                spent = self._parse_spent(s_eps, s_delta, s_rho)
+                eps, delta, rho = self._parse_spent(s_eps, s_delta, s_rho)
             except ValueError as exc:
                 raise LedgerCorruptError(f"run {self._run_id!r} totals are corrupt: {exc}") \
                     from None
-            eps = None if spent[0] is None or cost.epsilon is None else spent[0] + cost.epsilon
-            delta = spent[1] + cost.delta
-            rho = None if spent[2] is None or cost.rho is None else spent[2] + cost.rho
+            for entry in entries:
+                cost = entry.cost
+                eps = None if eps is None or cost.epsilon is None else eps + cost.epsilon
+                delta = delta + cost.delta
+                rho = None if rho is None or cost.rho is None else rho + cost.rho
             why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
             if why is not None:
+                what = (repr(entries[0].mechanism) if len(entries) == 1
+                        else f"{len(entries)} entries")
                 raise BudgetExceededError(
-                    f"run {self._run_id!r}: recording {entry.mechanism!r} would exceed the run's "
+                    f"run {self._run_id!r}: recording {what} would exceed the run's "
                     f"reservation under rule {self._rule}: {why}")
-            seq = self._ledger._append(conn, fields, encoded)
+            seqs = [self._ledger._append(conn, fields, encoded, chained=i > 0)
+                    for i, (fields, encoded) in enumerate(checked)]
             texts = (_opt_str(eps), fraction_str(delta), _opt_str(rho))
             conn.execute(
-                "UPDATE runs SET n_entries=n_entries+1, spent_epsilon=?, spent_delta=?, "
-                "spent_rho=? WHERE run_id=?", (*texts, self._run_id))
+                "UPDATE runs SET n_entries=n_entries+?, spent_epsilon=?, spent_delta=?, "
+                "spent_rho=? WHERE run_id=?", (len(seqs), *texts, self._run_id))
         # committed: the stored totals are now exactly these texts and values
         self._spent_cache = (texts, (eps, delta, rho))
-        return seq
+        return seqs
 
     def _parse_spent(self, s_eps: object, s_delta: object,
                      s_rho: object) -> tuple[Fraction | None, Fraction, Fraction | None]:
@@ -945,10 +1016,10 @@ class LedgerRun:
         if not isinstance(entry.cost, Cost):
             raise InvalidParameterError("entry.cost", entry.cost, "must be an accounting Cost")
         mechanism = _check_id("entry.mechanism", entry.mechanism)
-        params, params_json = _json_encoded(entry.params, "entry.params")
+        params, params_json = _flat_encoded(entry.params, "entry.params")
         if not isinstance(params, dict):
             raise InvalidParameterError("entry.params", entry.params, "must be a mapping")
-        extra, extra_json = _json_encoded(entry.extra, "entry.extra")
+        extra, extra_json = _flat_encoded(entry.extra, "entry.extra")
         if not isinstance(extra, dict):
             raise InvalidParameterError("entry.extra", entry.extra, "must be a mapping")
         sens = entry.sensitivity
@@ -984,7 +1055,7 @@ class LedgerRun:
             "seed_explicit": entry.seed_explicit, "data": {"extra": extra},
         }
         # the canonical JSON of the structured fields, encoded once (keys sorted)
-        encoded = {"params": params_json, "cost": canonical_json(cost),
+        encoded = {"params": params_json, "cost": _cost_json(entry.cost),
                    "data": '{"extra":' + extra_json + "}"}
         return fields, encoded
 

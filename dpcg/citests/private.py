@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -399,6 +400,26 @@ class PrivateCITest:
         )))
         self.releases += 1
         return CIResult(noisy <= src.threshold(x, y, S), noisy, None)
+
+
+    def test_many(self, queries: Sequence[tuple[int, int, tuple[int, ...]]]
+                  ) -> list[CIResult]:
+        """:meth:`test` for a round of queries chosen together (none depends on another's
+        answer): one ``session.release_many`` call, so the ledger records the round in
+        one transaction before any score is computed. Returns the answers of the
+        admitted prefix (shorter when the budget ran out; the session is then halted).
+        """
+        src = self.source
+        valid = [validate_query(x, y, S, src.p) for x, y, S in queries]
+        outputs = self.session.release_many([
+            (self.mechanism(x, y), partial(src.score, x, y, S), _purpose(x, y, S))
+            for x, y, S in valid])
+        self.releases += len(outputs)
+        out = []
+        for (x, y, S), released in zip(valid, outputs, strict=False):
+            noisy = float(np.asarray(released))
+            out.append(CIResult(noisy <= src.threshold(x, y, S), noisy, None))
+        return out
 
 
 class ThresholdCITest:

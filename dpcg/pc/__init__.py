@@ -2,6 +2,7 @@
 
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import (
+    BatchEdgeTester,
     EdgeTester,
     LevelCandidates,
     LevelStrategy,
@@ -15,6 +16,7 @@ from dpcg.pc.oracle import DSeparationOracle
 
 __all__ = [
     "BackgroundKnowledge",
+    "BatchEdgeTester",
     "DSeparationOracle",
     "EdgeTester",
     "LevelCandidates",

@@ -15,10 +15,19 @@ Skeleton phase, level ``l = 0, 1, 2, ...``:
   the level. The phase stops when no adjacent pair has ``l`` other neighbours, or after
   ``max_depth``.
 
-Two kinds of testers drive the decisions:
+Three kinds of testers drive the decisions:
 
 * an :class:`EdgeTester` answers one CI question at a time (``test(x, y, S)``, the
   :class:`dpcg.citests.CITest` protocol);
+* a :class:`BatchEdgeTester` answers a *round* of questions at once
+  (``test_many(queries)``; Laplace-PC, whose session then admits and records the round
+  in one ledger transaction). The level runs round-robin: round ``r`` asks every pair
+  that is still open its ``r``-th candidate set. Each pair's own sequence of tests
+  (candidate sets in order, up to the first separating set) is exactly the sequential
+  one, because the candidates come from the frozen adjacency; only the interleaving of
+  pairs differs, so the skeleton and sepsets are the same as with an
+  :class:`EdgeTester` giving the same answers. A shorter answer list means the budget
+  ran out after that prefix;
 * a :class:`LevelStrategy` decides a whole level at once:
   ``decide_level(level, candidates)`` gets, for each pair, the conditioning sets of the
   level and returns the removed pairs with their separating sets (EM-PC).
@@ -48,6 +57,7 @@ Pair = tuple[int, int]
 Sepset = tuple[int, ...]
 
 __all__ = [
+    "BatchEdgeTester",
     "EdgeTester",
     "LevelCandidates",
     "LevelStrategy",
@@ -77,6 +87,17 @@ class EdgeTester(Protocol):
     """Answers one conditional-independence question: is ``x _||_ y | S``?"""
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> TestOutcome: ...
+
+
+@runtime_checkable
+class BatchEdgeTester(Protocol):
+    """Answers a round of CI questions chosen together, in order.
+
+    Returns one outcome per query, or fewer (the answered prefix) when it can answer no
+    more (e.g. the privacy budget ran out); the engine then stops as after a refusal.
+    """
+
+    def test_many(self, queries: Sequence[tuple[int, int, Sepset]]) -> Sequence[TestOutcome]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +246,7 @@ def _validate(names: Sequence[str], max_depth: int | None) -> tuple[str, ...]:
 
 
 def pc_stable(
-    tester: EdgeTester | LevelStrategy,
+    tester: EdgeTester | BatchEdgeTester | LevelStrategy,
     names: Sequence[str],
     *,
     max_depth: int | None = None,
@@ -234,15 +255,17 @@ def pc_stable(
 ) -> PCResult:
     """Run PC-stable with ``tester`` on the variables ``names`` (indices ``0..p-1``).
 
-    ``progress(level, tests_so_far)`` is called after every test (edge testers) or level
-    (level strategies). See the module docstring for the algorithm and stop semantics.
+    ``progress(level, tests_so_far)`` is called after every test (edge and batch testers)
+    or level (level strategies). See the module docstring for the algorithm and stop semantics.
     """
     t_start = time.perf_counter()
     nm = _validate(names, max_depth)
     if isinstance(tester, LevelStrategy):
-        level_mode = True
+        mode = "level"
+    elif isinstance(tester, BatchEdgeTester):
+        mode = "batch"
     elif isinstance(tester, EdgeTester):
-        level_mode = False
+        mode = "edge"
     else:
         raise AlgorithmError(
             f"tester: {type(tester).__name__} has neither test(x, y, S) nor decide_level(...)"
@@ -276,7 +299,7 @@ def pc_stable(
             break
         removals: dict[Pair, Sepset] = {}
         try:
-            if level_mode:
+            if mode == "level":
                 assert isinstance(tester, LevelStrategy)
                 cands = LevelCandidates(
                     level, {pair: tuple(candidate_sets(*pair, level, frozen)) for pair in pairs}
@@ -296,6 +319,35 @@ def pc_stable(
                     removals[pair] = tuple(sep)
                 if progress is not None:
                     progress(level, len(tests))
+            elif mode == "batch":
+                assert isinstance(tester, BatchEdgeTester)
+                test_many = tester.test_many
+                todo = {pair: candidate_sets(*pair, level, frozen) for pair in pairs}
+                while todo:
+                    queries = []
+                    for (x, y), sets in list(todo.items()):
+                        S = next(sets, None)
+                        if S is None:
+                            del todo[(x, y)]
+                        else:
+                            queries.append((x, y, S))
+                    if not queries:
+                        break
+                    t0 = clock()
+                    outcomes = test_many(queries)
+                    test_seconds += clock() - t0
+                    for (x, y, S), outcome in zip(queries, outcomes, strict=False):
+                        indep = bool(outcome.independent)
+                        tests.append(TestRecord(level, x, y, S, outcome.statistic,
+                                                outcome.pvalue, indep))
+                        if progress is not None:
+                            progress(level, len(tests))
+                        if indep:
+                            removals[(x, y)] = S
+                            del todo[(x, y)]
+                    if len(outcomes) < len(queries):
+                        raise BudgetExceededError(
+                            f"the tester answered {len(outcomes)} of {len(queries)} queries")
             else:
                 assert isinstance(tester, EdgeTester)
                 test = tester.test

@@ -148,6 +148,16 @@ class CountingRecorder:
         self.counts[entry.mechanism] = self.counts.get(entry.mechanism, 0) + 1
         return seq
 
+    def record_many(self, entries: list[Any]) -> list[int]:
+        """``inner.record_many`` (atomic) when it has one, else ``record`` per entry."""
+        many = getattr(self.inner, "record_many", None)
+        if many is None:
+            return [self.record(entry) for entry in entries]
+        seqs = [int(s) for s in many(entries)]  # raises (and counts nothing) on failure
+        for entry in entries:
+            self.counts[entry.mechanism] = self.counts.get(entry.mechanism, 0) + 1
+        return seqs
+
     def record_output(self, sequence: int, output: Any) -> None:
         self.inner.record_output(sequence, output)
 

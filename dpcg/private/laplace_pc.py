@@ -10,9 +10,12 @@ public information only (:func:`choose_rule`):
 * ``zcdp``: each test is ``Gaussian(Delta, sigma)`` with ``rho_test = rho(eps, delta)/K``
   and ``sigma = Delta / sqrt(2 rho_test)`` (rounded up so that ``K`` tests fit).
 
-The decision: noisy score ``<= T`` means independent. The filter enforces the budget
-under full adaptivity (the engine decides which test comes next from earlier noisy
-answers); when it refuses, the engine returns the graph so far, flagged. Proof note:
+The decision: noisy score ``<= T`` means independent. The tester answers the engine's
+rounds (:class:`~dpcg.pc.engine.BatchEdgeTester`: every open pair's next candidate set)
+with one ``Session.release_many`` each, so the ledger writes a round in one transaction
+before any of its scores is computed. The filter enforces the budget under full
+adaptivity (the engine decides which tests come next from earlier noisy answers); when
+it refuses, the engine returns the graph so far, flagged. Proof note:
 ``docs/privacy/algorithm-laplace-pc.md``.
 """
 

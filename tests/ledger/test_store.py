@@ -349,3 +349,67 @@ def test_totals_changed_by_another_writer_are_reread(ledger: Ledger, ledger_path
     conn.close()
     with pytest.raises(LedgerCorruptError):
         run.record(laplace_draft(0.125))
+
+
+def test_record_many_is_one_atomic_append(ledger: Ledger, ledger_path: Path) -> None:
+    """A batch is validated whole, checked against the reservation as a total and
+    written in one transaction: it lands completely (consecutive seqs, a verifying
+    chain, totals as one-at-a-time records would give) or not at all."""
+    run = ledger.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False)
+    first = run.record(laplace_draft(0.125))
+    seqs = run.record_many([laplace_draft(0.125, purpose=f"b{i}") for i in range(3)])
+    assert seqs == [first + 1, first + 2, first + 3]
+    assert run.record_many([]) == []
+    info = run.info()
+    assert info.n_entries == 4
+    assert info.spent_epsilon == Fraction(1, 2)
+    assert ledger.verify().ok
+    # one-at-a-time gives the same totals
+    other = ledger.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False)
+    for _ in range(4):
+        other.record(laplace_draft(0.125))
+    assert other.info().spent_epsilon == info.spent_epsilon
+
+    before = state(ledger_path)
+    bad_batches: list[tuple[type[Exception], Callable[[], object]]] = [
+        # the total exceeds the reservation although each entry alone would fit
+        (BudgetExceededError, lambda: run.record_many(
+            [laplace_draft(0.25), laplace_draft(0.25), laplace_draft(0.25)])),
+        # one malformed entry anywhere refuses the whole batch
+        (InvalidParameterError, lambda: run.record_many([laplace_draft(0.125), EntryDraft(
+            "laplace", {"sensitivity": 1.0, "epsilon": 0.1}, 1.0, Relation.REPLACE_ONE,
+            Cost.pure(0.05), "understated cost", False)])),
+        (RelationMismatchError, lambda: run.record_many(
+            [laplace_draft(0.125), laplace_draft(relation=Relation.ADD_REMOVE)])),
+        (InvalidParameterError, lambda: run.record_many(laplace_draft(0.125))),  # type: ignore[arg-type]
+        (InvalidParameterError, lambda: run.record_many([laplace_draft(0.125), "laplace"])),  # type: ignore[list-item]
+    ]
+    for expected, call in bad_batches:
+        with pytest.raises(expected):
+            call()
+        assert state(ledger_path) == before, expected
+    # still extendable after the refusals; closed runs refuse batches too
+    run.record_many([laplace_draft(0.25), laplace_draft(0.25)])
+    assert run.info().spent_epsilon == Fraction(1)
+    run.close("completed")
+    with pytest.raises(LedgerError):
+        run.record_many([laplace_draft(2.0**-20)])
+    assert ledger.verify().ok
+
+
+def test_record_many_flat_parameter_memo_is_type_exact(ledger: Ledger) -> None:
+    """Entry parameters are encoded through a memo keyed type-exactly: values that
+    compare equal but encode differently never share an encoding."""
+    from accounting.ledger.store import _flat_encoded
+
+    a = _flat_encoded({"x": 1, "y": 0.0}, "p")
+    b = _flat_encoded({"x": 1.0, "y": -0.0}, "p")
+    c = _flat_encoded({"x": True, "y": 0.0}, "p")
+    assert (a[1], b[1], c[1]) == ('{"x":1,"y":0.0}', '{"x":1.0,"y":-0.0}', '{"x":true,"y":0.0}')
+    for bad in ({"x": float("nan")}, {"x": float("inf")}):
+        for _ in range(2):  # a refused value is never memoised
+            with pytest.raises(InvalidParameterError):
+                _flat_encoded(bad, "p")
+    assert _flat_encoded({"x": np.float64(0.5)}, "p")[1] == '{"x":0.5}'  # slow path
+    with pytest.raises(InvalidParameterError):
+        _flat_encoded({1: 0.5}, "p")

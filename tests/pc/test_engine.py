@@ -13,6 +13,7 @@ from dpcg.errors import AlgorithmError
 from dpcg.graph import CPDAG
 from dpcg.pc import (
     BackgroundKnowledge,
+    BatchEdgeTester,
     DSeparationOracle,
     LevelCandidates,
     candidate_sets,
@@ -262,3 +263,65 @@ def test_result_json() -> None:
     assert data["tests"]["count"] == res.n_tests == len(data["tests"]["records"])
     assert data["sepsets"] == [{"x": "a", "y": "b", "S": []}]
     assert data["timing"]["seconds"] >= data["timing"]["test_seconds"] >= 0
+
+
+class Batched:
+    """A :class:`BatchEdgeTester` over the oracle: answers rounds, optionally only the
+    first ``budget`` questions in all."""
+
+    def __init__(self, inner: DSeparationOracle, budget: int | None = None) -> None:
+        self.inner = Recording(inner)
+        self.rounds: list[list[tuple[int, int, tuple[int, ...]]]] = []
+        self.budget = budget
+
+    def test_many(self, queries: Any) -> list[OracleResult]:
+        queries = list(queries)
+        self.rounds.append(queries)
+        if self.budget is not None:
+            left = self.budget - len(self.inner.asked)
+            if left <= 0:
+                raise BudgetExceededError("budget gone")
+            queries = queries[:left]
+        return [self.inner.test(x, y, S) for x, y, S in queries]
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_dags(max_nodes=8))
+def test_batch_tester_matches_edge_tester(dag: Dag) -> None:
+    """Round-robin rounds ask each pair exactly its sequential tests: same skeleton,
+    sepsets, CPDAG and the same set of tests as the one-at-a-time engine."""
+    nodes, edges = dag
+    seq = Recording(DSeparationOracle(nodes, edges))
+    a = pc_stable(seq, nodes)
+    bat = Batched(DSeparationOracle(nodes, edges))
+    b = pc_stable(bat, nodes)
+    assert isinstance(bat, BatchEdgeTester)
+    assert b.cpdag == a.cpdag
+    assert b.sepsets == a.sepsets
+    assert sorted(b.tests, key=repr) == sorted(a.tests, key=repr)
+    assert sorted(bat.inner.asked) == sorted(seq.asked)
+    assert b.levels_completed == a.levels_completed
+    assert not b.budget_exhausted
+    for rnd in bat.rounds:  # a round asks each pair at most once, pairs in order
+        pairs = [(x, y) for x, y, _ in rnd]
+        assert pairs == sorted(set(pairs))
+
+
+def test_batch_tester_round_robin_order_and_partial_answers() -> None:
+    chain = HAND_DAGS["chain"][0][:3]
+    bat = Batched(DSeparationOracle(chain, (("a", "b"), ("b", "c"))))
+    pc_stable(bat, chain)
+    assert bat.rounds == [[(0, 1, ()), (0, 2, ()), (1, 2, ())],
+                          [(0, 1, (2,)), (0, 2, (1,)), (1, 2, (0,))]]
+    nodes, edges = HAND_DAGS["asia"]
+    full = pc_stable(DSeparationOracle(nodes, edges), nodes)
+    for budget in (0, 5, full.n_tests // 2):
+        part = Batched(DSeparationOracle(nodes, edges), budget=budget)
+        res = pc_stable(part, nodes)
+        assert res.budget_exhausted
+        assert res.n_tests == budget == len(part.inner.asked)
+        assert full.cpdag.skeleton() <= res.cpdag.skeleton()
+    enough = Batched(DSeparationOracle(nodes, edges), budget=full.n_tests)
+    res = pc_stable(enough, nodes)
+    assert res.cpdag == full.cpdag
+    assert not res.budget_exhausted

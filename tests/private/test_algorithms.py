@@ -70,6 +70,33 @@ def test_laplace_pc_charges_one_release_per_test(asia: Any) -> None:
     assert res.plan["plan_size"] == 500
 
 
+def test_laplace_pc_records_each_round_in_one_transaction(
+        asia: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Laplace-PC hands the engine's rounds to ``Session.release_many``: one ledger
+    transaction per round, every test still its own entry."""
+    from accounting.ledger import Ledger, LedgerRun
+
+    batches: list[list[str]] = []
+    original = LedgerRun.record_many
+
+    def spy(self: LedgerRun, entries: Any) -> list[int]:
+        batches.append([e.purpose for e in entries])
+        return original(self, entries)
+
+    monkeypatch.setattr(LedgerRun, "record_many", spy)
+    ledger = tmp_path / "l.sqlite"
+    res = discover(asia, "laplace-pc", epsilon=1.0, delta=0.0, seed=7, ledger=ledger,
+                   dataset_id="asia")
+    assert sum(map(len, batches)) == res.n_tests == res.mechanisms["laplace"]
+    assert len(batches) < res.n_tests / 2
+    assert batches[0] == [f"test {x} _||_ {y} | []" for x in range(8) for y in range(x + 1, 8)]
+    for batch in batches:  # one test per pair and round
+        pairs = [b.split(" | ")[0] for b in batch]
+        assert len(set(pairs)) == len(pairs)
+    with Ledger.open(ledger) as led:
+        assert led.verify().ok
+
+
 def test_laplace_pc_zcdp_charges_gaussians(asia: Any) -> None:
     res = discover(asia, "laplace-pc", epsilon=1.0, delta=1e-6, seed=1, rule="zcdp",
                    plan_size=300)
