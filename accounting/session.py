@@ -203,8 +203,10 @@ class Session:
         return output
 
     def release_many(self, requests: object) -> list[Any]:
-        """Release a batch of one-shot mechanisms chosen together: a list (or tuple) of
-        ``(mechanism, compute, purpose)`` triples.
+        """Release a batch of mechanisms chosen together: a list (or tuple) of
+        ``(mechanism, compute, purpose)`` triples. A stateful mechanism (SVT) comes with
+        ``compute=None`` and is *started* (its output is the run handle, as from
+        :meth:`start`).
 
         The same as :meth:`release` on each in order, for mechanisms that were all chosen
         before any of their outputs is seen (e.g. one round of tests of different pairs):
@@ -212,7 +214,7 @@ class Session:
         * the longest prefix whose costs fit is admitted, and all its entries are
           recorded **before** any ``compute`` runs, with one ``record_many`` call when
           the recorder has it (atomic: one ledger transaction), else one ``record`` each;
-        * then each admitted mechanism is computed and released in order;
+        * then each admitted mechanism is computed and released (or started) in order;
         * if not all fit, the first that does not fit is refused as :meth:`release`
           would refuse it: the session halts and the admitted prefix's outputs are
           returned (a shorter list); if none fits, :class:`BudgetExceededError` is raised.
@@ -226,16 +228,18 @@ class Session:
         if not isinstance(requests, list | tuple):
             raise InvalidParameterError("requests", requests,
                                         "must be a sequence of (mechanism, compute, purpose)")
-        items: list[tuple[Any, Callable[[], Any], str]] = []
+        items: list[tuple[Any, Callable[[], Any] | None, str]] = []
         for req in requests:
             if not isinstance(req, tuple) or len(req) != 3:
                 raise InvalidParameterError("requests", req,
                                             "each must be a (mechanism, compute, purpose) tuple")
             mechanism, compute, purpose = req
             if isinstance(mechanism, STATEFUL):
-                raise InvalidParameterError(
-                    "mechanism", mechanism.kind, "stateful mechanisms are started with start()")
-            self._check_callable(compute)
+                if compute is not None:
+                    raise InvalidParameterError(
+                        "compute", compute, "a stateful mechanism is started: pass None")
+            else:
+                self._check_callable(compute)
             if not isinstance(purpose, str):
                 raise InvalidParameterError("purpose", purpose, "must be a string")
             items.append((mechanism, compute, purpose))
@@ -252,8 +256,13 @@ class Session:
         self._filter.commit_prefix(costs)
         if admitted < len(requests):
             self._filter.halt()  # the next one was refused, as release() would refuse it
-        outputs = []
+        outputs: list[Any] = []
         for (mechanism, compute, _), sequence in zip(items, sequences, strict=True):
+            if compute is None:  # a stateful mechanism: started, as start() would
+                run = SparseVectorRun(mechanism, self._rng, sequence, self._on_answer)
+                self._runs.append(run)
+                outputs.append(run)
+                continue
             output = mechanism.release(compute(), self._rng)
             if self.store_outputs and self.recorder is not None and sequence is not None:
                 self.recorder.record_output(sequence, _jsonable(output))
@@ -333,7 +342,7 @@ class Session:
         self._filter.commit(cost)
         return sequence, cost
 
-    def _record_batch(self, items: list[tuple[Any, Callable[[], Any], str]],
+    def _record_batch(self, items: list[tuple[Any, Callable[[], Any] | None, str]],
                       costs: list[Cost]) -> list[int | None]:
         """Record the admitted batch (see :meth:`release_many`); on a recorder failure
         commit the costs of what was recorded, halt and re-raise."""

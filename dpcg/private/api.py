@@ -124,7 +124,7 @@ def run_private(
     info = getattr(tester, "history", None)
     if info:
         plan_info["orders"] = info
-    for attr in ("instances", "rounds", "examines", "coins", "releases"):
+    for attr in ("instances", "rounds", "unused_sieves", "examines", "coins", "releases"):
         if hasattr(tester, attr):
             plan_info[f"used_{attr}"] = getattr(tester, attr)
     return PrivateResult(

@@ -19,7 +19,9 @@ cardinalities. The sieve query is multiplied by ``Delta_m / Delta_m(x, y)`` (pub
 its sensitivity is ``Delta_m``; the examine uses ``Delta_n(x, y)`` directly (same cost).
 
 After EVERY sieve positive the round ends; the next test starts a new round (fresh
-subsample and threshold). Costs: the sieve's ``eps_base`` is chosen so that its amplified
+subsample and threshold). The next round's sieve is admitted and started in the same
+``Session.release_many`` batch as the examine (one ledger transaction) when a whole
+further round fits after it; it stays charged, unused, if no test follows. Costs: the sieve's ``eps_base`` is chosen so that its amplified
 cost ``ln(1 + (m/n)(e^{eps_base} - 1))`` is at most ``eps/2`` (Balle-Barthe-Gaboardi
 2018, sampling without replacement, replace-one); the examine costs ``eps/2``. A round is
 admitted only if both halves fit; the plan has ``R`` rounds of ``eps = eps_total / R``.
@@ -139,6 +141,8 @@ class SieveExamineTester:
         self.rounds = 0
         self.examines = 0
         self._need: Any = None  # a round's cost (public, the same every round)
+        self._next: Any = None  # the next round's sieve, started with the last examine
+        self._examine_cost: Any = None
 
     def _examine_mech(self, sensitivity: float | None = None) -> Any:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
@@ -147,13 +151,29 @@ class SieveExamineTester:
         sens = self.plan.sensitivity_full if sensitivity is None else sensitivity
         return Laplace(sens, self.plan.epsilon_half)
 
-    def _start_round(self) -> None:
-        sieve = _sieve(self.plan.n, self.plan.m, self.plan.epsilon_base,
-                       self.plan.sensitivity_sub)
+    @property
+    def unused_sieves(self) -> int:
+        """1 if the last sieve, started together with the last examine, was never used
+        (no test came after it); it is charged all the same."""
+        return int(self._next is not None)
+
+    def _round_cost(self) -> Any:
+        """The declared cost of one round, sieve plus examine (public, fixed)."""
         if self._need is None:
             rel = self.session.relation if hasattr(self.session, "relation") else _relation()
-            self._need = sieve.cost(rel) + self._examine_mech().cost(rel)
-        need = self._need
+            self._examine_cost = self._examine_mech().cost(rel)  # any pair: same eps/2
+            self._need = self._new_sieve().cost(rel) + self._examine_cost
+        return self._need
+
+    def _new_sieve(self) -> Any:
+        return _sieve(self.plan.n, self.plan.m, self.plan.epsilon_base,
+                      self.plan.sensitivity_sub)
+
+    def _sieve_purpose(self) -> str:
+        return f"priv-pc sieve {self.rounds + 1}"
+
+    def _start_round(self) -> None:
+        need = self._round_cost()
         remaining = self.session.remaining()
         if remaining.epsilon is not None and need.epsilon is not None and (
             need.epsilon > remaining.epsilon
@@ -163,7 +183,10 @@ class SieveExamineTester:
                 f"a sieve-and-examine round costs {float(need.epsilon):.6g} but only "
                 f"{float(remaining.epsilon):.6g} remains"
             )
-        self.sieve = self.session.start(sieve, purpose=f"priv-pc sieve {self.rounds + 1}")
+        self._begin(self.session.start(self._new_sieve(), purpose=self._sieve_purpose()))
+
+    def _begin(self, run: Any) -> None:
+        self.sieve = run
         self.sub = None
         self.rounds += 1
 
@@ -175,7 +198,11 @@ class SieveExamineTester:
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         x, y, S = validate_query(x, y, S, self.source.p)
         if self.sieve is None or self.sieve.halted:
-            self._start_round()
+            if self._next is not None:  # started together with the last examine
+                self._begin(self._next)
+                self._next = None
+            else:
+                self._start_round()
         src = self.source
         T = src.threshold(x, y, S)
         bar = T + self.plan.tweak
@@ -185,10 +212,23 @@ class SieveExamineTester:
             lambda rows: k * (bar - self._sub_score(rows, x, y, S))))
         if not positive:
             return CIResult(False, None, None)
-        noisy = float(np.asarray(self.session.release(
-            self._examine_mech(src.sensitivity(pair=(x, y))), lambda: src.score(x, y, S),
-            purpose=f"priv-pc examine {x} _||_ {y} | {list(S)}",
-        )))
+        # The round ends here. The next round's sieve does not depend on this examine's
+        # output (its parameters are the plan's), so when a whole further round fits
+        # after this examine, it is admitted and started in the same batch: one ledger
+        # transaction instead of two. If no further test comes, it stays charged unused.
+        examine = self._examine_mech(src.sensitivity(pair=(x, y)))
+        requests: list[tuple[Any, Any, str]] = [(
+            examine, lambda: src.score(x, y, S),
+            f"priv-pc examine {x} _||_ {y} | {list(S)}")]
+        need = self._round_cost() + self._examine_cost  # this examine, then a whole round
+        remaining = self.session.remaining()
+        if remaining.epsilon is not None and need.epsilon is not None and \
+                need.epsilon <= remaining.epsilon:
+            requests.append((self._new_sieve(), None, self._sieve_purpose()))
+        out = self.session.release_many(requests)
+        noisy = float(np.asarray(out[0]))
+        if len(out) > 1:
+            self._next = out[1]
         self.examines += 1
         return CIResult(noisy <= T, noisy, None)
 

@@ -225,3 +225,22 @@ def test_in_memory_record_many_validates_all_first() -> None:
     rec.close("completed")
     with pytest.raises(LedgerError):
         rec.record_many([rec.entries[0]])
+
+
+def test_release_many_starts_stateful_mechanisms() -> None:
+    """An SVT in a batch (``compute=None``) is admitted, recorded with the others and
+    started, exactly as ``start`` would (same charge, same run handle behaviour)."""
+    rec = InMemoryRecorder(Budget(1.0))
+    session = Session(Budget(1.0), recorder=rec, seed=5)
+    svt = SparseVector(0.0, 1.0, 0.25, cutoff=1)
+    out = session.release_many([(Laplace(1.0, 0.25), lambda: 1.0, "examine"),
+                                (svt, None, "next sieve")])
+    assert len(out) == 2
+    run = out[1]
+    assert [e.purpose for e in rec.entries] == ["examine", "next sieve"]
+    assert session.spent().epsilon == Fraction(1, 2)
+    while not run.halted:
+        run.test(lambda: 100.0)
+    assert run.positives == 1
+    with pytest.raises(InvalidParameterError, match="pass None"):
+        session.release_many([(svt, lambda: 0.0, "svt with compute")])

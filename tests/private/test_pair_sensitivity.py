@@ -135,6 +135,10 @@ class _Session:
         self.released.append(mechanism)
         return float(compute())
 
+    def release_many(self, requests: list[tuple[Any, Any, str]]) -> list[Any]:
+        return [self.start(m, p) if c is None else self.release(m, c, p)
+                for m, c, p in requests]
+
     def remaining(self) -> Any:
         from accounting.costs import Cost
 
