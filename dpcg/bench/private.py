@@ -273,8 +273,8 @@ def _speed_score(score: str, data: Any, names: tuple[str, ...], rows: int, folde
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for alg in ("laplace-pc", "priv-pc"):
         # in memory: the same session, filter, mechanisms and samplers, with the
-        # entries kept in memory; and with the durable SQLite ledger (one
-        # synchronous transaction per release, the deployment default). The two
+        # entries kept in memory; and with the durable SQLite ledger (one WAL
+        # transaction per admitted batch, the deployment default). The two
         # sides alternate per seed, so that a drifting machine load hits both.
         ledger = folder / f"speed-{alg}-{score}-{stamp}.sqlite"
         runs: dict[bool, list[tuple[float, float, int, int]]] = {False: [], True: []}
@@ -332,9 +332,11 @@ def _speed_table(speed: list[dict[str, Any]]) -> list[str]:
            f"{SPEED_REPEATS} runs per side (noise seeds 0-{SPEED_REPEATS - 1}). Each "
            "private algorithm runs twice per seed: with the "
            "entries kept in memory (the same session, filter, mechanisms and exact "
-           "samplers) and recorded in the durable SQLite ledger (one WAL transaction per "
-           "release, committed before its noise is drawn; what `dpcg discover` does by "
-           "default). Wall seconds of the same runs for reference.", "",
+           "samplers) and recorded in the durable SQLite ledger (what `dpcg discover` "
+           "does by default: one WAL transaction per admitted batch, committed before any "
+           "of its scores is computed; a batch is a Laplace-PC round, i.e. one test of "
+           "every open pair, or a Priv-PC examine with the next round's sieve). Wall "
+           "seconds of the same runs for reference.", "",
            "| score | algorithm | CPU s | wall s | tests | CPU ms / test | "
            "x non-private (CPU) |",
            "|---|---|---|---|---|---|---|"]
