@@ -21,9 +21,11 @@ its sensitivity is ``Delta_m``; the examine uses ``Delta_n(x, y)`` directly (sam
 After EVERY sieve positive the round ends; the next test starts a new round (fresh
 subsample and threshold). The next round's sieve is admitted and started in the same
 ``Session.release_many`` batch as the examine (one ledger transaction) when a whole
-further round fits after it; it stays charged, unused, if no test follows. Costs: the sieve's ``eps_base`` is chosen so that its amplified
-cost ``ln(1 + (m/n)(e^{eps_base} - 1))`` is at most ``eps/2`` (Balle-Barthe-Gaboardi
-2018, sampling without replacement, replace-one); the examine costs ``eps/2``. A round is
+further round fits after it; it stays charged, unused, if no test follows.
+
+Costs: the sieve's ``eps_base`` is chosen so that its amplified cost
+``ln(1 + (m/n)(e^{eps_base} - 1))`` is at most ``eps/2`` (Balle-Barthe-Gaboardi 2018,
+sampling without replacement, replace-one); the examine costs ``eps/2``. A round is
 admitted only if both halves fit; the plan has ``R`` rounds of ``eps = eps_total / R``.
 Subsample rate ``m/n = (e^{eps/2} - 1)/3.9216`` clipped to ``[1/20, 1]``.
 Proof note: ``docs/privacy/algorithm-priv-pc.md``.
