@@ -393,13 +393,9 @@ class PrivateCITest:
         return mech
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
-        x, y, S = validate_query(x, y, S, self.source.p)
-        src = self.source
-        noisy = float(np.asarray(self.session.release(
-            self.mechanism(x, y), lambda: src.score(x, y, S), purpose=_purpose(x, y, S)
-        )))
-        self.releases += 1
-        return CIResult(noisy <= src.threshold(x, y, S), noisy, None)
+        """One test: :meth:`test_many` of one query (the same admission and noise as
+        ``session.release``; a refusal raises ``BudgetExceededError``)."""
+        return self.test_many([(x, y, S)])[0]
 
 
     def test_many(self, queries: Sequence[tuple[int, int, tuple[int, ...]]]

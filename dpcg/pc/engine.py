@@ -298,6 +298,18 @@ def pc_stable(
         if not pairs:
             break
         removals: dict[Pair, Sepset] = {}
+
+        def answered(x: int, y: int, S: Sepset, outcome: TestOutcome, level: int = level,
+                     removals: dict[Pair, Sepset] = removals) -> bool:
+            """Record an answered test (and the pair's removal); True if independent."""
+            indep = bool(outcome.independent)
+            tests.append(TestRecord(level, x, y, S, outcome.statistic, outcome.pvalue, indep))
+            if progress is not None:
+                progress(level, len(tests))
+            if indep:
+                removals[(x, y)] = S
+            return indep
+
         try:
             if mode == "level":
                 assert isinstance(tester, LevelStrategy)
@@ -337,13 +349,7 @@ def pc_stable(
                     outcomes = test_many(queries)
                     test_seconds += clock() - t0
                     for (x, y, S), outcome in zip(queries, outcomes, strict=False):
-                        indep = bool(outcome.independent)
-                        tests.append(TestRecord(level, x, y, S, outcome.statistic,
-                                                outcome.pvalue, indep))
-                        if progress is not None:
-                            progress(level, len(tests))
-                        if indep:
-                            removals[(x, y)] = S
+                        if answered(x, y, S, outcome):
                             del todo[(x, y)]
                     if len(outcomes) < len(queries):
                         raise BudgetExceededError(
@@ -356,13 +362,7 @@ def pc_stable(
                         t0 = clock()
                         outcome = test(x, y, S)
                         test_seconds += clock() - t0
-                        indep = bool(outcome.independent)
-                        tests.append(TestRecord(level, x, y, S, outcome.statistic,
-                                                outcome.pvalue, indep))
-                        if progress is not None:
-                            progress(level, len(tests))
-                        if indep:
-                            removals[(x, y)] = S
+                        if answered(x, y, S, outcome):
                             break
         except (BudgetExceededError, SessionHaltedError):
             exhausted = True

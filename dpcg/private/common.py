@@ -145,8 +145,11 @@ class CountingRecorder:
 
     def record(self, entry: Any) -> int:
         seq = int(self.inner.record(entry))  # raises (and counts nothing) on failure
-        self.counts[entry.mechanism] = self.counts.get(entry.mechanism, 0) + 1
+        self._count(entry)
         return seq
+
+    def _count(self, entry: Any) -> None:
+        self.counts[entry.mechanism] = self.counts.get(entry.mechanism, 0) + 1
 
     def record_many(self, entries: list[Any]) -> list[int]:
         """``inner.record_many`` (atomic) when it has one, else ``record`` per entry."""
@@ -155,7 +158,7 @@ class CountingRecorder:
             return [self.record(entry) for entry in entries]
         seqs = [int(s) for s in many(entries)]  # raises (and counts nothing) on failure
         for entry in entries:
-            self.counts[entry.mechanism] = self.counts.get(entry.mechanism, 0) + 1
+            self._count(entry)
         return seqs
 
     def record_output(self, sequence: int, output: Any) -> None:

@@ -174,12 +174,16 @@ class SieveExamineTester:
     def _sieve_purpose(self) -> str:
         return f"priv-pc sieve {self.rounds + 1}"
 
+    def _fits(self, need: Any) -> tuple[bool, Any]:
+        """Whether the declared cost ``need`` fits what the session has left (and that)."""
+        remaining = self.session.remaining()
+        return not (remaining.epsilon is not None and need.epsilon is not None
+                    and need.epsilon > remaining.epsilon), remaining
+
     def _start_round(self) -> None:
         need = self._round_cost()
-        remaining = self.session.remaining()
-        if remaining.epsilon is not None and need.epsilon is not None and (
-            need.epsilon > remaining.epsilon
-        ):
+        fits, remaining = self._fits(need)
+        if not fits:
             # The round would not fit: admit nothing more (halt, nothing charged).
             raise BudgetExceededError(
                 f"a sieve-and-examine round costs {float(need.epsilon):.6g} but only "
@@ -222,10 +226,8 @@ class SieveExamineTester:
         requests: list[tuple[Any, Any, str]] = [(
             examine, lambda: src.score(x, y, S),
             f"priv-pc examine {x} _||_ {y} | {list(S)}")]
-        need = self._round_cost() + self._examine_cost  # this examine, then a whole round
-        remaining = self.session.remaining()
-        if remaining.epsilon is not None and need.epsilon is not None and \
-                need.epsilon <= remaining.epsilon:
+        # this examine, then a whole round
+        if self._fits(self._round_cost() + self._examine_cost)[0]:
             requests.append((self._new_sieve(), None, self._sieve_purpose()))
         out = self.session.release_many(requests)
         noisy = float(np.asarray(out[0]))
