@@ -123,16 +123,36 @@ _CHUNK_WORDS = 16
 _WORD_MAX = 2**64 - 1
 
 
+#: Bit generators whose raw output is one uniform 64-bit word per step. For these,
+#: ``integers(0, 2^64 - 1, endpoint=True, dtype=uint64)`` returns exactly the raw words
+#: (the full-range case draws one raw 64-bit value per integer), so
+#: ``bit_generator.random_raw`` gives the same words without the ``integers`` call
+#: overhead (checked in ``tests/accounting/test_samplers.py``). Others (e.g. MT19937,
+#: whose raw output is 32 bits) go through ``integers``.
+_RAW64 = (np.random.PCG64, np.random.PCG64DXSM)
+
+
+def _refill(rng: np.random.Generator) -> int:
+    """``_CHUNK_WORDS`` uniform 64-bit words as one Python integer (word 0 lowest)."""
+    bitgen = rng.bit_generator
+    if type(bitgen) in _RAW64:
+        words = bitgen.random_raw(_CHUNK_WORDS)
+    else:
+        words = rng.integers(0, _WORD_MAX, size=_CHUNK_WORDS, dtype=np.uint64, endpoint=True)
+    return int.from_bytes(words.astype("<u8").tobytes(), "little")
+
+
 class _Bits:
     """Uniform random bits from the generator, each used once.
 
     The generator's ``integers(0, 2^64 - 1, endpoint=True, dtype=uint64)`` are uniform
     on all ``2^64`` words, i.e. 64 independent fair bits each, whatever the bit
-    generator; they are concatenated into one Python integer and consumed from the
-    low end. ``below(n)`` is exact: ``k = bitlength(n - 1)`` fresh bits, rejected
-    while ``>= n``. A buffer lives for one sampler call; unused bits are discarded
-    (the output is a function of the consumed prefix of an iid uniform bit stream,
-    so discarding the rest does not change its distribution).
+    generator (fetched by :func:`_refill`, the same words); they are concatenated into
+    one Python integer and consumed from the low end. ``below(n)`` is exact:
+    ``k = bitlength(n - 1)`` fresh bits, rejected while ``>= n``. A buffer lives for
+    one sampler call; unused bits are discarded (the output is a function of the
+    consumed prefix of an iid uniform bit stream, so discarding the rest does not
+    change its distribution).
     """
 
     __slots__ = ("_acc", "_n", "_rng")
@@ -144,9 +164,7 @@ class _Bits:
 
     def bits(self, k: int) -> int:
         while self._n < k:
-            words = self._rng.integers(0, _WORD_MAX, size=_CHUNK_WORDS, dtype=np.uint64,
-                                       endpoint=True).astype("<u8")
-            self._acc |= int.from_bytes(words.tobytes(), "little") << self._n
+            self._acc |= _refill(self._rng) << self._n
             self._n += 64 * _CHUNK_WORDS
         r = self._acc & ((1 << k) - 1)
         self._acc >>= k
@@ -198,6 +216,93 @@ def _discrete_laplace_py(src: _Bits, t: int, s: int) -> int:
         return -y if negative else y
 
 
+def _discrete_laplace_inline(rng: np.random.Generator, t: int, s: int, size: int) -> list[int]:
+    """``size`` draws of :func:`_discrete_laplace_py` from one fresh :class:`_Bits`
+    buffer, with the bit buffer and every ``below``/``Bernoulli(exp(-x))`` step written
+    out in one frame (the scalar hot path of the sparse vector and the Laplace release).
+
+    It consumes exactly the bits the reference consumes, in the same order, and refills
+    in the same 1024-bit chunks, so it returns exactly the reference's draws (checked
+    draw for draw in ``tests/accounting/test_samplers.py``); only the interpreter
+    overhead of the method calls is gone.
+    """
+    acc = 0  # the buffer: unused bits, consumed from the low end
+    have = 0  # how many
+    chunk = 64 * _CHUNK_WORDS
+
+    tk = (t - 1).bit_length()
+    t_mask = (1 << tk) - 1
+    out: list[int] = []
+    while len(out) < size:
+        # u = below(t)
+        while True:
+            while have < tk:
+                acc |= _refill(rng) << have
+                have += chunk
+            u = acc & t_mask
+            acc >>= tk
+            have -= tk
+            if u < t:
+                break
+        # Bernoulli(exp(-u/t)): k = 1; while below(t k) < u: k += 1; accept when k odd
+        k = 1
+        while True:
+            d = t * k
+            b = (d - 1).bit_length()
+            mask = (1 << b) - 1
+            while True:
+                while have < b:
+                    acc |= _refill(rng) << have
+                    have += chunk
+                r = acc & mask
+                acc >>= b
+                have -= b
+                if r < d:
+                    break
+            if r < u:
+                k += 1
+            else:
+                break
+        if k % 2 == 0:
+            continue
+        # v: successes of Bernoulli(exp(-1)) before the first failure; each trial is
+        # k = 1; while below(k) == 0: k += 1; success when k odd (below(1) is 0, no bits)
+        v = 0
+        while True:
+            k = 2
+            while True:
+                b = (k - 1).bit_length()
+                mask = (1 << b) - 1
+                while True:
+                    while have < b:
+                        acc |= _refill(rng) << have
+                        have += chunk
+                    r = acc & mask
+                    acc >>= b
+                    have -= b
+                    if r < k:
+                        break
+                if r == 0:
+                    k += 1
+                else:
+                    break
+            if k % 2 == 1:
+                v += 1
+            else:
+                break
+        y = (u + t * v) // s
+        if have < 1:
+            acc |= _refill(rng) << have
+            have += chunk
+        negative = acc & 1
+        acc >>= 1
+        have -= 1
+        if negative and y == 0:
+            continue
+        out.append(-y if negative else y)
+    return out
+
+
 def _discrete_gaussian_py(src: _Bits, t: int) -> int:
     """One draw of CKS 2020 Algorithm 3 with integer sigma ``t`` (as
     :func:`discrete_gaussian`)."""
@@ -222,9 +327,7 @@ def discrete_laplace(rng: np.random.Generator, t: int, s: int, size: int) -> Int
     if t.bit_length() > 58 or s.bit_length() > 58:
         raise InvalidParameterError("scale", (t, s), "t and s must be below 2^58")
     if size <= SCALAR_MAX:
-        src = _Bits(rng)
-        return np.array([_discrete_laplace_py(src, t, s) for _ in range(size)],
-                        dtype=np.int64)
+        return np.array(_discrete_laplace_inline(rng, t, s, size), dtype=np.int64)
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)
     while pending.size:
