@@ -66,7 +66,10 @@ def round_down(q: Fraction) -> float:
 
 
 def _opt_add(a: Fraction | None, b: Fraction | None) -> Fraction | None:
-    return None if a is None or b is None else a + b
+    if a is None or b is None:
+        return None
+    # exact either way; skipping a zero saves a Fraction addition (a gcd) in hot loops
+    return a if not b else b if not a else a + b
 
 
 @dataclass(frozen=True)
@@ -125,11 +128,9 @@ class Cost:
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
-        return Cost(
-            _opt_add(self.epsilon, other.epsilon),
-            self.delta + other.delta,
-            _opt_add(self.rho, other.rho),
-        )
+        delta = _opt_add(self.delta, other.delta)
+        assert delta is not None
+        return Cost(_opt_add(self.epsilon, other.epsilon), delta, _opt_add(self.rho, other.rho))
 
     def times(self, k: int) -> Cost:
         """Basic composition of ``k`` copies (exact)."""
@@ -192,11 +193,11 @@ class Budget:
         if d >= 1:
             raise InvalidParameterError("delta", self.delta, "must be in [0, 1)")
 
-    @property
+    @functools.cached_property
     def epsilon_exact(self) -> Fraction:
         return Fraction(self.epsilon)
 
-    @property
+    @functools.cached_property
     def delta_exact(self) -> Fraction:
         return Fraction(self.delta)
 

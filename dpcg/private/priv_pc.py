@@ -145,6 +145,7 @@ class SieveExamineTester:
         self._need: Any = None  # a round's cost (public, the same every round)
         self._next: Any = None  # the next round's sieve, started with the last examine
         self._examine_cost: Any = None
+        self._need_next: Any = None  # an examine plus a whole round (public, fixed)
 
     def _examine_mech(self, sensitivity: float | None = None) -> Any:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
@@ -166,6 +167,12 @@ class SieveExamineTester:
             self._examine_cost = self._examine_mech().cost(rel)  # any pair: same eps/2
             self._need = self._new_sieve().cost(rel) + self._examine_cost
         return self._need
+
+    def _round_and_examine(self) -> Any:
+        """The declared cost of one examine plus a whole round (public, fixed)."""
+        if self._need_next is None:
+            self._need_next = self._round_cost() + self._examine_cost
+        return self._need_next
 
     def _new_sieve(self) -> Any:
         return _sieve(self.plan.n, self.plan.m, self.plan.epsilon_base,
@@ -227,7 +234,7 @@ class SieveExamineTester:
             examine, lambda: src.score(x, y, S),
             f"priv-pc examine {x} _||_ {y} | {list(S)}")]
         # this examine, then a whole round
-        if self._fits(self._round_cost() + self._examine_cost)[0]:
+        if self._fits(self._round_and_examine())[0]:
             requests.append((self._new_sieve(), None, self._sieve_purpose()))
         out = self.session.release_many(requests)
         noisy = float(np.asarray(out[0]))
