@@ -112,7 +112,8 @@ def conditional_kendall_z(table: StrataTable, w0: float | None = None) -> float:
     """
     n = table.n
     if w0 is None:
-        w0 = public_floor(n)
+        # max(W, 9n/4) == 9n/4 exactly (see split_kendall_z): W need not be summed
+        return 0.0 if n == 0 else kendall_numerator(table) / math.sqrt(public_floor(n))
     if not (isinstance(w0, int | float) and math.isfinite(w0) and w0 > 0):
         raise StatisticInputError(f"w0 must be a finite number > 0, got {w0!r}")
     if n == 0:
@@ -208,20 +209,37 @@ def binary_splits(c: int) -> NDArray[np.int64]:
     return out
 
 
+_AUGMENTED: dict[int, NDArray[np.int64]] = {}
+
+
+def _augmented_splits(c: int) -> NDArray[np.int64]:
+    """:func:`binary_splits` of ``c`` with a row of ones appended (the whole range)."""
+    out = _AUGMENTED.get(c)
+    if out is None:
+        out = np.vstack([binary_splits(c), np.ones((1, c), dtype=np.int64)])
+        out.setflags(write=False)
+        _AUGMENTED[c] = out
+    return out
+
+
 def _split_parts(table: StrataTable) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """``(U, m)``: ``U`` of every pair of splits (``(kx, ky)``) and the block sizes."""
+    """``(U, m)``: ``U`` of every pair of splits (``(kx, ky)``) and the block sizes.
+
+    One product ``G = A_x N A_y^T`` per block with the splits augmented by a row of
+    ones gives, exactly in int64, ``a`` (x in split i and y in split j, ``G[:i, :j]``),
+    the row totals ``r`` (``G[:, ky]``), the column totals ``s`` (``G[kx, :]``) and
+    the block size ``m`` (``G[kx, ky]``).
+    """
     N = table.counts
     k, cx, cy = N.shape
-    Mx, My = binary_splits(cx), binary_splits(cy)
-    kx, ky = Mx.shape[0], My.shape[0]
-    m = N.sum(axis=(1, 2))
+    kx, ky = binary_splits(cx).shape[0], binary_splits(cy).shape[0]
     if k == 0 or kx == 0 or ky == 0:
-        return np.zeros((kx, ky), dtype=np.float64), m
-    rows = N.sum(axis=2)  # (k, cx)
-    cols = N.sum(axis=1)  # (k, cy)
-    a = np.matmul(np.matmul(Mx, N), My.T)  # (k, kx, ky): rows with x in A and y in B
-    r = rows @ Mx.T  # (k, kx)
-    s = cols @ My.T  # (k, ky)
+        return np.zeros((kx, ky), dtype=np.float64), N.sum(axis=(1, 2))
+    G = _augmented_splits(cx) @ N @ _augmented_splits(cy).T  # (k, kx + 1, ky + 1)
+    m = G[:, kx, ky]
+    a = G[:, :kx, :ky]  # rows with x in A and y in B
+    r = G[:, :kx, ky]  # (k, kx)
+    s = G[:, kx, :ky]  # (k, ky)
     S = m[:, None, None] * a - r[:, :, None] * s[:, None, :]
     w = 9.0 / (2.0 * m.astype(np.float64) + 5.0)
     U: NDArray[np.float64] = (w @ S.reshape(k, kx * ky).astype(np.float64)).reshape(kx, ky)
@@ -249,9 +267,12 @@ def split_kendall_z(table: StrataTable, w0: float | None = None) -> float:
     U, m = _split_parts(table)
     n = int(m.sum())
     if w0 is None:
-        if n == 0:
+        if n == 0 or U.size == 0:
             return 0.0
-        w0 = public_floor(n)
+        # The default floor always wins: each block has w_b = 9 m(m-1)/(2(2m+5)), and
+        # 9m/4 - w_b = 63 m / (4 (2m + 5)) is 0 for m = 0 and >= 2.25 for m >= 1, far
+        # above float rounding, so max(W, 9n/4) == 9n/4 exactly and W need not be summed.
+        return float(np.abs(U).max()) / math.sqrt(public_floor(n))
     if not (isinstance(w0, int | float) and math.isfinite(w0) and w0 > 0):
         raise StatisticInputError(f"w0 must be a finite number > 0, got {w0!r}")
     if n == 0 or U.size == 0:

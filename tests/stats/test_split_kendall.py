@@ -170,3 +170,25 @@ def test_bad_floor_is_rejected() -> None:
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(StatisticInputError):
             split_kendall_z(t, bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(stratified(), st.integers(1, 5000))
+def test_default_floor_is_exactly_the_explicit_floor(d: tuple[np.ndarray, ...],
+                                                      scale: int) -> None:
+    """The default path skips summing W because max(W, 9n/4) is always 9n/4: it must
+    return exactly what the explicit ``w0 = 9n/4`` path (which takes the max) returns,
+    also for large blocks (counts scaled up)."""
+    x, y, s, (cx, cy, k) = d
+    t = table_from_codes(x, y, s, int(cx), int(cy), int(k))
+    t = type(t)(t.counts * scale, t.cx, t.cy, t.n_configs)
+    n = int(t.counts.sum())
+    w0 = 9.0 * n / 4.0
+    for f in (split_kendall_z, conditional_kendall_z):
+        if n == 0:
+            assert f(t) == 0.0
+        else:
+            assert f(t) == f(t, w0=w0)
+    W = float(np.sum(9.0 * t.stratum_sizes() * (t.stratum_sizes() - 1.0)
+                     / (2.0 * (2.0 * t.stratum_sizes() + 5.0))))
+    assert n == 0 or w0 - W > 2.0
