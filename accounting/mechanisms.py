@@ -127,6 +127,19 @@ def as_exact(value: object, name: str = "exact", *, vector_ok: bool = True) -> F
     return arr
 
 
+def _finite_scalar(value: object) -> float | None:
+    """``value`` as a float when it is a finite Python or NumPy real scalar (not a
+    bool), else ``None`` (then :func:`as_exact` decides, and raises for bad input)."""
+    if type(value) is float or isinstance(value, np.floating | np.integer) or (
+            type(value) is int):
+        try:
+            x = float(value)
+        except OverflowError:  # an int beyond float range: as_exact reports it
+            return None
+        return x if math.isfinite(x) else None
+    return None
+
+
 def _vector(value: object, name: str) -> FloatArray:
     arr = as_exact(value, name)
     if arr.ndim != 1:
@@ -236,6 +249,9 @@ class Laplace:
         return f + float_laplace(rng, self.scale, shape)
 
     def release(self, exact: Any, rng: np.random.Generator) -> float | FloatArray:
+        x = _finite_scalar(exact)
+        if x is not None and self.sampler == "discrete":
+            return self.grid(1).release_scalar(x, rng)  # the array path's value
         f = as_exact(exact)
         return _output(self._noisy(f, rng, None), f.ndim == 0)
 
@@ -929,8 +945,13 @@ class SparseVectorRun:
                 "start a new instance"
             )
         raw = compute() if self.indices is None else compute(self.indices)
-        q = as_exact(raw, "query answer", vector_ok=False)
-        noisy = float(self._plan.noisy_queries(q.reshape(1), self._rng)[0])
+        x = _finite_scalar(raw)
+        grid = self._plan.grid_query
+        if x is not None and grid is not None:
+            noisy = grid.noisy_index(x, self._rng)  # the array path's value, bit for bit
+        else:
+            q = as_exact(raw, "query answer", vector_ok=False)
+            noisy = float(self._plan.noisy_queries(q.reshape(1), self._rng)[0])
         above = noisy >= self._noisy_threshold
         self.queries += 1
         if above:

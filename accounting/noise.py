@@ -426,6 +426,23 @@ class LaplaceGrid:
         """``size`` integer noise draws (grid units)."""
         return discrete_laplace(rng, self.t, self.s, size)
 
+    def noisy_index(self, exact: float, rng: np.random.Generator) -> float:
+        """One scalar ``rint(f/g) + Y`` in grid units, in Python floats: the same IEEE
+        operations as ``round`` plus ``noise`` on a 1-element array (exact scaling by
+        a power of two, the same clip, round-half-even to an integer below ``2^52``,
+        one draw of the same sampler from the same generator), so the same value, bit
+        for bit, without the NumPy calls (the per-test path of SVT and Laplace)."""
+        try:
+            scaled = math.ldexp(exact, -self.exponent)
+        except OverflowError:  # np.ldexp gives +-inf here, which the clip bounds
+            scaled = math.copysign(math.inf, exact)
+        base = float(round(min(max(scaled, -MAX_GRID_INDEX), MAX_GRID_INDEX)))
+        return base + float(_discrete_laplace_inline(rng, self.t, self.s, 1)[0])
+
+    def release_scalar(self, exact: float, rng: np.random.Generator) -> float:
+        """:meth:`release` of one scalar (same value, bit for bit): ``(rint(f/g) + Y) g``."""
+        return math.ldexp(self.noisy_index(exact, rng), self.exponent)
+
     def release(
         self, exact: FloatArray, rng: np.random.Generator, size: int | None = None
     ) -> FloatArray:

@@ -274,3 +274,46 @@ def test_round_trip_property(
     base = Fraction(eps) * (2 if ar else 1)
     assert sub is not None
     assert sub <= base * (1 + Fraction(1, 10**9)) + Fraction(1, 10**300)
+
+
+_REALS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(-10**6, 10**6).map(lambda k: k / 2.0),  # exact halves: round-half-even
+    st.sampled_from([0.0, -0.0, 2.0**52, -(2.0**60), 5e-324, 1e300]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=_REALS, seed=st.integers(0, 2**32), sens=st.sampled_from([0.01, 1.0, 3.7]),
+       eps=st.sampled_from([1e-3, 0.5, 2.0]))
+def test_scalar_release_paths_equal_the_array_paths(x: float, seed: int, sens: float,
+                                                    eps: float) -> None:
+    """The scalar fast paths (Laplace release of a real scalar, an SVT query answer)
+    give bit for bit the value of the array paths (0-d / 1-element arrays) from the
+    same generator state, and leave the generator in the same state."""
+    with np.errstate(over="ignore"):  # the array path's ldexp overflows to inf (clipped)
+        _check_scalar_paths(x, seed, sens, eps)
+
+
+def _check_scalar_paths(x: float, seed: int, sens: float, eps: float) -> None:
+    mech = Laplace(sens, eps)
+    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    fast = mech.release(x, a)
+    slow = mech.release(np.array(x), b)  # a 0-d array takes the array path
+    assert isinstance(fast, float)
+    assert np.array_equal(np.float64(fast), np.float64(slow))
+    assert a.integers(2**62) == b.integers(2**62)
+    grid = SparseVector(0.0, sens, eps).noise_plan().grid_query
+    assert grid is not None
+    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    assert grid.noisy_index(x, a) == float((grid.round(np.array([x]))
+                                            + grid.noise(b, 1).astype(np.float64))[0])
+    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    ra = Session(Budget(10.0), "basic", seed=seed).start(SparseVector(0.0, sens, eps),
+                                                         purpose="fast")
+    rb = Session(Budget(10.0), "basic", seed=seed).start(SparseVector(0.0, sens, eps),
+                                                         purpose="array")
+    for v in (x, -x, x / 3.0):
+        if ra.halted:
+            break
+        assert ra.test(lambda v=v: v) == rb.test(lambda v=v: np.array(v))
