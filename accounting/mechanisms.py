@@ -875,7 +875,8 @@ class SubsampledSparseVector:
 
     def draw_subsample(self, rng: np.random.Generator) -> IntArray:
         """Sorted int64 row indices of a uniform ``m``-subset of ``range(n)``."""
-        return np.sort(rng.choice(self.n, size=self.m, replace=False)).astype(np.int64)
+        return np.sort(rng.choice(self.n, size=self.m, replace=False)).astype(np.int64,
+                                                                             copy=False)
 
     def draw_subsamples(self, rng: np.random.Generator, size: int) -> IntArray:
         """``(size, m)`` independent subsamples (vectorised; for audits)."""

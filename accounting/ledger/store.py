@@ -543,13 +543,15 @@ class Ledger:
             raise
 
     def _append(self, conn: sqlite3.Connection, fields: dict[str, Any],
-                encoded: Mapping[str, str] | None = None, *, chained: bool = False) -> int:
+                encoded: Mapping[str, str] | None = None, *, chained: bool = False,
+                timestamp: str | None = None) -> int:
         """Append one chained entry inside the current transaction; returns its seq.
 
         ``encoded`` may give the canonical JSON of some of ``fields`` (the caller already
         computed it); every other field is encoded here, each value exactly once.
         ``chained=True``: this instance already appended in the SAME transaction (which
         holds the write lock), so the head is the row it wrote last and is not re-read.
+        ``timestamp``: the entry's time (default now; a batch shares its commit's).
         """
         if chained and self._last_row is not None:
             row = self._last_row
@@ -573,7 +575,8 @@ class Ledger:
         record: dict[str, Any] = {
             "seq": seq, "run_id": None, "mechanism": None, "params": None,
             "sensitivity": None, "cost": None, "purpose": "", "seed_explicit": None,
-            "timestamp": _now(), "prev_hash": prev, **fields,
+            "timestamp": _now() if timestamp is None else timestamp, "prev_hash": prev,
+            **fields,
         }
         text = {} if encoded is None else dict(encoded)
         for name in ENTRY_FIELDS:
@@ -983,7 +986,8 @@ class LedgerRun:
                 raise BudgetExceededError(
                     f"run {self._run_id!r}: recording {what} would exceed the run's "
                     f"reservation under rule {self._rule}: {why}")
-            seqs = [self._ledger._append(conn, fields, encoded, chained=i > 0)
+            now = _now()  # one transaction, one time
+            seqs = [self._ledger._append(conn, fields, encoded, chained=i > 0, timestamp=now)
                     for i, (fields, encoded) in enumerate(checked)]
             texts = (_opt_str(eps), fraction_str(delta), _opt_str(rho))
             conn.execute(
