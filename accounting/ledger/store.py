@@ -88,7 +88,6 @@ _SCHEMA = (
     "CREATE TABLE entries (seq INTEGER PRIMARY KEY, kind TEXT, dataset_id TEXT, run_id TEXT, "
     "mechanism TEXT, params TEXT, sensitivity REAL, relation TEXT, cost TEXT, purpose TEXT, "
     "seed_explicit INTEGER, data TEXT, timestamp TEXT, prev_hash TEXT, hash TEXT)",
-    "CREATE INDEX entries_by_run ON entries(run_id)",
 )
 _TABLES = {"metadata", "datasets", "runs", "entries"}
 #: Columns whose stored text is the canonical JSON of the hashed value.
@@ -961,41 +960,77 @@ class LedgerRun:
             return []
         checked = [self._validate(entry) for entry in entries]
         with self._ledger._transaction("NORMAL") as conn:
-            row = conn.execute(
-                "SELECT status, spent_epsilon, spent_delta, spent_rho FROM runs WHERE run_id=?",
-                (self._run_id,)).fetchone()
-            if row is None:
-                raise LedgerCorruptError(f"run {self._run_id!r} has no row in {self._ledger.path}")
-            status, s_eps, s_delta, s_rho = row
-            if status != "open":
-                raise LedgerError(f"run {self._run_id!r} is closed ({status}); open a new run")
-            try:
-                eps, delta, rho = self._parse_spent(s_eps, s_delta, s_rho)
-            except ValueError as exc:
-                raise LedgerCorruptError(f"run {self._run_id!r} totals are corrupt: {exc}") \
-                    from None
-            for entry in entries:
-                cost = entry.cost
-                eps = None if eps is None or cost.epsilon is None else eps + cost.epsilon
-                delta = delta + cost.delta
-                rho = None if rho is None or cost.rho is None else rho + cost.rho
-            why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
-            if why is not None:
-                what = (repr(entries[0].mechanism) if len(entries) == 1
-                        else f"{len(entries)} entries")
-                raise BudgetExceededError(
-                    f"run {self._run_id!r}: recording {what} would exceed the run's "
-                    f"reservation under rule {self._rule}: {why}")
+            totals = self._claim_totals(conn, entries)
             now = _now()  # one transaction, one time
             seqs = [self._ledger._append(conn, fields, encoded, chained=i > 0, timestamp=now)
                     for i, (fields, encoded) in enumerate(checked)]
-            texts = (_opt_str(eps), fraction_str(delta), _opt_str(rho))
-            conn.execute(
-                "UPDATE runs SET n_entries=n_entries+?, spent_epsilon=?, spent_delta=?, "
-                "spent_rho=? WHERE run_id=?", (len(seqs), *texts, self._run_id))
         # committed: the stored totals are now exactly these texts and values
-        self._spent_cache = (texts, (eps, delta, rho))
+        self._spent_cache = totals
         return seqs
+
+    def _add_costs(self, eps: Fraction | None, delta: Fraction, rho: Fraction | None,
+                   entries: Sequence[EntryDraft]
+                   ) -> tuple[tuple[str | None, str, str | None],
+                              tuple[Fraction | None, Fraction, Fraction | None], str | None]:
+        """The run's totals after ``entries`` (texts and values) and the rule violation
+        they would cause (``None`` when they fit the reservation)."""
+        for entry in entries:
+            cost = entry.cost
+            eps = None if eps is None or cost.epsilon is None else eps + cost.epsilon
+            delta = delta + cost.delta
+            rho = None if rho is None or cost.rho is None else rho + cost.rho
+        why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
+        return (_opt_str(eps), fraction_str(delta), _opt_str(rho)), (eps, delta, rho), why
+
+    def _claim_totals(self, conn: sqlite3.Connection, entries: Sequence[EntryDraft]
+                      ) -> tuple[tuple[str | None, str, str | None],
+                                 tuple[Fraction | None, Fraction, Fraction | None]]:
+        """Inside the write transaction: add ``entries`` to the run's stored totals, or
+        raise (the run is closed or missing, its totals are corrupt, or the entries
+        would exceed its reservation). Returns the new totals (texts, values).
+
+        Fast path: the stored totals are usually exactly the texts this instance
+        committed last; one ``UPDATE`` guarded by those texts and ``status = 'open'``
+        then reads and writes the row at once (it matches one row exactly when the
+        stored row is what the new totals were computed from). Otherwise (another
+        writer, a first write, corruption) the row is read and checked first.
+        """
+        n = len(entries)
+        cached = self._spent_cache
+        if cached is not None:
+            old_texts, (eps0, delta0, rho0) = cached
+            texts, values, why = self._add_costs(eps0, delta0, rho0, entries)
+            if why is None:
+                cur = conn.execute(
+                    "UPDATE runs SET n_entries=n_entries+?, spent_epsilon=?, spent_delta=?, "
+                    "spent_rho=? WHERE run_id=? AND status='open' AND spent_epsilon IS ? "
+                    "AND spent_delta IS ? AND spent_rho IS ?",
+                    (n, *texts, self._run_id, *old_texts))
+                if cur.rowcount == 1:
+                    return texts, values
+        row = conn.execute(
+            "SELECT status, spent_epsilon, spent_delta, spent_rho FROM runs WHERE run_id=?",
+            (self._run_id,)).fetchone()
+        if row is None:
+            raise LedgerCorruptError(f"run {self._run_id!r} has no row in {self._ledger.path}")
+        status, s_eps, s_delta, s_rho = row
+        if status != "open":
+            raise LedgerError(f"run {self._run_id!r} is closed ({status}); open a new run")
+        try:
+            eps, delta, rho = self._parse_spent(s_eps, s_delta, s_rho)
+        except ValueError as exc:
+            raise LedgerCorruptError(f"run {self._run_id!r} totals are corrupt: {exc}") \
+                from None
+        texts, values, why = self._add_costs(eps, delta, rho, entries)
+        if why is not None:
+            what = repr(entries[0].mechanism) if n == 1 else f"{n} entries"
+            raise BudgetExceededError(
+                f"run {self._run_id!r}: recording {what} would exceed the run's "
+                f"reservation under rule {self._rule}: {why}")
+        conn.execute(
+            "UPDATE runs SET n_entries=n_entries+?, spent_epsilon=?, spent_delta=?, "
+            "spent_rho=? WHERE run_id=?", (n, *texts, self._run_id))
+        return texts, values
 
     def _parse_spent(self, s_eps: object, s_delta: object,
                      s_rho: object) -> tuple[Fraction | None, Fraction, Fraction | None]:

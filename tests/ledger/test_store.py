@@ -351,6 +351,29 @@ def test_totals_changed_by_another_writer_are_reread(ledger: Ledger, ledger_path
         run.record(laplace_draft(0.125))
 
 
+def test_guarded_totals_update_never_trusts_a_stale_cache(ledger: Ledger,
+                                                         ledger_path: Path) -> None:
+    """The fast path writes the new totals only where the row still holds the texts they
+    were computed from and the run is open; otherwise the row is read and counts."""
+    run = ledger.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False)
+    run.record(laplace_draft(0.25))
+    run.record(laplace_draft(0.25))  # cached: 1/2
+    conn = sqlite3.connect(ledger_path)
+    conn.execute("UPDATE runs SET spent_epsilon='1/8' WHERE run_id=?", (run.run_id,))
+    conn.commit()
+    conn.close()
+    run.record(laplace_draft(0.25))
+    assert run.info().spent_epsilon == Fraction(3, 8)  # 1/8 + 1/4, not the cached 1/2 + 1/4
+    conn = sqlite3.connect(ledger_path)
+    conn.execute("UPDATE runs SET status='completed' WHERE run_id=?", (run.run_id,))
+    conn.commit()
+    conn.close()
+    before = state(ledger_path)
+    with pytest.raises(LedgerError, match="closed"):
+        run.record(laplace_draft(0.125))
+    assert state(ledger_path) == before
+
+
 def test_record_many_is_one_atomic_append(ledger: Ledger, ledger_path: Path) -> None:
     """A batch is validated whole, checked against the reservation as a total and
     written in one transaction: it lands completely (consecutive seqs, a verifying
