@@ -288,8 +288,8 @@ _REALS = st.one_of(
        eps=st.sampled_from([1e-3, 0.5, 2.0]))
 def test_scalar_release_paths_equal_the_array_paths(x: float, seed: int, sens: float,
                                                     eps: float) -> None:
-    """The scalar fast paths (Laplace release of a real scalar, an SVT query answer)
-    give bit for bit the value of the array paths (0-d / 1-element arrays) from the
+    """The scalar fast paths (Laplace release of a real scalar, an SVT query answer and
+    threshold) give bit for bit the value of the array paths (0-d / 1-element arrays) from the
     same generator state, and leave the generator in the same state."""
     with np.errstate(over="ignore"):  # the array path's ldexp overflows to inf (clipped)
         _check_scalar_paths(x, seed, sens, eps)
@@ -308,6 +308,12 @@ def _check_scalar_paths(x: float, seed: int, sens: float, eps: float) -> None:
     a, b = np.random.default_rng(seed), np.random.default_rng(seed)
     assert grid.noisy_index(x, a) == float((grid.round(np.array([x]))
                                             + grid.noise(b, 1).astype(np.float64))[0])
+    plan = SparseVector(x, sens, eps).noise_plan()  # the threshold's own grid
+    assert plan.grid_threshold is not None
+    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    assert plan.grid_threshold.noisy_index(plan.threshold, a) == float(
+        plan.draw_threshold(b, 1)[0])
+    assert a.integers(2**62) == b.integers(2**62)
     a, b = np.random.default_rng(seed), np.random.default_rng(seed)
     ra = Session(Budget(10.0), "basic", seed=seed).start(SparseVector(0.0, sens, eps),
                                                          purpose="fast")
