@@ -469,3 +469,17 @@ def test_inline_scalar_discrete_laplace_is_the_reference(
     reference = [_discrete_laplace_py(src, t, s) for _ in range(size)]
     assert _discrete_laplace_inline(b, t, s, size) == reference
     assert a.integers(0, 2**62) == b.integers(0, 2**62)
+
+
+@pytest.mark.parametrize(("n", "m"), [(100_000, 5_000), (20_000, 5_000)])
+def test_subsample_uniform_at_real_sizes(n: int, m: int) -> None:
+    """Priv-PC's sizes (alarm: n = 10^5, m = 5000, NumPy's Floyd branch) and a larger
+    fraction (its partial-shuffle branch): sorted distinct indices, uniform inclusion."""
+    rng = np.random.default_rng(13)
+    mech = SubsampledSparseVector(n, m, 0.0, 1.0, 1.0)
+    draws = [mech.draw_subsample(rng) for _ in range(600)]
+    assert all(d.shape == (m,) and d.dtype == np.int64 for d in draws)
+    assert all(np.all(np.diff(d) > 0) for d in draws)
+    counts = np.bincount(np.concatenate(draws), minlength=n).astype(float)
+    assert counts.size == n
+    assert chi2_p(counts, np.ones(n)) > P_MIN
