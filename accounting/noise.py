@@ -216,93 +216,6 @@ def _discrete_laplace_py(src: _Bits, t: int, s: int) -> int:
         return -y if negative else y
 
 
-def _discrete_laplace_inline(rng: np.random.Generator, t: int, s: int, size: int) -> list[int]:
-    """``size`` draws of :func:`_discrete_laplace_py` from one fresh :class:`_Bits`
-    buffer, with the bit buffer and every ``below``/``Bernoulli(exp(-x))`` step written
-    out in one frame (the scalar hot path of the sparse vector and the Laplace release).
-
-    It consumes exactly the bits the reference consumes, in the same order, and refills
-    in the same 1024-bit chunks, so it returns exactly the reference's draws (checked
-    draw for draw in ``tests/accounting/test_samplers.py``); only the interpreter
-    overhead of the method calls is gone.
-    """
-    acc = 0  # the buffer: unused bits, consumed from the low end
-    have = 0  # how many
-    chunk = 64 * _CHUNK_WORDS
-
-    tk = (t - 1).bit_length()
-    t_mask = (1 << tk) - 1
-    out: list[int] = []
-    while len(out) < size:
-        # u = below(t)
-        while True:
-            while have < tk:
-                acc |= _refill(rng) << have
-                have += chunk
-            u = acc & t_mask
-            acc >>= tk
-            have -= tk
-            if u < t:
-                break
-        # Bernoulli(exp(-u/t)): k = 1; while below(t k) < u: k += 1; accept when k odd
-        k = 1
-        while True:
-            d = t * k
-            b = (d - 1).bit_length()
-            mask = (1 << b) - 1
-            while True:
-                while have < b:
-                    acc |= _refill(rng) << have
-                    have += chunk
-                r = acc & mask
-                acc >>= b
-                have -= b
-                if r < d:
-                    break
-            if r < u:
-                k += 1
-            else:
-                break
-        if k % 2 == 0:
-            continue
-        # v: successes of Bernoulli(exp(-1)) before the first failure; each trial is
-        # k = 1; while below(k) == 0: k += 1; success when k odd (below(1) is 0, no bits)
-        v = 0
-        while True:
-            k = 2
-            while True:
-                b = (k - 1).bit_length()
-                mask = (1 << b) - 1
-                while True:
-                    while have < b:
-                        acc |= _refill(rng) << have
-                        have += chunk
-                    r = acc & mask
-                    acc >>= b
-                    have -= b
-                    if r < k:
-                        break
-                if r == 0:
-                    k += 1
-                else:
-                    break
-            if k % 2 == 1:
-                v += 1
-            else:
-                break
-        y = (u + t * v) // s
-        if have < 1:
-            acc |= _refill(rng) << have
-            have += chunk
-        negative = acc & 1
-        acc >>= 1
-        have -= 1
-        if negative and y == 0:
-            continue
-        out.append(-y if negative else y)
-    return out
-
-
 def _discrete_gaussian_py(src: _Bits, t: int) -> int:
     """One draw of CKS 2020 Algorithm 3 with integer sigma ``t`` (as
     :func:`discrete_gaussian`)."""
@@ -327,7 +240,9 @@ def discrete_laplace(rng: np.random.Generator, t: int, s: int, size: int) -> Int
     if t.bit_length() > 58 or s.bit_length() > 58:
         raise InvalidParameterError("scale", (t, s), "t and s must be below 2^58")
     if size <= SCALAR_MAX:
-        return np.array(_discrete_laplace_inline(rng, t, s, size), dtype=np.int64)
+        src = _Bits(rng)
+        return np.array([_discrete_laplace_py(src, t, s) for _ in range(size)],
+                        dtype=np.int64)
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)
     while pending.size:
@@ -437,7 +352,7 @@ class LaplaceGrid:
         except OverflowError:  # np.ldexp gives +-inf here, which the clip bounds
             scaled = math.copysign(math.inf, exact)
         base = float(round(min(max(scaled, -MAX_GRID_INDEX), MAX_GRID_INDEX)))
-        return base + float(_discrete_laplace_inline(rng, self.t, self.s, 1)[0])
+        return base + float(_discrete_laplace_py(_Bits(rng), self.t, self.s))
 
     def release_scalar(self, exact: float, rng: np.random.Generator) -> float:
         """:meth:`release` of one scalar (same value, bit for bit): ``(rint(f/g) + Y) g``."""

@@ -454,12 +454,12 @@ def test_refill_words_are_the_integers_words(bitgen: type[np.random.BitGenerator
        t=st.one_of(st.integers(1, 40), st.integers(1, 2**57)),
        s=st.one_of(st.integers(1, 40), st.integers(1, 2**57)),
        mt=st.booleans())
-def test_inline_scalar_discrete_laplace_is_the_reference(
+def test_scalar_discrete_laplace_is_the_reference(
         seed: int, size: int, t: int, s: int, mt: bool) -> None:
-    """The written-out scalar sampler consumes the same bits as CKS Algorithm 2 written
-    with :class:`_Bits` and returns the same draws, leaving the generator in the same
-    state."""
-    from accounting.noise import _Bits, _discrete_laplace_inline, _discrete_laplace_py
+    """The scalar path of :func:`discrete_laplace` consumes the same bits as CKS
+    Algorithm 2 written with :class:`_Bits` and returns the same draws, leaving the
+    generator in the same state."""
+    from accounting.noise import _Bits, _discrete_laplace_py
 
     def gen() -> np.random.Generator:
         return np.random.Generator(np.random.MT19937(seed) if mt else np.random.PCG64(seed))
@@ -467,7 +467,7 @@ def test_inline_scalar_discrete_laplace_is_the_reference(
     a, b = gen(), gen()
     src = _Bits(a)
     reference = [_discrete_laplace_py(src, t, s) for _ in range(size)]
-    assert _discrete_laplace_inline(b, t, s, size) == reference
+    assert discrete_laplace(b, t, s, size).tolist() == reference
     assert a.integers(0, 2**62) == b.integers(0, 2**62)
 
 
