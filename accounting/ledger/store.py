@@ -90,6 +90,10 @@ _SCHEMA = (
     "seed_explicit INTEGER, data TEXT, timestamp TEXT, prev_hash TEXT, hash TEXT)",
 )
 _TABLES = {"metadata", "datasets", "runs", "entries"}
+#: Add a batch to a run's totals where the row still holds ``old`` totals and is open.
+_CLAIM = ("UPDATE runs SET n_entries=n_entries+?, spent_epsilon=?, spent_delta=?, "
+          "spent_rho=? WHERE run_id=? AND status='open' AND spent_epsilon IS ? "
+          "AND spent_delta IS ? AND spent_rho IS ?")
 #: Columns whose stored text is the canonical JSON of the hashed value.
 _JSON_COLUMNS = ("params", "cost", "data")
 #: Columns stored as SQLite integers 0/1 for a JSON boolean.
@@ -1000,14 +1004,9 @@ class LedgerRun:
         if cached is not None:
             old_texts, (eps0, delta0, rho0) = cached
             texts, values, why = self._add_costs(eps0, delta0, rho0, entries)
-            if why is None:
-                cur = conn.execute(
-                    "UPDATE runs SET n_entries=n_entries+?, spent_epsilon=?, spent_delta=?, "
-                    "spent_rho=? WHERE run_id=? AND status='open' AND spent_epsilon IS ? "
-                    "AND spent_delta IS ? AND spent_rho IS ?",
-                    (n, *texts, self._run_id, *old_texts))
-                if cur.rowcount == 1:
-                    return texts, values
+            if why is None and conn.execute(
+                    _CLAIM, (n, *texts, self._run_id, *old_texts)).rowcount == 1:
+                return texts, values
         row = conn.execute(
             "SELECT status, spent_epsilon, spent_delta, spent_rho FROM runs WHERE run_id=?",
             (self._run_id,)).fetchone()
@@ -1027,9 +1026,7 @@ class LedgerRun:
             raise BudgetExceededError(
                 f"run {self._run_id!r}: recording {what} would exceed the run's "
                 f"reservation under rule {self._rule}: {why}")
-        conn.execute(
-            "UPDATE runs SET n_entries=n_entries+?, spent_epsilon=?, spent_delta=?, "
-            "spent_rho=? WHERE run_id=?", (n, *texts, self._run_id))
+        conn.execute(_CLAIM, (n, *texts, self._run_id, s_eps, s_delta, s_rho))  # just read
         return texts, values
 
     def _parse_spent(self, s_eps: object, s_delta: object,
