@@ -204,10 +204,9 @@ class Budget:
     def rho(self, delta_reserved: Number = 0) -> Fraction:
         """The largest zCDP rho whose conversion fits in this budget (rounded down).
 
-        Uses ``eps = rho + 2 sqrt(rho ln(1/delta'))`` (Bun-Steinke 2016, Prop. 1.3) with
-        ``delta' = delta - delta_reserved``; solving for rho gives
-        ``rho = eps^2 / (sqrt(L + eps) + sqrt(L))^2`` with ``L = ln(1/delta')``.
-        Requires ``delta' > 0``.
+        ``rho_for_budget(eps, delta - delta_reserved)``: the largest rho (rounded down)
+        for which :func:`zcdp_to_epsilon` at ``delta' = delta - delta_reserved`` is at
+        most ``eps``. Requires ``delta' > 0``.
         """
         return rho_for_budget(self.epsilon_exact, self.delta_exact - exact(delta_reserved, "delta"))
 
@@ -215,12 +214,78 @@ class Budget:
         return {"epsilon": self.epsilon, "delta": self.delta}
 
 
+#: Search range of ``log(alpha - 1)`` for the Renyi order of the zCDP conversion. Any
+#: order ``alpha > 1`` gives a valid bound; the range only limits how close to the
+#: optimum the search can get (the optimum lies far inside it for every budget with
+#: ``1e-300 < delta < 1`` and ``1e-12 < rho < 1e6``).
+_LOG_ORDER_RANGE = (-25.0, 35.0)
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _renyi_conversion(rho: float, log_inv_delta: float, log_order_m1: float) -> float:
+    """Upper bound on eps from ``rho``-zCDP at one Renyi order ``alpha = 1 + e^u``.
+
+    ``rho``-zCDP is ``(alpha, alpha rho)``-RDP for every ``alpha > 1``, and
+    ``(alpha, tau)``-RDP implies ``(eps, delta)``-DP with
+    ``eps = tau + log(1 - 1/alpha) - (log(delta) + log(alpha)) / (alpha - 1)``
+    (Canonne, Kamath & Steinke 2020, "The discrete Gaussian for differential privacy",
+    Prop. 12; the same bound is Asoodeh et al. 2020, eq. 20, and ``compute_epsilon`` of
+    dp-accounting's RDP accountant). Each of the three terms is evaluated in floating
+    point with a relative error of a few ulps; the result is raised by
+    ``CONVERSION_SLACK`` times the sum of their magnitudes, so it is an upper bound.
+    """
+    alpha = 1.0 + math.exp(log_order_m1)
+    # ``alpha`` is the order actually used; ``alpha - 1`` is exact for the floats in the
+    # search range (Sterbenz below 2, an integer-spaced float below 2^53 above), and
+    # ``log(1 - 1/alpha)`` is taken as ``log(alpha - 1) - log(alpha)``, which stays
+    # accurate when ``alpha`` is close to 1 (``log1p(-1/alpha)`` would not).
+    am1 = alpha - 1.0
+    t1 = alpha * rho
+    t2 = math.log(am1) - math.log(alpha)
+    t3 = (log_inv_delta - math.log(alpha)) / am1
+    # t2 is a difference of two logarithms: bound its error by their magnitudes
+    mag = abs(t1) + abs(math.log(am1)) + abs(math.log(alpha)) + abs(t3)
+    return t1 + t2 + t3 + CONVERSION_SLACK * mag
+
+
+def _best_renyi_conversion(rho: float, log_inv_delta: float) -> float:
+    """The smallest :func:`_renyi_conversion` found by a golden-section search over
+    ``log(alpha - 1)``.
+
+    The search only chooses which order to use: every order evaluated gives a valid
+    bound, so a search that misses the exact optimum costs utility, never privacy. It is
+    deterministic (a fixed number of steps from a fixed range).
+    """
+    lo, hi = _LOG_ORDER_RANGE
+    best = math.inf
+    x1 = hi - _GOLDEN * (hi - lo)
+    x2 = lo + _GOLDEN * (hi - lo)
+    f1 = _renyi_conversion(rho, log_inv_delta, x1)
+    f2 = _renyi_conversion(rho, log_inv_delta, x2)
+    for _ in range(90):
+        best = min(best, f1, f2)
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - _GOLDEN * (hi - lo)
+            f1 = _renyi_conversion(rho, log_inv_delta, x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + _GOLDEN * (hi - lo)
+            f2 = _renyi_conversion(rho, log_inv_delta, x2)
+    return min(best, f1, f2)
+
+
 @functools.lru_cache(maxsize=256)
 def rho_for_budget(epsilon: Fraction, delta: Fraction) -> Fraction:
-    """Largest rho (rounded down) with ``rho + 2 sqrt(rho ln(1/delta)) <= epsilon``.
+    """Largest rho (rounded down) with ``zcdp_to_epsilon(rho, delta) <= epsilon``.
 
-    A pure function of two exact fractions, cached (the ledger re-checks the rule on
-    every entry with the same budget).
+    Starts from the closed-form solution of the Bun-Steinke conversion
+    ``rho + 2 sqrt(rho ln(1/delta)) = epsilon`` (which :func:`zcdp_to_epsilon` never
+    exceeds) and raises it by bisection against the tighter Renyi conversion. Every
+    candidate is checked with the exact comparison ``zcdp_to_epsilon(q, delta) <=
+    epsilon`` before it is kept, so the result always fits, whatever the floating-point
+    search does. A pure function of two exact fractions, cached (the ledger re-checks
+    the rule on every entry with the same budget).
     """
     if delta <= 0:
         raise InvalidParameterError(
@@ -236,18 +301,52 @@ def rho_for_budget(epsilon: Fraction, delta: Fraction) -> Fraction:
     # Belt and braces: the conversion of the rounded-down rho must fit.
     while zcdp_to_epsilon(q, delta) > epsilon:
         q *= Fraction(1) - Fraction(CONVERSION_SLACK)
-    return q
+    lo = float(q)
+    if lo <= 0.0:
+        return q
+
+    def fits(r: float) -> bool:
+        return zcdp_to_epsilon(Fraction(r), delta) <= epsilon
+
+    hi = 2.0 * lo
+    for _ in range(64):
+        if not fits(hi):
+            break
+        lo, hi = hi, 2.0 * hi
+    else:  # pragma: no cover - needs a conversion that never exceeds epsilon
+        return Fraction(lo)
+    for _ in range(64):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    best = Fraction(lo)
+    return best if best > q else q
 
 
 def zcdp_to_epsilon(rho: Fraction, delta: Fraction) -> Fraction:
-    """``rho + 2 sqrt(rho ln(1/delta))`` rounded up (Bun-Steinke 2016, Prop. 1.3)."""
+    """An upper bound, rounded up, on the eps of ``rho``-zCDP at ``delta``.
+
+    The smaller of the Bun-Steinke bound ``rho + 2 sqrt(rho ln(1/delta))`` (2016,
+    Prop. 1.3) and the Renyi conversion of Canonne, Kamath & Steinke (2020, Prop. 12)
+    at the best order found by :func:`_best_renyi_conversion`; both are valid for every
+    ``rho``-zCDP mechanism, so their minimum is. See ``docs/privacy/costs-and-filter.md``.
+    """
     if delta <= 0:
         raise InvalidParameterError("delta", float(delta), "must be > 0 for the zCDP conversion")
     if rho == 0:
         return Fraction(0)
     L = math.log(1.0 / float(delta))
-    eps = float(rho) + 2.0 * math.sqrt(float(rho) * L)
-    return Fraction(eps * (1.0 + CONVERSION_SLACK))
+    # float(rho) is within half an ulp of rho: far inside CONVERSION_SLACK. The
+    # Bun-Steinke expression is the one every earlier version of this function computed,
+    # so the minimum never exceeds it and a rho that fitted before still fits.
+    r = float(rho)
+    bun_steinke = (r + 2.0 * math.sqrt(r * L)) * (1.0 + CONVERSION_SLACK)
+    renyi = _best_renyi_conversion(r, L)
+    return Fraction(min(bun_steinke, renyi))
 
 
 def split_epsilon(total: Number, k: int) -> float:

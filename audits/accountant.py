@@ -10,7 +10,8 @@ numbers are:
 * **pessimistic >= optimistic**: the pessimistic PLD estimate is an upper bound of
   the optimistic one;
 * **relation conversions**: replace-one costs are at most twice add/remove ones;
-  zCDP budget conversions round against the user;
+  zCDP budget conversions round against the user and lie between the Gaussian
+  mechanism's PLD epsilon and dp-accounting's RDP epsilon;
 * **the randomized-response count bug** of dp-accounting 0.6.0 (its PLD accountant
   ignores ``count`` for ``RandomizedResponseDpEvent``) is reproduced, and our way of
   composing (one event at a time, as ``accounting.planning`` does) is not affected.
@@ -230,6 +231,17 @@ def check_relation_conversions() -> CheckResult:
         back = zcdp_to_epsilon(rho, Fraction(delta))
         ok &= back <= Fraction(eps)
         parts.append(f"eps={eps}: rho={float(rho):.6g} -> {float(back):.6f}")
+        # the conversion sits between the Gaussian mechanism with this rho (a rho-zCDP
+        # mechanism: its PLD epsilon is the truth for it, so a conversion below it would
+        # be false) and dp-accounting's own RDP conversion of the same Gaussian
+        sigma = 1.0 / math.sqrt(2.0 * float(rho))
+        truth = privacy_loss_distribution.from_gaussian_mechanism(
+            sigma, value_discretization_interval=1e-4).get_epsilon_for_delta(delta)
+        acc = rdp_privacy_accountant.RdpAccountant()
+        acc.compose(dp_accounting.GaussianDpEvent(sigma))
+        theirs = acc.get_epsilon(delta)
+        ok &= bool(truth <= float(back) <= theirs + 1e-9)
+        parts.append(f"Gaussian PLD {truth:.4f} <= {float(back):.4f} <= RDP {theirs:.4f}")
     # pure eps -> rho = eps^2/2 (eps^2/8 bounded range)
     ok &= Cost.pure(1.0).rho == Fraction(1, 2)
     ok &= Cost.pure(1.0, bounded_range=True).rho == Fraction(1, 8)
