@@ -8,7 +8,8 @@ under the run's rule:
   sums). Valid for adaptively chosen (eps_i, delta_i) by Rogers, Roth, Ullman &
   Vadhan 2016 (privacy filters for basic composition).
 * ``"zcdp"``: ``sum rho_i <= Budget.rho()``, the largest rho whose conversion
-  ``rho + 2 sqrt(rho ln(1/delta))`` fits (eps_B, delta_B). Valid for adaptively chosen
+  (:func:`accounting.costs.zcdp_to_epsilon`: the smaller of the Bun-Steinke and the
+  Canonne-Kamath-Steinke Renyi bounds) fits (eps_B, delta_B). Valid for adaptively chosen
   rho_i by Feldman & Zrnic 2021 (Rényi filters) and Whitehouse et al. 2023.
 
 A mechanism without a bound of the rule's kind (Gaussian under ``basic``; the smooth

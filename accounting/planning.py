@@ -165,7 +165,7 @@ class PlanReport:
     """Epsilons (at ``delta``) of a plan fixed in advance, under several analyses.
 
     ``basic``: sum of epsilons (``None`` if some mechanism has no eps bound) and the
-    summed deltas in ``basic_delta``; ``zcdp``: ``rho + 2 sqrt(rho ln(1/delta))`` of
+    summed deltas in ``basic_delta``; ``zcdp``: :func:`accounting.costs.zcdp_to_epsilon` of
     the summed rho (``None`` if some mechanism has no rho); ``pld``: dp-accounting
     PLD (pessimistic); ``rdp``: dp-accounting RDP (``None`` when a mechanism has no
     RDP description, e.g. the smooth median). All rounded up. ``delta`` must exceed
