@@ -240,11 +240,13 @@ def _renyi_conversion(rho: float, log_inv_delta: float, log_order_m1: float) -> 
     # ``log(1 - 1/alpha)`` is taken as ``log(alpha - 1) - log(alpha)``, which stays
     # accurate when ``alpha`` is close to 1 (``log1p(-1/alpha)`` would not).
     am1 = alpha - 1.0
+    log_am1 = math.log(am1)
+    log_alpha = math.log(alpha)
     t1 = alpha * rho
-    t2 = math.log(am1) - math.log(alpha)
-    t3 = (log_inv_delta - math.log(alpha)) / am1
+    t2 = log_am1 - log_alpha
+    t3 = (log_inv_delta - log_alpha) / am1
     # t2 is a difference of two logarithms: bound its error by their magnitudes
-    mag = abs(t1) + abs(math.log(am1)) + abs(math.log(alpha)) + abs(t3)
+    mag = abs(t1) + abs(log_am1) + abs(log_alpha) + abs(t3)
     return t1 + t2 + t3 + CONVERSION_SLACK * mag
 
 
@@ -323,8 +325,10 @@ def rho_for_budget(epsilon: Fraction, delta: Fraction) -> Fraction:
             lo = mid
         else:
             hi = mid
+    # ``lo`` is float(q) (which may round above q and was never checked) unless the
+    # search moved it to a checked value: check it once more rather than trust that.
     best = Fraction(lo)
-    return best if best > q else q
+    return best if best > q and fits(lo) else q
 
 
 def zcdp_to_epsilon(rho: Fraction, delta: Fraction) -> Fraction:
