@@ -15,6 +15,9 @@ Discrete tests read ``data.codes`` (a ``(p, n)`` unsigned-int array) and
 | :class:`SpearmanTest` | stratified Spearman z (midrank scores) | N(0, 1), two-sided |
 | :class:`FisherZTest` | Fisher-z of the partial correlation | N(0, 1), two-sided |
 
+:class:`FastG2Test` and :class:`FastChi2Test` are :class:`G2Test` and :class:`Chi2Test`
+with the tables of the ``numpy`` table engine (bitsets; the same results).
+
 Results are cached per test object (one object per run) keyed on the unordered pair and
 the sorted conditioning set; nothing is cached across objects.
 """
@@ -31,6 +34,7 @@ from dpcg.citests.base import CIResult, validate_query
 from dpcg.errors import CITestError
 from dpcg.stats.contingency import MAX_ROWS, StrataTable, contingency_table
 from dpcg.stats.discrete import ChiSquareResult, chi2_test, g2_test
+from dpcg.stats.engine import NumpyEngine
 from dpcg.stats.fisherz import fisher_z
 from dpcg.stats.kendall import (
     conditional_kendall_z,
@@ -41,6 +45,8 @@ from dpcg.stats.spearman import conditional_spearman_z
 
 __all__ = [
     "Chi2Test",
+    "FastChi2Test",
+    "FastG2Test",
     "FisherZTest",
     "G2Test",
     "KendallTest",
@@ -168,6 +174,37 @@ class G2Test(_ChiSquareFamily):
 
 class Chi2Test(_ChiSquareFamily):
     """Pearson chi^2 test (df per causal-learn)."""
+
+    def _stat(self, t: StrataTable) -> ChiSquareResult:
+        return chi2_test(t)
+
+
+class FastG2Test(G2Test):
+    """:class:`G2Test` with the tables of the ``numpy`` table engine
+    (:class:`dpcg.stats.engine.NumpyEngine`: bitset tables where they are cheaper,
+    ``bincount`` otherwise); the same tables, hence bit-for-bit the same results."""
+
+    _engine: NumpyEngine | None = None
+
+    def _tables(self) -> NumpyEngine:
+        eng = self._engine
+        if eng is None:
+            eng = NumpyEngine(self.codes, self.cardinalities)
+            self._engine = eng
+        return eng
+
+    def table(self, x: int, y: int, S: tuple[int, ...] = ()) -> StrataTable:
+        xi, yi, Si = validate_query(x, y, S, self.p)
+        return self._tables().table(xi, yi, Si)
+
+    def _compute(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        # called by test() with a validated, normalised query: no second validation
+        r = self._stat(self._tables().table(x, y, S))
+        return CIResult(r.pvalue > self.alpha, r.statistic, r.pvalue)
+
+
+class FastChi2Test(FastG2Test):
+    """:class:`Chi2Test` with the tables of the ``numpy`` table engine (same results)."""
 
     def _stat(self, t: StrataTable) -> ChiSquareResult:
         return chi2_test(t)

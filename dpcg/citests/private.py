@@ -38,83 +38,96 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import erf
-from scipy.stats import chi2 as _chi2
 
+from accounting.mechanisms import Gaussian, Laplace
 from accounting.relations import Relation
+from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
-from dpcg.errors import CITestError
-from dpcg.stats import registry
-from dpcg.stats.contingency import StrataTable, contingency_table
-from dpcg.stats.discrete import n_cmi
-from dpcg.stats.kendall import conditional_kendall_z, public_floor, split_kendall_z
+from dpcg.errors import CITestError, StatisticInputError
+from dpcg.stats.contingency import StrataTable
+from dpcg.stats.engine import DEFAULT_ENGINE, NumpyEngine, Query, TableEngine, get_engine
+from dpcg.stats.scores import (
+    CMI_SPEC,
+    KENDALL_SPEC,
+    P_LIPSCHITZ,
+    SPLIT_SPEC,
+    Score,
+    get_score,
+    pair_cardinality,
+    score_names,
+    widest_pair_cardinality,
+    z_threshold,
+)
+
+__all__ = [
+    "CMI_SPEC",
+    "DEFAULT_ALPHA",
+    "DEFAULT_SCORE",
+    "KENDALL_SPEC",
+    "P_LIPSCHITZ",
+    "SCORES",
+    "SPLIT_SPEC",
+    "DiscreteDataset",
+    "PrivateCITest",
+    "ReleasePlan",
+    "StatisticSource",
+    "ThresholdCITest",
+    "pair_cardinality",
+    "source_for_dataset",
+    "widest_pair_cardinality",
+    "z_threshold",
+]
 
 ScoreName = Literal["kendall-split", "kendall-z", "kendall-p", "cmi"]
-SCORES: tuple[str, ...] = ("kendall-split", "kendall-z", "kendall-p", "cmi")
+#: Names of the registered scores (:mod:`dpcg.stats.scores`).
+SCORES: tuple[str, ...] = score_names()
 
 #: The default score of the private family (and of the non-private PC "with the same
 #: test").
 DEFAULT_SCORE = "kendall-split"
 
-#: Registry names of the statistics the scores are built on: the Kendall scores use the
-#: bound with declared cardinalities (claim 4 of the proof note), which never exceeds the
-#: cardinality-free one.
-KENDALL_SPEC = "conditional-kendall-z-categorical"
-SPLIT_SPEC = "split-kendall-z"
-CMI_SPEC = "n-cmi"
-
-#: Lipschitz constant of ``|z| -> 1 - p = erf(|z|/sqrt 2)``: ``2 phi(0) = sqrt(2/pi)``.
-P_LIPSCHITZ = math.sqrt(2.0 / math.pi)
-
 DEFAULT_ALPHA = 0.05
 
-
-def z_threshold(alpha: float) -> float:
-    """Two-sided normal critical value ``z_{1-alpha/2}``."""
-    from scipy.stats import norm
-
-    return float(norm.isf(alpha / 2.0))
+#: Exact full-data scores by ``(x, y, S)``.
+ScoreCache = dict[tuple[int, int, tuple[int, ...]], float]
 
 
-def _kendall_sensitivity(n: int, relation: Relation, c: int, split: bool = False) -> float:
-    """Registered bound of the floored conditional Kendall z on ``n`` rows for a pair
-    whose smaller declared cardinality is ``c`` (``c >= 2``); with ``split``, of the
-    split statistic (the same for every ``c``)."""
-    spec = registry.get(SPLIT_SPEC if split else KENDALL_SPEC, relation)
-    public: dict[str, float] = {"n": n, "w0": public_floor(n), "cx": c, "cy": c}
-    return spec.bound(**{k: v for k, v in public.items() if k in spec.public_params})
+class DiscreteDataset(Protocol):
+    """What :func:`source_for_dataset` reads from a :class:`dpcg.data.Dataset`."""
+
+    @property
+    def codes(self) -> NDArray[np.integer]: ...
+
+    @property
+    def cardinalities(self) -> tuple[int | None, ...]: ...
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
 
 
-def pair_cardinality(cx: int, cy: int) -> int:
-    """``c = min(cx, cy)`` of the cardinality-aware Kendall bound, floored at 2: a
-    one-category variable makes the score identically 0 (sensitivity 0), and the binary
-    bound is a valid (loose) bound for it, which keeps every mechanism well defined."""
-    return max(min(int(cx), int(cy)), 2)
+class ReleaseMechanism(Protocol):
+    """The release mechanisms a :class:`ReleasePlan` builds (``accounting`` Laplace or
+    Gaussian): :meth:`accounting.session.Session.release` admits them by their cost."""
 
-
-def widest_pair_cardinality(cardinalities: Sequence[int]) -> int:
-    """``max over pairs x != y of min(cx, cy)`` (the second-largest declared cardinality,
-    floored at 2): the ``c`` of the bound that holds for every pair."""
-    cards = sorted(int(c) for c in cardinalities)
-    return max(cards[-2] if len(cards) >= 2 else 2, 2)
-
-
-def _cmi_sensitivity(n: int, relation: Relation) -> float:
-    return registry.get(CMI_SPEC, relation).bound(n=n)
+    @property
+    def kind(self) -> str: ...
 
 
 class StatisticSource:
     """Exact dependence scores of one discrete dataset, with public sensitivities and
-    thresholds.
+    thresholds: a table engine (:mod:`dpcg.stats.engine`, where the tables are counted)
+    plus a registered score (:mod:`dpcg.stats.scores`, what is computed from a table,
+    its sensitivity and its threshold rule).
 
     ``codes``: ``(p, n)`` array of category codes (validated against the declared
-    ``cardinalities``). Exact full-data scores are cached by ``(x, y, S)`` (the cache
-    holds exact statistics, never released values; sharing it between runs on the same
-    data only saves time).
+    ``cardinalities``), counted by the in-memory ``numpy`` engine; :meth:`from_engine`
+    builds a source on any engine. Exact full-data scores are cached by ``(x, y, S)``
+    (the cache holds exact statistics, never released values; sharing it between runs
+    on the same data only saves time).
     """
 
     def __init__(
@@ -126,56 +139,74 @@ class StatisticSource:
         alpha: float = DEFAULT_ALPHA,
         threshold: float | None = None,
         relation: Relation | str = Relation.REPLACE_ONE,
-        cache: dict[tuple[int, int, tuple[int, ...]], float] | None = None,
+        cache: ScoreCache | None = None,
         check: bool = True,
+        names: Sequence[str] | None = None,
+        engine: str = DEFAULT_ENGINE,
     ) -> None:
-        if score not in SCORES:
-            raise CITestError(f"test: unknown private score {score!r}; choose from {SCORES}")
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
-            raise CITestError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+        scorer = _score(score)
+        _check_alpha(alpha)
         arr = np.asarray(codes)
         if arr.ndim != 2 or arr.shape[1] < 2:
             raise CITestError(f"codes: expected a (p, n) array with n >= 2, got {arr.shape}")
         if arr.dtype.kind not in "ui":
             raise CITestError(f"codes: expected integer category codes, got {arr.dtype}")
-        cards = tuple(cardinalities)
-        if len(cards) != arr.shape[0]:
-            raise CITestError(
-                f"cardinalities: got {len(cards)} for {arr.shape[0]} columns"
-            )
-        for j, c in enumerate(cards):
-            if c is None or isinstance(c, bool) or not isinstance(c, int) or c < 1:
-                raise CITestError(
-                    f"cardinalities[{j}]: private tests need discrete columns with a declared "
-                    f"number of categories, got {c!r}"
-                )
+        cards = _declared(cardinalities, arr.shape[0])
         if check:
             lo = arr.min(axis=1)
             hi = arr.max(axis=1)
             for j, c in enumerate(cards):
-                if int(lo[j]) < 0 or int(hi[j]) >= int(c):  # type: ignore[arg-type]
+                if int(lo[j]) < 0 or int(hi[j]) >= c:
                     raise CITestError(
                         f"column {j} has a code outside its declared range [0, {c})"
                     )
-        if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, int | float)
-            or not math.isfinite(threshold)
-        ):
-            raise CITestError(f"threshold: expected a finite number, got {threshold!r}")
-        self._codes: NDArray[np.generic] | None = np.ascontiguousarray(arr)
-        self._base: NDArray[np.generic] | None = None  # subsets: the parent's codes
-        self._rows: NDArray[np.int64] | None = None  # subsets: the row indices
-        self._columns: dict[int, NDArray[np.generic]] = {}
-        self.cardinalities: tuple[int, ...] = tuple(int(c) for c in cards)  # type: ignore[arg-type]
-        self.score_name = score
-        self.alpha = float(alpha)
-        self.relation = Relation.parse(relation)
-        self.fixed_threshold = None if threshold is None else float(threshold)
-        self.cache = {} if cache is None else cache
-        self.p, self.n = (int(v) for v in arr.shape)
-        self._z_T = z_threshold(self.alpha)
-        self._bits: Any = None  # dpcg.pc.fast_tables.BitsetTables, built on first use
-        self._sens: dict[tuple[int, int], float] = {}  # (rows, c) -> sensitivity
+        _check_threshold(threshold)
+        try:
+            tables = get_engine(engine).from_codes(arr, cards, names or _default_names(cards))
+        except StatisticInputError as exc:
+            raise CITestError(str(exc)) from None
+        self._setup(tables, scorer, float(alpha), Relation.parse(relation),
+                    None if threshold is None else float(threshold),
+                    {} if cache is None else cache, {})
+
+    @classmethod
+    def from_engine(
+        cls,
+        engine: TableEngine,
+        score: str = DEFAULT_SCORE,
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        threshold: float | None = None,
+        relation: Relation | str = Relation.REPLACE_ONE,
+        cache: ScoreCache | None = None,
+    ) -> StatisticSource:
+        """A source whose tables ``engine`` counts (the engine validated its data)."""
+        scorer = _score(score)
+        _check_alpha(alpha)
+        if engine.n < 2:
+            raise CITestError(f"engine: expected n >= 2 rows, got {engine.n}")
+        _declared(engine.cardinalities, len(engine.cardinalities))
+        _check_threshold(threshold)
+        src = cls.__new__(cls)
+        src._setup(engine, scorer, float(alpha), Relation.parse(relation),
+                   None if threshold is None else float(threshold),
+                   {} if cache is None else cache, {})
+        return src
+
+    def _setup(self, engine: TableEngine, score: Score, alpha: float, relation: Relation,
+               threshold: float | None, cache: ScoreCache,
+               sens: dict[tuple[int, int], float]) -> None:
+        self.engine = engine
+        self.scorer = score
+        self.cardinalities: tuple[int, ...] = tuple(engine.cardinalities)
+        self.score_name = score.name
+        self.alpha = alpha
+        self.relation = relation
+        self.fixed_threshold = threshold
+        self.cache = cache
+        self.p = len(self.cardinalities)
+        self.n = int(engine.n)
+        self._sens = sens  # (rows, key) -> sensitivity: public, shared with subsets
 
     # ---------------------------------------------------------------- public info
     def sensitivity(self, m: int | None = None, pair: tuple[int, int] | None = None) -> float:
@@ -187,21 +218,15 @@ class StatisticSource:
         largest pair bound, valid for every test of the source.
         """
         rows = self.n if m is None else int(m)
-        if self.score_name == "cmi":
-            return _cmi_sensitivity(rows, self.relation)
-        if self.score_name == "kendall-split":
-            c = 2  # every split is binary: one bound for all pairs
-        elif pair is None:
-            c = widest_pair_cardinality(self.cardinalities)
+        score = self.scorer
+        if pair is None:
+            c = score.widest_key(self.cardinalities)
         else:
-            c = pair_cardinality(self.cardinalities[pair[0]], self.cardinalities[pair[1]])
+            c = score.pair_key(self.cardinalities[pair[0]], self.cardinalities[pair[1]])
         key = (rows, c)
         dz = self._sens.get(key)
         if dz is None:
-            dz = _kendall_sensitivity(rows, self.relation, c,
-                                      split=self.score_name == "kendall-split")
-            if self.score_name == "kendall-p":
-                dz *= P_LIPSCHITZ
+            dz = score.bound(rows, self.relation, c)
             self._sens[key] = dz
         return dz
 
@@ -215,17 +240,9 @@ class StatisticSource:
         """The public decision threshold of the test ``(x, y | S)`` (score scale)."""
         if self.fixed_threshold is not None:
             return self.fixed_threshold
-        if self.score_name in ("kendall-split", "kendall-z"):
-            return self._z_T
-        if self.score_name == "kendall-p":
-            return 1.0 - self.alpha
-        c = self.cardinalities
-        df = (c[x] - 1) * (c[y] - 1) * math.prod(c[s] for s in S)
-        if df <= 0:
-            return 0.0
-        return float(_chi2.isf(self.alpha, df)) / 2.0
+        return self.scorer.threshold(self.alpha, self.cardinalities, x, y, S)
 
-    def public_params(self) -> dict[str, Any]:
+    def public_params(self) -> dict[str, str | float | int | None]:
         return {
             "score": self.score_name,
             "alpha": self.alpha,
@@ -235,97 +252,98 @@ class StatisticSource:
         }
 
     # ---------------------------------------------------------------- exact scores
-    @property
-    def codes(self) -> NDArray[np.generic]:
-        """The ``(p, n)`` codes (for a subset: gathered on first access)."""
-        if self._codes is None:
-            assert self._base is not None
-            assert self._rows is not None
-            self._codes = np.ascontiguousarray(self._base[:, self._rows])
-        return self._codes
-
-    def _column(self, j: int) -> NDArray[np.generic]:
-        """Codes of column ``j`` (a subset gathers only the columns its tests touch)."""
-        if self._codes is not None:
-            own: NDArray[np.generic] = self._codes[j]
-            return own
-        col = self._columns.get(j)
-        if col is None:
-            assert self._base is not None
-            assert self._rows is not None
-            col = self._base[j][self._rows]
-            self._columns[j] = col
-        return col
-
-    def _table(self, x: int, y: int, S: tuple[int, ...]) -> StrataTable:
-        """The stratified table of ``(x, y | S)`` on this source's rows.
-
-        Small tables (decided from the public cardinalities only) come from the bitset
-        path of :mod:`dpcg.pc.fast_tables`, which builds the same table (same observed
-        strata in the same order, same integer counts) as
-        :func:`~dpcg.stats.contingency.contingency_table`; the score is therefore
-        bit-for-bit the same and so is its sensitivity analysis.
-        """
-        bits = self._bits
-        if bits is None:
-            from dpcg.pc.fast_tables import BitsetTables
-
-            bits = BitsetTables(None, self.cardinalities, column=self._column)
-            self._bits = bits
-        if bits.usable(x, y, S):
-            table: StrataTable = bits.table(x, y, S)
-            return table
-        if self._codes is not None:
-            return contingency_table(self._codes, self.cardinalities, x, y, S, check=False)
-        cols = (x, y, *S)  # only the columns of this test, in this order
-        sub = np.stack([self._column(j) for j in cols])
-        return contingency_table(sub, [self.cardinalities[j] for j in cols], 0, 1,
-                                 tuple(range(2, len(cols))), check=False)
-
-    def _score_table(self, table: StrataTable) -> float:
-        if self.score_name == "cmi":
-            return n_cmi(table)
-        if self.score_name == "kendall-split":
-            return split_kendall_z(table)
-        z = abs(conditional_kendall_z(table))
-        if self.score_name == "kendall-p":
-            return float(erf(z / math.sqrt(2.0)))
-        return z
-
     def score(self, x: int, y: int, S: tuple[int, ...]) -> float:
         """The exact score on this source's rows (cached)."""
         key = (x, y, tuple(S))
         v = self.cache.get(key)
         if v is None:
-            v = self._score_table(self._table(x, y, key[2]))
+            v = self.scorer.value(self.engine.tables([key])[0])
             self.cache[key] = v
         return v
 
+    def prefetch(self, queries: Sequence[Query]) -> None:
+        """Compute the exact scores of ``queries`` not yet cached with ONE engine call
+        (in the order of the queries, a repeated query counted once), so that
+        :meth:`score` then reads them from the cache."""
+        cache = self.cache
+        todo: list[Query] = []
+        seen: set[Query] = set()
+        for x, y, S in queries:
+            key = (x, y, tuple(S))
+            if key not in cache and key not in seen:
+                seen.add(key)
+                todo.append(key)
+        if not todo:
+            return
+        value = self.scorer.value
+        for key, table in zip(todo, self.engine.tables(todo), strict=True):
+            cache[key] = value(table)
+
+    @property
+    def codes(self) -> NDArray[np.integer]:
+        """The ``(p, n)`` codes of an in-memory (``numpy``) source; for a subset,
+        gathered on first access. Other engines keep the rows where they live."""
+        engine = self.engine
+        if not isinstance(engine, NumpyEngine):
+            raise CITestError(
+                f"codes: the {engine.name!r} engine keeps the rows where they live; ask it "
+                "for tables")
+        return engine.codes
+
+    def table(self, x: int, y: int, S: tuple[int, ...]) -> StrataTable:
+        """The stratified table of a (validated) query, from the engine."""
+        return self.engine.tables([(x, y, tuple(S))])[0]
+
     def subset(self, rows: NDArray[np.integer]) -> StatisticSource:
-        """The same score on the rows ``rows`` (a subsample; public size ``len(rows)``).
+        """The same score on the rows ``rows`` (a subsample drawn by an ``accounting``
+        primitive; public size ``len(rows)``).
 
         Its sensitivity is the registered one at ``m = len(rows)``; for the floored
         Kendall z (normaliser ``sqrt(9m/4)``) this is exactly ``Delta_n sqrt(n/m)``.
-        Columns are gathered lazily (a Priv-PC round touches only a few of them).
+        The engine counts on those rows only (the numpy engine gathers the columns a
+        Priv-PC round touches, lazily).
         """
         idx = np.asarray(rows, dtype=np.int64)
         sub = StatisticSource.__new__(StatisticSource)
-        sub._codes = None
-        sub._base = self.codes
-        sub._rows = idx
-        sub._columns = {}
-        sub.cardinalities = self.cardinalities
-        sub.score_name = self.score_name
-        sub.alpha = self.alpha
-        sub.relation = self.relation
-        sub.fixed_threshold = self.fixed_threshold
-        sub.cache = {}
-        sub.p = self.p
-        sub.n = int(idx.shape[0])
-        sub._z_T = self._z_T
-        sub._bits = None
-        sub._sens = self._sens  # keyed by (rows, c): public, the same bounds
+        sub._setup(self.engine.subset(idx), self.scorer, self.alpha, self.relation,
+                   self.fixed_threshold, {}, self._sens)
         return sub
+
+
+def _score(name: str) -> Score:
+    if name not in SCORES:
+        raise CITestError(f"test: unknown private score {name!r}; choose from {SCORES}")
+    return get_score(name)
+
+
+def _check_alpha(alpha: object) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+        raise CITestError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+
+
+def _check_threshold(threshold: object) -> None:
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float)
+        or not math.isfinite(threshold)
+    ):
+        raise CITestError(f"threshold: expected a finite number, got {threshold!r}")
+
+
+def _declared(cardinalities: Sequence[int | None], p: int) -> tuple[int, ...]:
+    cards = tuple(cardinalities)
+    if len(cards) != p:
+        raise CITestError(f"cardinalities: got {len(cards)} for {p} columns")
+    for j, c in enumerate(cards):
+        if c is None or isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise CITestError(
+                f"cardinalities[{j}]: private tests need discrete columns with a declared "
+                f"number of categories, got {c!r}"
+            )
+    return tuple(int(c) for c in cards if c is not None)
+
+
+def _default_names(cards: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(f"X{j}" for j in range(len(cards)))
 
 
 # -------------------------------------------------------------------- mechanisms
@@ -345,16 +363,14 @@ class ReleasePlan:
     epsilon: float | None = None
     rho: float | None = None
 
-    def mechanism(self, sensitivity: float) -> Any:
-        from accounting.mechanisms import Gaussian, Laplace
-
+    def mechanism(self, sensitivity: float) -> Laplace | Gaussian:
         if self.kind == "laplace":
             assert self.epsilon is not None
             return Laplace(sensitivity, self.epsilon)
         assert self.rho is not None
         return Gaussian.for_rho(sensitivity, self.rho)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, str | float | None]:
         return {"mechanism": self.kind, "epsilon_per_test": self.epsilon,
                 "rho_per_test": self.rho}
 
@@ -371,7 +387,7 @@ class PrivateCITest:
     touched) and says *independent* when the noisy score is at most the public ``T``.
     """
 
-    def __init__(self, source: StatisticSource, session: Any, plan: ReleasePlan) -> None:
+    def __init__(self, source: StatisticSource, session: Session, plan: ReleasePlan) -> None:
         if session is None:
             raise CITestError("session: a private test needs an accounting session")
         self.source = source
@@ -379,9 +395,9 @@ class PrivateCITest:
         self.plan = plan
         self.sensitivity = source.sensitivity()
         self.releases = 0
-        self._mechs: dict[float, Any] = {}
+        self._mechs: dict[float, Laplace | Gaussian] = {}
 
-    def mechanism(self, x: int | None = None, y: int | None = None) -> Any:
+    def mechanism(self, x: int | None = None, y: int | None = None) -> Laplace | Gaussian:
         """The release mechanism of the pair's tests: the plan's per-test cost with the
         pair's sensitivity (the source-level one without a pair)."""
         sens = self.sensitivity if x is None or y is None else self.source.sensitivity(
@@ -407,8 +423,9 @@ class PrivateCITest:
         """
         src = self.source
         valid = [validate_query(x, y, S, src.p) for x, y, S in queries]
+        round_scores = _RoundScores(src, valid)
         outputs = self.session.release_many([
-            (self.mechanism(x, y), partial(src.score, x, y, S), _purpose(x, y, S))
+            (self.mechanism(x, y), partial(round_scores.score, x, y, S), _purpose(x, y, S))
             for x, y, S in valid])
         self.releases += len(outputs)
         out = []
@@ -416,6 +433,25 @@ class PrivateCITest:
             noisy = float(np.asarray(released))
             out.append(CIResult(noisy <= src.threshold(x, y, S), noisy, None))
         return out
+
+
+class _RoundScores:
+    """The exact scores of one round, counted by ONE engine call
+    (:meth:`StatisticSource.prefetch`) when the session computes the first admitted
+    score, i.e. after the whole round was admitted and recorded; each release then reads
+    its own score. The tables are those of the round's queries in their order (the same
+    tables as one call per query; an out-of-core engine answers the round in a few
+    scans). Nothing is released but the admitted scores, with their own noise."""
+
+    def __init__(self, source: StatisticSource, queries: Sequence[Query]) -> None:
+        self.source = source
+        self.queries: Sequence[Query] | None = queries
+
+    def score(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        if self.queries is not None:
+            self.source.prefetch(self.queries)
+            self.queries = None
+        return self.source.score(x, y, S)
 
 
 class ThresholdCITest:
@@ -432,23 +468,30 @@ class ThresholdCITest:
 
 
 def source_for_dataset(
-    dataset: Any,
+    dataset: DiscreteDataset | TableEngine,
     score: str = DEFAULT_SCORE,
     *,
     alpha: float = DEFAULT_ALPHA,
     threshold: float | None = None,
-    cache: dict[tuple[int, int, tuple[int, ...]], float] | None = None,
+    cache: ScoreCache | None = None,
+    engine: str = DEFAULT_ENGINE,
 ) -> StatisticSource:
-    """A :class:`StatisticSource` on a :class:`dpcg.data.Dataset` (discrete columns)."""
+    """A :class:`StatisticSource` on a :class:`dpcg.data.Dataset` (discrete columns,
+    counted by the registered table engine ``engine``), or on a :class:`TableEngine`
+    directly."""
+    if isinstance(dataset, TableEngine):
+        return StatisticSource.from_engine(dataset, score, alpha=alpha, threshold=threshold,
+                                           cache=cache)
     try:
         codes = dataset.codes
         cards = dataset.cardinalities
+        names = dataset.names
     except AttributeError as exc:
         raise CITestError(
             f"dataset: expected a dpcg Dataset with codes and cardinalities ({exc})"
         ) from None
     return StatisticSource(codes, cards, score, alpha=alpha, threshold=threshold, cache=cache,
-                           check=False)
+                           check=False, names=names, engine=engine)
 
 
 # -------------------------------------------------------------- registry hook
