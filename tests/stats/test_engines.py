@@ -1,0 +1,211 @@
+"""Conformance suite of the table engines: every registered engine (dpcg.stats.engine)
+returns exactly the tables of ``contingency_table`` -- same observed strata in the same
+order, integer counts, batches in query order with repeats -- declares ``n`` and the
+cardinalities it was given, and restricts itself to the rows of an ``accounting``
+subsample draw (exact size ``m``). A new engine only has to register to be tested."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numpy.typing import NDArray
+
+from accounting import Budget, InMemoryRecorder, Session, SubsampledSparseVector
+from dpcg.citests.private import StatisticSource, source_for_dataset
+from dpcg.data import Categorical, Dataset, Schema
+from dpcg.errors import StatisticInputError
+from dpcg.stats.contingency import StrataTable, contingency_table
+from dpcg.stats.engine import (
+    DEFAULT_ENGINE,
+    EngineSpec,
+    NumpyEngine,
+    Query,
+    TableEngine,
+    engine_names,
+    get_engine,
+    register_engine,
+)
+
+ENGINES = engine_names()
+
+Case = tuple[NDArray[np.uint8], tuple[int, ...], list[Query]]
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> Case:
+    """Codes with random cardinalities (1-category columns, unobserved categories and
+    strata, skewed columns) and a batch of queries with repeats and permuted S."""
+    p = draw(st.integers(2, 6))
+    n = draw(st.integers(2, 400))
+    cards = tuple(draw(st.lists(st.integers(1, 5), min_size=p, max_size=p)))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    skew = draw(st.floats(0.0, 0.95))
+    codes = np.stack([
+        np.where(rng.random(n) < skew, 0, rng.integers(0, c, n)) for c in cards
+    ]).astype(np.uint8)
+    queries: list[Query] = []
+    for _ in range(draw(st.integers(1, 12))):
+        x, y = draw(st.lists(st.integers(0, p - 1), min_size=2, max_size=2, unique=True))
+        rest = [v for v in range(p) if v not in (x, y)]
+        S = tuple(draw(st.permutations(rest))[: draw(st.integers(0, len(rest)))])
+        queries.append((x, y, S))
+        if draw(st.booleans()):  # a repeat, now or later in the batch
+            queries.insert(draw(st.integers(0, len(queries))), (x, y, S))
+    return codes, cards, queries
+
+
+def _assert_same(got: StrataTable, want: StrataTable) -> None:
+    assert isinstance(got, StrataTable)
+    assert (got.cx, got.cy, got.n_configs) == (want.cx, want.cy, want.n_configs)
+    assert got.counts.dtype == np.int64  # integer counts, the layout of contingency_table
+    assert got.counts.shape == want.counts.shape  # observed strata only
+    np.testing.assert_array_equal(got.counts, want.counts)  # same strata, same order
+
+
+def _build(name: str, codes: NDArray[np.uint8], cards: tuple[int, ...]) -> TableEngine:
+    return get_engine(name).from_codes(codes, cards, [f"v{j}" for j in range(len(cards))])
+
+
+def test_registry_lists_numpy_first() -> None:
+    assert ENGINES[0] == DEFAULT_ENGINE == "numpy"
+    assert get_engine("numpy").from_codes is NumpyEngine
+    with pytest.raises(StatisticInputError, match="unknown table engine"):
+        get_engine("no-such-engine")
+    with pytest.raises(ValueError, match="already registered"):
+        register_engine(EngineSpec("numpy", NumpyEngine, "again"))
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases())
+def test_batches_equal_contingency_tables(name: str, case: Case) -> None:
+    codes, cards, queries = case
+    engine = _build(name, codes, cards)
+    assert isinstance(engine, TableEngine)
+    assert engine.name == name
+    assert engine.n == codes.shape[1]
+    assert engine.cardinalities == cards
+    assert engine.names == tuple(f"v{j}" for j in range(len(cards)))
+    got = engine.tables(queries)
+    assert len(got) == len(queries)
+    for (x, y, S), t in zip(queries, got, strict=True):
+        _assert_same(t, contingency_table(codes, cards, x, y, S))
+    # a second batch in another order (warm caches) gives the same tables
+    again = engine.tables(queries[::-1])
+    for (x, y, S), t in zip(queries[::-1], again, strict=True):
+        _assert_same(t, contingency_table(codes, cards, x, y, S))
+    assert engine.tables([]) == []
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases(), data=st.data())
+def test_subsample_from_the_accounting_draw(name: str, case: Case,
+                                            data: st.DataObject) -> None:
+    codes, cards, queries = case
+    n = codes.shape[1]
+    m = data.draw(st.integers(1, n - 1))
+    sieve = SubsampledSparseVector(n=n, m=m, threshold=0.0, sensitivity=1.0, epsilon=1.0)
+    rows = sieve.draw_subsample(np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))))
+    engine = _build(name, codes, cards)
+    if data.draw(st.booleans()):
+        engine.tables(queries[:1])  # the parent's caches must not leak into the subset
+    sub = engine.subset(rows)
+    assert sub.n == m == len(rows)  # exact size m
+    assert sub.cardinalities == cards  # declared, not observed
+    assert sub.names == engine.names
+    part = codes[:, rows]
+    for (x, y, S), t in zip(queries, sub.tables(queries), strict=True):
+        _assert_same(t, contingency_table(part, cards, x, y, S))
+    # a subset of a subset: rows index the subset's rows
+    inner = np.arange(0, m, 2, dtype=np.int64)
+    sub2 = sub.subset(inner)
+    assert sub2.n == len(inner)
+    for (x, y, S), t in zip(queries, sub2.tables(queries), strict=True):
+        _assert_same(t, contingency_table(part[:, inner], cards, x, y, S))
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_subsample_rows_are_the_sieves_own(name: str) -> None:
+    """Through a real session: the rows the engine counts on are the indices the
+    ``accounting`` primitive drew (``SparseVectorRun.indices``), nothing else."""
+    rng = np.random.default_rng(3)
+    cards = (2, 3, 2, 4)
+    codes = np.stack([rng.integers(0, c, 500) for c in cards]).astype(np.uint8)
+    engine = _build(name, codes, cards)
+    budget = Budget(5.0)
+    session = Session(budget, recorder=InMemoryRecorder(budget), seed=11)
+    run = session.start(SubsampledSparseVector(n=500, m=120, threshold=0.0, sensitivity=1.0,
+                                               epsilon=1.0), purpose="sieve")
+    seen: list[NDArray[np.int64]] = []
+
+    def query(rows: NDArray[np.int64]) -> float:
+        seen.append(rows)
+        t = engine.subset(rows).tables([(0, 1, (2,))])[0]
+        return float(t.counts.sum())
+
+    run.test(query)
+    assert run.indices is not None
+    assert len(seen) == 1
+    assert seen[0] is run.indices
+    assert len(seen[0]) == 120
+    want = contingency_table(codes[:, run.indices], cards, 0, 1, (2,))
+    _assert_same(engine.subset(run.indices).tables([(0, 1, (2,))])[0], want)
+
+
+SCORES = ("kendall-split", "kendall-z", "kendall-p", "cmi")
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("score", SCORES)
+def test_sources_on_every_engine_agree(name: str, score: str) -> None:
+    """A StatisticSource on any engine gives the numpy source's scores bit for bit,
+    with prefetch (one batch) or one query at a time."""
+    rng = np.random.default_rng(8)
+    cards = (2, 3, 4, 2, 3)
+    codes = np.stack([rng.integers(0, c, 300) for c in cards]).astype(np.uint8)
+    codes[1] = (codes[0] + (rng.random(300) < 0.3)) % 3
+    ref = StatisticSource(codes, cards, score)
+    src = StatisticSource.from_engine(_build(name, codes, cards), score)
+    batch = StatisticSource.from_engine(_build(name, codes, cards), score)
+    queries: list[Query] = [(0, 1, ()), (0, 1, (2,)), (2, 3, (0, 4)), (0, 1, ()), (1, 4, (3,))]
+    batch.prefetch(queries)
+    for x, y, S in queries:
+        want = ref.score(x, y, S)
+        assert src.score(x, y, S) == want
+        assert batch.cache[(x, y, S)] == want
+        assert src.threshold(x, y, S) == ref.threshold(x, y, S)
+        assert src.sensitivity(pair=(x, y)) == ref.sensitivity(pair=(x, y))
+    rows = np.arange(0, 300, 3, dtype=np.int64)
+    assert src.subset(rows).score(0, 1, (2,)) == ref.subset(rows).score(0, 1, (2,))
+
+
+def test_source_for_dataset_takes_an_engine_or_a_dataset() -> None:
+    schema = Schema([Categorical(f"v{j}", ["a", "b", "c"]) for j in range(3)])
+    codes = (np.arange(3 * 90).reshape(3, 90) * 7 % 3).astype(np.uint8)
+    ds = Dataset.from_codes(codes, schema)
+    a = source_for_dataset(ds, "kendall-z")
+    b = source_for_dataset(NumpyEngine(ds.codes, (3, 3, 3), ds.names), "kendall-z")
+    assert isinstance(a.engine, NumpyEngine)
+    assert a.engine.names == ds.names
+    assert a.score(0, 1, (2,)) == b.score(0, 1, (2,))
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: NumpyEngine(np.zeros((2, 5), dtype=np.float64), (2, 2)), "integer"),
+        (lambda: NumpyEngine(np.zeros(5, dtype=np.uint8), (2,)), r"\(p, n\)"),
+        (lambda: NumpyEngine(np.zeros((2, 5), dtype=np.uint8), (2,)), "cardinalities"),
+        (lambda: NumpyEngine(np.zeros((2, 5), dtype=np.uint8), (2, 2), ["a"]), "names"),
+    ],
+)
+def test_numpy_engine_rejects_malformed_input(make: Callable[[], NumpyEngine],
+                                              match: str) -> None:
+    with pytest.raises(StatisticInputError, match=match):
+        make()
