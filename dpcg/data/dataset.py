@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpcg.data.readers import check_schema, csv_columns, pandas_columns, parquet_columns
 from dpcg.data.schema import Categorical, Continuous, Ordinal, Schema
 from dpcg.errors import DataValidationError, DpcgError
 
@@ -620,25 +621,22 @@ class Dataset:
         delimiter: str = ",",
     ) -> Dataset:
         """Read a CSV file (see :func:`dpcg.data.loaders.read_csv`)."""
-        from dpcg.data.loaders import read_csv
-
-        return read_csv(path, schema, header=header, clip=clip, delimiter=delimiter)
+        columns, first_line = csv_columns(
+            path, check_schema(schema), header=header, delimiter=delimiter)
+        return cls.from_columns(columns, schema, clip=clip, line_offset=first_line)
 
     @classmethod
     def from_pandas(cls, df: Any, schema: Schema, *, clip: bool = False) -> Dataset:
         """Read a pandas DataFrame (see :func:`dpcg.data.loaders.read_pandas`)."""
-        from dpcg.data.loaders import read_pandas
-
-        return read_pandas(df, schema, clip=clip)
+        return cls.from_columns(pandas_columns(df, check_schema(schema)), schema, clip=clip)
 
     @classmethod
     def from_parquet(
         cls, path: str | os.PathLike[str], schema: Schema, *, clip: bool = False
     ) -> Dataset:
         """Read a Parquet file (see :func:`dpcg.data.loaders.read_parquet`)."""
-        from dpcg.data.loaders import read_parquet
-
-        return read_parquet(path, schema, clip=clip)
+        return cls.from_columns(parquet_columns(path, check_schema(schema)), schema,
+                                clip=clip)
 
     # -- output ------------------------------------------------------------------------
     def to_csv(self, path: str | os.PathLike[str], *, header: bool = True) -> None:

@@ -39,6 +39,14 @@ from numpy.typing import NDArray
 
 from accounting.relations import Relation
 from dpcg.errors import StatisticInputError
+from dpcg.stats.contingency import StrataTable, table_from_codes
+from dpcg.stats.discrete import n_cmi
+from dpcg.stats.kendall import conditional_kendall_z, split_kendall_z, tau_a
+from dpcg.stats.spearman import (
+    conditional_spearman_z_public,
+    spearman_rho_a,
+    spearman_rho_a_sensitivity,
+)
 
 #: Root of the repository (proof notes are given relative to it).
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -170,8 +178,6 @@ def _canonical_table(
 ) -> tuple[NDArray[np.int64], int, int]:
     """Table over the observed strata of canonical input (cardinalities from the
     codes: only used to *evaluate* statistics in audits, never as public bounds)."""
-    from dpcg.stats.contingency import table_from_codes
-
     xa = np.asarray(x, dtype=np.int64)
     ya = np.asarray(y, dtype=np.int64)
     sa = np.asarray(strata, dtype=np.int64)
@@ -185,9 +191,6 @@ def _canonical_table(
 def _stat_n_cmi(
     x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer], **_: float
 ) -> float:
-    from dpcg.stats.contingency import StrataTable
-    from dpcg.stats.discrete import n_cmi
-
     counts, cx, cy = _canonical_table(x, y, strata)
     return n_cmi(StrataTable(counts, cx, cy, max(1, counts.shape[0])))
 
@@ -238,9 +241,6 @@ register(
 def _stat_tau_a(
     x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer], **_: float
 ) -> float:
-    from dpcg.stats.contingency import StrataTable
-    from dpcg.stats.kendall import tau_a
-
     counts, cx, cy = _canonical_table(x, y, np.zeros_like(np.asarray(x)))
     return tau_a(StrataTable(counts, cx, cy, 1))
 
@@ -296,9 +296,6 @@ def _stat_ckz(
     w0: float,
     **_: float,
 ) -> float:
-    from dpcg.stats.contingency import StrataTable
-    from dpcg.stats.kendall import conditional_kendall_z
-
     counts, cx, cy = _canonical_table(x, y, strata)
     return conditional_kendall_z(StrataTable(counts, cx, cy, max(1, counts.shape[0])), w0)
 
@@ -466,9 +463,6 @@ def _stat_skz(
     cy: float,
     **_: float,
 ) -> float:
-    from dpcg.stats.contingency import table_from_codes
-    from dpcg.stats.kendall import split_kendall_z
-
     xa = _declared_codes("x", x, cx)
     ya = _declared_codes("y", y, cy)
     sa = np.asarray(strata, dtype=np.int64)
@@ -531,16 +525,11 @@ register(
 def _stat_rho_a(
     x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer], **_: float
 ) -> float:
-    from dpcg.stats.contingency import StrataTable
-    from dpcg.stats.spearman import spearman_rho_a
-
     counts, cx, cy = _canonical_table(x, y, np.zeros_like(np.asarray(x)))
     return spearman_rho_a(StrataTable(counts, cx, cy, 1))
 
 
 def _sens_rho_a_r1(*, n: float) -> float:
-    from dpcg.stats.spearman import spearman_rho_a_sensitivity
-
     return spearman_rho_a_sensitivity(_int_param("n", n, 2))
 
 
@@ -571,9 +560,6 @@ SPEARMAN_U_ADD_REMOVE = 8.0
 def _stat_csz(
     x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer], **_: float
 ) -> float:
-    from dpcg.stats.contingency import StrataTable
-    from dpcg.stats.spearman import conditional_spearman_z_public
-
     counts, cx, cy = _canonical_table(x, y, strata)
     return conditional_spearman_z_public(StrataTable(counts, cx, cy, max(1, counts.shape[0])))
 
