@@ -6,7 +6,7 @@ subsample draw (exact size ``m``). A new engine only has to register to be teste
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -14,8 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from accounting import Budget, InMemoryRecorder, Session, SubsampledSparseVector
-from dpcg.citests.private import StatisticSource, source_for_dataset
+from accounting import Budget, InMemoryRecorder, Laplace, Session, SubsampledSparseVector
+from dpcg.citests.private import (
+    PrivateCITest,
+    ReleasePlan,
+    StatisticSource,
+    source_for_dataset,
+)
 from dpcg.data import Categorical, Dataset, Schema
 from dpcg.errors import StatisticInputError
 from dpcg.stats.contingency import StrataTable, contingency_table
@@ -209,3 +214,35 @@ def test_numpy_engine_rejects_malformed_input(make: Callable[[], NumpyEngine],
                                               match: str) -> None:
     with pytest.raises(StatisticInputError, match=match):
         make()
+
+
+class _CountingEngine(NumpyEngine):
+    """The numpy engine, counting its batch calls."""
+
+    calls: list[int]
+
+    def tables(self, queries: Sequence[Query]) -> list[StrataTable]:
+        self.calls.append(len(queries))
+        return super().tables(queries)
+
+
+def test_a_laplace_round_is_one_engine_call_after_admission() -> None:
+    rng = np.random.default_rng(4)
+    cards = (2, 3, 2, 3)
+    codes = np.stack([rng.integers(0, c, 200) for c in cards]).astype(np.uint8)
+    engine = _CountingEngine(codes, cards)
+    engine.calls = []
+    src = StatisticSource.from_engine(engine, "kendall-z")
+    budget = Budget(1.0)
+    recorder = InMemoryRecorder(budget)
+    session = Session(budget, recorder=recorder, seed=2)
+    tester = PrivateCITest(src, session, ReleasePlan("laplace", epsilon=0.3))
+    round_ = [(0, 1, ()), (0, 2, (1,)), (0, 1, ()), (2, 3, (0, 1))]
+    out = tester.test_many(round_)
+    assert len(out) == 3  # 3 x 0.3 fit in 1.0: the admitted prefix
+    assert engine.calls == [3]  # one call, the round's distinct queries (all of it)
+    ref = StatisticSource(codes, cards, "kendall-z")
+    for (x, y, S), r in zip(round_, out, strict=False):
+        assert src.cache[(x, y, S)] == ref.score(x, y, S)
+        assert r.statistic is not None
+    assert isinstance(tester.mechanism(0, 1), Laplace)
