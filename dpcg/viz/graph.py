@@ -82,8 +82,13 @@ def draw_cpdag(
     title: str | None = None,
     fmt: str = "svg",
     dpi: int = 110,
+    scale: float = 1.0,
 ) -> bytes:
-    """The picture as ``fmt`` (``"svg"`` or ``"png"``) bytes."""
+    """The picture as ``fmt`` (``"svg"`` or ``"png"``) bytes.
+
+    ``scale`` multiplies the figure size (text keeps its size: below 1, text is larger
+    relative to the graph, as in the HTML report where the SVG is fitted to the page).
+    """
     if fmt not in {"svg", "png"}:
         raise DpcgError(f"cannot draw to format {fmt!r}: use .svg or .png")
     mpl = require_matplotlib()
@@ -97,7 +102,8 @@ def draw_cpdag(
     fontsize = 9.0 if n <= 12 else 7.5
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dpcg",
                          "font.family": "DejaVu Sans"}):
-        fig = figure_mod.Figure(figsize=_figure_size(n), dpi=dpi)
+        width, height = _figure_size(n)
+        fig = figure_mod.Figure(figsize=(width * scale, height * scale), dpi=dpi)
         top = 0.93 if title else 0.99
         ax = fig.add_axes((0.01, 0.09, 0.98, top - 0.09))
         ax.set_axis_off()

@@ -229,7 +229,8 @@ def render_report(result: Result, section: LedgerSection | None = None, *,
     if svg is None:
         from dpcg.viz.graph import draw_cpdag, svg_for_html
 
-        svg = svg_for_html(draw_cpdag(result.cpdag, truth, fmt="svg"))
+        svg = svg_for_html(draw_cpdag(result.cpdag, truth, fmt="svg",
+                                      scale=0.75 if len(result.cpdag.nodes) > 12 else 1.0))
     counts: dict[str, int] = {}
     for v in views:
         counts[v.kind.value] = counts.get(v.kind.value, 0) + 1

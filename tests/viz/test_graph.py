@@ -162,3 +162,5 @@ def test_matplotlib_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     good.write_text(json.dumps(result_doc()), encoding="utf-8")
     assert main(["plot", str(good), "--out", str(tmp_path / "x.svg")]) == 2
     assert not (tmp_path / "x.svg").exists()
+    assert main(["report", str(good), "--out", str(tmp_path / "r.html")]) == 2
+    assert not (tmp_path / "r.html").exists()

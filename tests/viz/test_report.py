@@ -116,3 +116,22 @@ def test_errors(tmp_path: Path, private_result: Path,
                  "--out", str(tmp_path / "r.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_end_to_end_from_dpcg_discover(tmp_path: Path) -> None:
+    """A real private run through the CLI: its result.json and ledger feed plot and report."""
+    res, db = tmp_path / "result.json", tmp_path / "ledger.sqlite"
+    assert main(["discover", "--dataset", "asia", "--rows", "2000", "--algorithm",
+                 "laplace-pc", "--epsilon", "1", "--ledger", str(db), "--noise-seed", "1",
+                 "--out", str(res), "--quiet"]) == 0
+    assert main(["plot", str(res), "--out", str(tmp_path / "g.svg")]) == 0
+    page = write_report(res, tmp_path / "r.html")  # ledger path taken from the result
+    doc = json.loads(res.read_text())
+    assert "VERIFIED" in page
+    assert doc["ledger"]["run_id"] in page
+    releases = len(re.findall(r"<td>mechanism</td>", page))
+    assert releases == doc["tests"]["count"] > 0
+    assert "differential privacy under the replace-one" in page
+    hrefs = re.findall(r'<a href="([^"]+)">', page)
+    assert any(h.endswith("algorithm-laplace-pc.md") for h in hrefs)
+    assert all((tmp_path / h).resolve().is_file() for h in hrefs)
