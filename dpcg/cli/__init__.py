@@ -19,7 +19,7 @@ from accounting.errors import AccountingError
 from dpcg.errors import DpcgError
 
 #: Subcommand modules, in the order they appear in ``dpcg --help``.
-SUBCOMMANDS = ("discover", "datasets", "ledger", "audit", "bench")
+SUBCOMMANDS = ("discover", "datasets", "ledger", "audit", "bench", "schema", "plot", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

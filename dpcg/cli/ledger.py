@@ -92,6 +92,10 @@ def register(subparsers: Any) -> None:
                         help="ledger to use (created if missing; default: a new temporary file)")
     p_demo.set_defaults(func=_demo)
 
+    from dpcg.cli.plot import register_ledger_plot
+
+    register_ledger_plot(sub)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)

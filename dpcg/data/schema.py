@@ -321,6 +321,12 @@ class Schema:
     def from_dict(cls, data: object) -> Schema:
         if not isinstance(data, Mapping) or "columns" not in data:
             raise SchemaError('a schema must be a JSON object with a "columns" list')
+        if "_draft" in data:
+            raise SchemaError(
+                'this schema is a draft computed from the data (it has a "_draft" field): the '
+                "data owner must review every category and bound (see the field's advice), "
+                'then delete the "_draft" field to declare the schema public'
+            )
         extra = sorted(str(key) for key in data if key != "columns")
         if extra:
             raise SchemaError(f"unknown top-level schema key(s) {extra}")
