@@ -25,6 +25,11 @@ score is at most ``T``. Four scores are offered:
   ``T = chi2_{1-alpha}(df) / 2`` with ``df = (cx-1)(cy-1) prod_{s in S} c_s`` from the
   declared cardinalities (public).
 
+Each score is a registered :class:`dpcg.stats.scores.Score` (its value on a stratified
+table, its registered bound per pair, its threshold rule); a :class:`StatisticSource`
+is a table engine (:mod:`dpcg.stats.engine`: where the tables are counted, ``numpy`` by
+default) plus one score.
+
 Releases go through :meth:`accounting.session.Session.release` with the mechanism the
 algorithm chose (:class:`ReleasePlan`): ``Laplace(Delta, eps)`` under basic
 composition or ``Gaussian(Delta, sigma)`` under zCDP. :class:`PrivateCITest` is the
@@ -107,14 +112,6 @@ class DiscreteDataset(Protocol):
 
     @property
     def names(self) -> tuple[str, ...]: ...
-
-
-class ReleaseMechanism(Protocol):
-    """The release mechanisms a :class:`ReleasePlan` builds (``accounting`` Laplace or
-    Gaussian): :meth:`accounting.session.Session.release` admits them by their cost."""
-
-    @property
-    def kind(self) -> str: ...
 
 
 class StatisticSource:
