@@ -117,7 +117,7 @@ def verify_certificate(path: str | os.PathLike[str], expected_head: str | None =
         raise ForeignLedgerError(f"{p} is not a dpcg ledger certificate: not JSON ({exc})") \
             from None
     return check_certificate(cert, f"certificate {p}", expected_head, contains,
-                             head=signed_head)
+                             signed_head=signed_head)
 
 
 def _signed_head(public_key: object, head: object) -> SignedHead | None:
@@ -153,9 +153,9 @@ def _reject_constant(name: str) -> Any:
 def check_certificate(cert: object, source: str = "certificate",
                       expected_head: str | None = None,
                       contains: str | None = None, *,
-                      head: SignedHead | None = None) -> VerificationReport:
-    """Verify an already parsed certificate (see :func:`verify_certificate`); ``head``
-    is an exported head whose signature the caller already checked."""
+                      signed_head: SignedHead | None = None) -> VerificationReport:
+    """Verify an already parsed certificate (see :func:`verify_certificate`);
+    ``signed_head`` is an exported head whose signature the caller already checked."""
     if not isinstance(cert, dict) or cert.get("format") != CERTIFICATE_FORMAT:
         raise ForeignLedgerError(f"{source} is not a dpcg ledger certificate")
     if cert.get("format_version") != FORMAT_VERSION:
@@ -188,7 +188,7 @@ def check_certificate(cert: object, source: str = "certificate",
         problems.append(
             f"head_hash {head!r} is not the hash of the last entry ({checker.head_hash!r})")
     problems.extend(checker.pin_problems(expected_head, contains))
-    if head is not None:
+    if signed_head is not None:
         hashes: dict[int, str] = {}
         registered: dict[str, int] = {}
         for entry in entries:
@@ -200,7 +200,7 @@ def check_certificate(cert: object, source: str = "certificate",
                 ds = entry.get("dataset_id")
                 if entry.get("kind") == "dataset" and isinstance(ds, str):
                     registered.setdefault(ds, seq)
-        problems.extend(head_problems(head, ledger_id, hashes, registered))
+        problems.extend(head_problems(signed_head, ledger_id, hashes, registered))
     if cert.get("datasets") != [d.to_dict() for d in checker.datasets.values()]:
         problems.append("the stated per-dataset totals do not match the totals re-derived "
                         "from the entries")
