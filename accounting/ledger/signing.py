@@ -199,15 +199,16 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
 def _read_key_file(path: Path, private: bool) -> bytes:
     what = "private key" if private else "public key"
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO never blocks
     except FileNotFoundError:
         raise KeyFileError(f"{what} file {path} does not exist") from None
     except OSError as exc:
         raise KeyFileError(f"cannot open the {what} file {path}: {exc}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise KeyFileError(f"{what} file {path} is not a regular file")
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise KeyFileError(f"{what} file {path} is not a regular file")
         if private:
             if st.st_mode & 0o077:
                 raise KeyFileError(
