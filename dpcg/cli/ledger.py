@@ -370,9 +370,8 @@ def _demo(args: argparse.Namespace) -> int:
     n = DEMO_TABLE.shape[0]  # public: the survey's size is published
     lo, hi = AGE_BOUNDS  # public bounds, declared, never read off the data
     with Ledger.open(path, create=True) as ledger:
-        if DEMO_DATASET not in {d.dataset_id for d in ledger.datasets()}:
-            ledger.register_dataset(DEMO_DATASET, Budget(3.0), Relation.REPLACE_ONE,
-                                    f"built-in demo table: {n} respondents (age, smoker)")
+        ledger.ensure_dataset(DEMO_DATASET, Budget(3.0), Relation.REPLACE_ONE,
+                              f"built-in demo table: {n} respondents (age, smoker)")
         print(f"ledger {path}: dataset {DEMO_DATASET!r}, {n} rows, lifetime epsilon 3")
         try:
             session = session_for_run(ledger, DEMO_DATASET, Budget(1.0), "basic",
