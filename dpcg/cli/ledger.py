@@ -311,6 +311,12 @@ def _verify(args: argparse.Namespace) -> int:
         if head_file is not None:
             print(f"  still holds the exported head {head_file} (no truncation after it, no "
                   "rewrite before it)")
+        if args.public_key is None and _is_sqlite(args.path):
+            with Ledger.open(args.path) as ledger:
+                key = ledger.signing_public_key
+            if key is not None:
+                print(f"  signed ledger (key {key.fingerprint[:16]}...): the head signatures "
+                      "were NOT checked; add --public-key PUB (and --head HEAD.json)")
     return 0
 
 
