@@ -66,3 +66,37 @@ class UnknownDatasetError(LedgerError):
 
 class DuplicateDatasetError(LedgerError):
     """A dataset id is already registered in the ledger (ids are never reused)."""
+
+
+class DatasetConflictError(LedgerError):
+    """A dataset id is already registered with another neighbouring relation.
+
+    Raised by :meth:`accounting.ledger.Ledger.ensure_dataset`; nothing is written.
+    """
+
+
+class SigningError(LedgerError):
+    """Base class of the errors about signed ledger heads (keys, signatures, head files)."""
+
+
+class SigningUnavailableError(SigningError):
+    """Signing or checking signatures needs the optional ``cryptography`` package
+    (``pip install 'dpcg[sign]'``)."""
+
+
+class KeyFileError(SigningError):
+    """A key file is missing, unreadable, malformed, has unsafe permissions, or would
+    overwrite an existing file."""
+
+
+class WrongKeyError(SigningError):
+    """The key given is not the key the ledger (or the exported head) is bound to."""
+
+
+class UnsignedLedgerError(SigningError):
+    """A signature check was asked for a ledger (or certificate) that carries none."""
+
+
+class HeadFileError(SigningError):
+    """An exported head file is not valid JSON of the head format, or its signature
+    does not verify."""

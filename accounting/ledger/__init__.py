@@ -6,6 +6,11 @@
 * :func:`verify_certificate` - re-verify an exported JSON certificate offline.
 * :func:`session_for_run` - a :class:`~accounting.session.Session` recording into a
   fresh run.
+* :func:`default_ledger_path` - the per-user default ledger file (``$DPCG_LEDGER``,
+  else ``$XDG_DATA_HOME/dpcg/ledger.sqlite``, else ``~/.local/share/dpcg/ledger.sqlite``).
+* Signed heads (optional ``cryptography`` extra): :func:`generate_keypair`,
+  :func:`load_signing_key`, :func:`load_verify_key`, :meth:`Ledger.bind_signing_key`,
+  :meth:`Ledger.export_head`, ``Ledger.verify(public_key=..., head=...)``.
 
 See ``docs/ledger.md`` (format and threat model) and
 ``docs/privacy/ledger-composition.md`` (why the lifetime accounting is sound).
@@ -14,21 +19,45 @@ See ``docs/ledger.md`` (format and threat model) and
 from accounting.ledger._format import CERTIFICATE_FORMAT, FORMAT_NAME, FORMAT_VERSION
 from accounting.ledger._verify import DatasetTotals, RunTotals, VerificationReport
 from accounting.ledger.certificate import check_certificate, verify_certificate
+from accounting.ledger.paths import LEDGER_ENV, default_ledger_path, resolve_ledger_path
 from accounting.ledger.session import session_for_run
+from accounting.ledger.signing import (
+    KEY_ENV,
+    SignedHead,
+    SigningKey,
+    VerifyKey,
+    generate_keypair,
+    load_signing_key,
+    load_verify_key,
+    read_head_file,
+    signing_key_from_env,
+)
 from accounting.ledger.store import DatasetInfo, Ledger, LedgerRun, RunInfo
 
 __all__ = [
     "CERTIFICATE_FORMAT",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "KEY_ENV",
+    "LEDGER_ENV",
     "DatasetInfo",
     "DatasetTotals",
     "Ledger",
     "LedgerRun",
     "RunInfo",
     "RunTotals",
+    "SignedHead",
+    "SigningKey",
     "VerificationReport",
+    "VerifyKey",
     "check_certificate",
+    "default_ledger_path",
+    "generate_keypair",
+    "load_signing_key",
+    "load_verify_key",
+    "read_head_file",
+    "resolve_ledger_path",
     "session_for_run",
+    "signing_key_from_env",
     "verify_certificate",
 ]

@@ -16,13 +16,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accounting.entries import JSONValue
-from accounting.errors import ForeignLedgerError, LedgerCorruptError, LedgerError
+from accounting.errors import (
+    ForeignLedgerError,
+    InvalidParameterError,
+    LedgerCorruptError,
+    LedgerError,
+    UnsignedLedgerError,
+)
 from accounting.ledger._format import (
     CERTIFICATE_FORMAT,
     FORMAT_VERSION,
     genesis_hash,
 )
 from accounting.ledger._verify import ChainChecker, VerificationReport
+from accounting.ledger.signing import (
+    SignedHead,
+    VerifyKey,
+    head_problems,
+    load_verify_key,
+    read_head_file,
+)
 
 if TYPE_CHECKING:
     from accounting.ledger.store import Ledger
@@ -74,7 +87,10 @@ def write_certificate(ledger: Ledger, path: str | os.PathLike[str]) -> Verificat
 
 
 def verify_certificate(path: str | os.PathLike[str], expected_head: str | None = None,
-                       contains: str | None = None) -> VerificationReport:
+                       contains: str | None = None, *,
+                       public_key: str | os.PathLike[str] | VerifyKey | None = None,
+                       head: str | os.PathLike[str] | SignedHead | None = None
+                       ) -> VerificationReport:
     """Re-verify an exported certificate offline (no SQLite involved).
 
     Checks the chain from the genesis hash (derived from the ledger id and creation
@@ -84,7 +100,12 @@ def verify_certificate(path: str | os.PathLike[str], expected_head: str | None =
     hash. If given, the head must equal ``expected_head`` and some entry's hash must
     equal ``contains`` (a head published earlier: the history up to it is unchanged).
     Raises :class:`ForeignLedgerError` for a file that is not a certificate.
+
+    ``head`` and ``public_key`` (both or neither): check the certificate against an
+    exported signed head (see :meth:`Ledger.verify`). A certificate stores no head
+    signatures itself, so ``public_key`` alone raises :class:`UnsignedLedgerError`.
     """
+    signed_head = _signed_head(public_key, head)
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -95,7 +116,34 @@ def verify_certificate(path: str | os.PathLike[str], expected_head: str | None =
     except (UnicodeDecodeError, ValueError) as exc:
         raise ForeignLedgerError(f"{p} is not a dpcg ledger certificate: not JSON ({exc})") \
             from None
-    return check_certificate(cert, f"certificate {p}", expected_head, contains)
+    return check_certificate(cert, f"certificate {p}", expected_head, contains,
+                             signed_head=signed_head)
+
+
+def _signed_head(public_key: object, head: object) -> SignedHead | None:
+    if public_key is None and head is None:
+        return None
+    if head is None:
+        raise UnsignedLedgerError(
+            "a certificate carries no head signatures; check it against an exported head "
+            "(--head HEAD.json --public-key PUB)")
+    if public_key is None:
+        raise InvalidParameterError("public_key", None,
+                                    "an exported head is checked with the public key")
+    if isinstance(public_key, VerifyKey):
+        key = public_key
+    elif isinstance(public_key, str | os.PathLike):
+        key = load_verify_key(public_key)
+    else:
+        raise InvalidParameterError("public_key", public_key, "must be a .pub file path")
+    if isinstance(head, SignedHead):
+        signed = head
+    elif isinstance(head, str | os.PathLike):
+        signed = read_head_file(head)
+    else:
+        raise InvalidParameterError("head", head, "must be a head file path")
+    signed.check_signature(key)
+    return signed
 
 
 def _reject_constant(name: str) -> Any:
@@ -104,8 +152,10 @@ def _reject_constant(name: str) -> Any:
 
 def check_certificate(cert: object, source: str = "certificate",
                       expected_head: str | None = None,
-                      contains: str | None = None) -> VerificationReport:
-    """Verify an already parsed certificate (see :func:`verify_certificate`)."""
+                      contains: str | None = None, *,
+                      signed_head: SignedHead | None = None) -> VerificationReport:
+    """Verify an already parsed certificate (see :func:`verify_certificate`);
+    ``signed_head`` is an exported head whose signature the caller already checked."""
     if not isinstance(cert, dict) or cert.get("format") != CERTIFICATE_FORMAT:
         raise ForeignLedgerError(f"{source} is not a dpcg ledger certificate")
     if cert.get("format_version") != FORMAT_VERSION:
@@ -138,6 +188,19 @@ def check_certificate(cert: object, source: str = "certificate",
         problems.append(
             f"head_hash {head!r} is not the hash of the last entry ({checker.head_hash!r})")
     problems.extend(checker.pin_problems(expected_head, contains))
+    if signed_head is not None:
+        hashes: dict[int, str] = {}
+        registered: dict[str, int] = {}
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            seq, h = entry.get("seq"), entry.get("hash")
+            if isinstance(seq, int) and not isinstance(seq, bool) and isinstance(h, str):
+                hashes[seq] = h
+                ds = entry.get("dataset_id")
+                if entry.get("kind") == "dataset" and isinstance(ds, str):
+                    registered.setdefault(ds, seq)
+        problems.extend(head_problems(signed_head, ledger_id, hashes, registered))
     if cert.get("datasets") != [d.to_dict() for d in checker.datasets.values()]:
         problems.append("the stated per-dataset totals do not match the totals re-derived "
                         "from the entries")

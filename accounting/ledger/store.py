@@ -40,13 +40,17 @@ from accounting.costs import Budget, Cost, exact, round_down
 from accounting.entries import EntryDraft, JSONValue
 from accounting.errors import (
     BudgetExceededError,
+    DatasetConflictError,
     DuplicateDatasetError,
     ForeignLedgerError,
     InvalidParameterError,
+    KeyFileError,
     LedgerCorruptError,
     LedgerError,
     RelationMismatchError,
     UnknownDatasetError,
+    UnsignedLedgerError,
+    WrongKeyError,
 )
 from accounting.ledger._format import (
     ENTRY_FIELDS,
@@ -72,7 +76,28 @@ from accounting.ledger._verify import (
     VerificationReport,
     rule_violation,
 )
+from accounting.ledger.signing import (
+    METADATA_KEY,
+    SIGNATURE_SCHEMA,
+    SIGNATURE_TABLE,
+    SignedHead,
+    SigningKey,
+    VerifyKey,
+    head_problems,
+    load_signing_key,
+    load_verify_key,
+    now,
+    read_head_file,
+    signature_problems,
+    signing_key_from_env,
+    write_head_file,
+)
 from accounting.relations import Relation
+
+#: What ``signing_key`` arguments accept: a key file path or a loaded key.
+KeySource = str | os.PathLike[str] | SigningKey
+#: What ``public_key`` arguments accept: a ``.pub`` file path or a loaded key.
+PublicKeySource = str | os.PathLike[str] | VerifyKey
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -114,6 +139,22 @@ def _describe(exc: sqlite3.Error) -> str:
     """SQLite's message plus its extended error name (e.g. SQLITE_IOERR_SHMMAP)."""
     name = getattr(exc, "sqlite_errorname", None)
     return f"{exc} ({name})" if name else str(exc)
+
+
+def _load_signer(source: object) -> SigningKey:
+    if isinstance(source, SigningKey):
+        return source
+    if isinstance(source, str | os.PathLike):
+        return load_signing_key(source)
+    raise InvalidParameterError("signing_key", source, "must be a key file path or a SigningKey")
+
+
+def _load_verify(source: object) -> VerifyKey:
+    if isinstance(source, VerifyKey):
+        return source
+    if isinstance(source, str | os.PathLike):
+        return load_verify_key(source)
+    raise InvalidParameterError("public_key", source, "must be a .pub file path or a VerifyKey")
 
 
 def _now() -> str:
@@ -366,6 +407,12 @@ class Ledger:
         self._synchronous: str | None = None
         #: The last row this instance appended: a head equal to it needs no re-hashing.
         self._last_row: tuple[Any, ...] | None = None
+        #: Hex public key this ledger is bound to (``None``: an unsigned ledger).
+        self._bound_key: str | None = meta.get(METADATA_KEY)
+        #: The private key this instance signs new heads with (loaded when needed).
+        self._signer: SigningKey | None = None
+        #: Whether the current write transaction appended an entry (its head is signed).
+        self._tx_appended = False
         key = _file_key(path)
         self._release: weakref.finalize[Any, Any] | None = None
         if key is not None:
@@ -376,7 +423,7 @@ class Ledger:
     # -- opening ----------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | os.PathLike[str], create: bool = False, *,
-             timeout: float = 60.0) -> Ledger:
+             timeout: float = 60.0, signing_key: KeySource | None = None) -> Ledger:
         """Open the ledger at ``path``; with ``create=True`` make a new one if missing.
 
         Raises :class:`ForeignLedgerError` for a file that is not a dpcg ledger (not
@@ -384,10 +431,18 @@ class Ledger:
         :class:`LedgerCorruptError` for a damaged one and :class:`LedgerError` when the
         file does not exist and ``create`` is false. A foreign file is never modified.
         ``timeout`` is how long a write waits for another process's transaction.
+
+        ``signing_key`` (a private key file or a :class:`SigningKey`): sign every new head
+        with it. A ledger created by this call is bound to its public key at creation;
+        an existing ledger must already be bound to that key (:class:`WrongKeyError`
+        otherwise; an unbound one raises :class:`UnsignedLedgerError`: bind it with
+        :meth:`bind_signing_key`). Without it, writes to a bound ledger sign with the key
+        file named by ``$DPCG_LEDGER_KEY`` and fail (writing nothing) when there is none.
         """
         p = Path(path)
         if not isinstance(timeout, int | float) or not timeout > 0:
             raise InvalidParameterError("timeout", timeout, "must be > 0 seconds")
+        signer = None if signing_key is None else _load_signer(signing_key)
         if not p.exists() and not create:
             raise LedgerError(f"no ledger at {p}; create one with `dpcg ledger init`")
         if p.exists():
@@ -407,12 +462,19 @@ class Ledger:
             # A blank database (new, or another process is creating it right now) is
             # initialised under the write lock; a database with other tables is foreign.
             if create and cls._is_blank(conn, p):
-                cls._initialise(conn, timeout)
+                cls._initialise(conn, timeout, signer)
             meta = cls._read_metadata(conn, p)
         except BaseException:
             conn.close()
             raise
-        return cls(p, conn, meta)
+        ledger = cls(p, conn, meta)
+        if signer is not None:
+            try:
+                ledger._adopt_signer(signer)
+            except BaseException:
+                ledger.close()
+                raise
+        return ledger
 
     @staticmethod
     def _is_blank(conn: sqlite3.Connection, p: Path) -> bool:
@@ -423,7 +485,8 @@ class Ledger:
         return int(row[0]) == 0
 
     @staticmethod
-    def _initialise(conn: sqlite3.Connection, timeout: float) -> None:
+    def _initialise(conn: sqlite3.Connection, timeout: float,
+                    signer: SigningKey | None = None) -> None:
         """Switch to WAL and create the schema, unless another process already did.
 
         Several processes creating the same file at once can make SQLite report
@@ -433,7 +496,7 @@ class Ledger:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                Ledger._initialise_once(conn)
+                Ledger._initialise_once(conn, signer)
                 return
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
@@ -443,7 +506,7 @@ class Ledger:
                 raise LedgerError(f"cannot create the ledger: {exc}") from None
 
     @staticmethod
-    def _initialise_once(conn: sqlite3.Connection) -> None:
+    def _initialise_once(conn: sqlite3.Connection, signer: SigningKey | None = None) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
@@ -458,6 +521,10 @@ class Ledger:
                     [("format", FORMAT_NAME), ("format_version", str(FORMAT_VERSION)),
                      ("ledger_id", uuid.uuid4().hex), ("created_at", _now())],
                 )
+                if signer is not None:  # bound at creation
+                    conn.execute(SIGNATURE_SCHEMA)
+                    conn.execute("INSERT INTO metadata(key, value) VALUES (?, ?)",
+                                 (METADATA_KEY, signer.public.hex))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -524,6 +591,8 @@ class Ledger:
         SQLite errors become :class:`LedgerError` naming SQLite's extended error code.
         """
         conn = self._conn
+        if self._bound_key is not None and self._signer is None:
+            self._signing_key()  # load (and check) the key before taking the write lock
         try:
             if synchronous != self._synchronous:
                 conn.execute(f"PRAGMA synchronous={synchronous}")
@@ -532,8 +601,11 @@ class Ledger:
         except sqlite3.Error as exc:
             raise LedgerError(
                 f"cannot start a ledger transaction on {self.path}: {_describe(exc)}") from None
+        self._tx_appended = False
         try:
             yield conn
+            if self._tx_appended:
+                self._sign_new_head(conn)
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
@@ -596,7 +668,138 @@ class Ledger:
             f"INSERT INTO entries({', '.join(STORED_FIELDS)}) "
             f"VALUES ({', '.join('?' * len(STORED_FIELDS))})", values)
         self._last_row = tuple(values)
+        self._tx_appended = True
         return seq
+
+    # -- signing ----------------------------------------------------------------------
+    @property
+    def signing_public_key(self) -> VerifyKey | None:
+        """The public key this ledger is bound to (``None`` for an unsigned ledger)."""
+        return None if self._bound_key is None else VerifyKey.from_hex(
+            self._bound_key, f"{self.path}: bound public key")
+
+    def _adopt_signer(self, signer: SigningKey) -> None:
+        """Use ``signer`` for this instance's writes; it must be the bound key."""
+        if self._bound_key is None:
+            raise UnsignedLedgerError(
+                f"ledger {self.path} is not bound to a signing key; bind it first with "
+                f"`dpcg ledger sign-init {self.path} --key KEY` (Ledger.bind_signing_key)")
+        self._check_signer(signer)
+        self._signer = signer
+
+    def _check_signer(self, signer: SigningKey) -> None:
+        if signer.public.hex != self._bound_key:
+            bound = VerifyKey.from_hex(str(self._bound_key)).fingerprint
+            raise WrongKeyError(
+                f"ledger {self.path} is bound to the key with fingerprint {bound[:16]}..., "
+                f"but the private key {signer.path or ''} has fingerprint "
+                f"{signer.fingerprint[:16]}...; nothing was written")
+
+    def _signing_key(self) -> SigningKey:
+        """The key new heads of this (bound) ledger are signed with: the one given to
+        :meth:`open`, else the file named by ``$DPCG_LEDGER_KEY``."""
+        if self._bound_key is None:
+            raise UnsignedLedgerError(f"ledger {self.path} is not bound to a signing key")
+        if self._signer is None:
+            env = signing_key_from_env()
+            if env is None:
+                bound = VerifyKey.from_hex(self._bound_key).fingerprint
+                raise KeyFileError(
+                    f"ledger {self.path} is signed (key fingerprint {bound[:16]}...): every "
+                    "write must sign the new head, but no private key was given; set "
+                    "$DPCG_LEDGER_KEY to its key file (or pass signing_key); nothing was "
+                    "written")
+            self._signer = load_signing_key(env)
+        self._check_signer(self._signer)
+        return self._signer
+
+    def check_signing(self) -> str | None:
+        """Pre-flight for writers: load and check the signing key a write would need.
+
+        Returns the key's fingerprint (``None`` for an unsigned ledger: nothing to sign).
+        Raises :class:`KeyFileError` (missing, unreadable or unsafe key file),
+        :class:`WrongKeyError` or :class:`SigningUnavailableError` without writing."""
+        row = self._conn.execute("SELECT value FROM metadata WHERE key=?",
+                                 (METADATA_KEY,)).fetchone()
+        self._bound_key = None if row is None else str(row[0])
+        if self._bound_key is None:
+            return None
+        return self._signing_key().fingerprint
+
+    def _sign_new_head(self, conn: sqlite3.Connection) -> None:
+        """Inside the write transaction that appended entries: store a signature of the
+        new head if the ledger is bound (re-read under the write lock)."""
+        row = conn.execute("SELECT value FROM metadata WHERE key=?",
+                           (METADATA_KEY,)).fetchone()
+        bound = None if row is None else str(row[0])
+        if bound != self._bound_key:  # bound by another process since we opened
+            self._bound_key = bound
+        if bound is None:
+            return
+        signer = self._signing_key()
+        last = self._last_row
+        assert last is not None
+        seq, head = int(last[0]), str(last[-1])
+        conn.execute(f"INSERT INTO {SIGNATURE_TABLE}(seq, hash, signature) VALUES (?, ?, ?)",
+                     (seq, head, signer.sign_head(self.ledger_id, seq, head)))
+
+    def bind_signing_key(self, signing_key: KeySource) -> str:
+        """Bind this ledger to ``signing_key``'s public key and sign the current head.
+
+        From then on every transaction that appends entries signs the new head (see
+        :meth:`open`). The ledger must verify first (:class:`LedgerCorruptError`
+        otherwise). Binding again with the same key does nothing; with another key raises
+        :class:`WrongKeyError` (a bound ledger stays bound to its key). Returns the key's
+        fingerprint."""
+        signer = _load_signer(signing_key)
+        if self._bound_key is not None:
+            self._adopt_signer(signer)
+            return signer.fingerprint
+        self.verify().raise_if_failed()
+        with self._transaction("FULL") as conn:
+            row = conn.execute("SELECT value FROM metadata WHERE key=?",
+                               (METADATA_KEY,)).fetchone()
+            if row is None:
+                conn.execute(SIGNATURE_SCHEMA)
+                conn.execute("INSERT INTO metadata(key, value) VALUES (?, ?)",
+                             (METADATA_KEY, signer.public.hex))
+                head = conn.execute(
+                    "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
+                if head is not None:
+                    seq, h = int(head[0]), str(head[1])
+                    conn.execute(
+                        f"INSERT INTO {SIGNATURE_TABLE}(seq, hash, signature) VALUES (?, ?, ?)",
+                        (seq, h, signer.sign_head(self.ledger_id, seq, h)))
+            self._bound_key = signer.public.hex if row is None else str(row[0])
+        self._adopt_signer(signer)
+        return signer.fingerprint
+
+    def export_head(self, path: str | os.PathLike[str]) -> SignedHead:
+        """Write the current signed head to ``path`` (JSON, atomically) for a reviewer.
+
+        The ledger must verify, including every head signature checked with the bound
+        public key; raises :class:`UnsignedLedgerError` for an unsigned or empty ledger.
+        No private key is needed: the head's stored signature is exported."""
+        key = self.signing_public_key
+        if key is None:
+            raise UnsignedLedgerError(
+                f"ledger {self.path} is not signed; bind it to a key first "
+                f"(`dpcg ledger sign-init {self.path} --key KEY`)")
+        report = self.verify(public_key=key)
+        report.raise_if_failed()
+        if report.head_hash is None:
+            raise UnsignedLedgerError(f"ledger {self.path} is empty: no head to export")
+        row = self._conn.execute(
+            f"SELECT signature FROM {SIGNATURE_TABLE} WHERE seq=? AND hash=?",
+            (report.entries, report.head_hash)).fetchone()
+        if row is None:  # verify() just saw it signed; signatures are never removed
+            raise LedgerCorruptError(f"{self.path}: the head signature disappeared")
+        head = SignedHead(
+            ledger_id=self.ledger_id, seq=report.entries, hash=report.head_hash,
+            datasets=tuple(d.dataset_id for d in report.datasets), public_key=key,
+            signature=str(row[0]), exported_at=now())
+        write_head_file(head, path)
+        return head
 
     # -- datasets ---------------------------------------------------------------------
     def register_dataset(self, dataset_id: str, lifetime: Budget,
@@ -626,6 +829,63 @@ class Ledger:
                 f"({', '.join('?' * len(_DATASET_COLUMNS))})",
                 (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
                  seq, "0", "0", 0))
+
+    def ensure_dataset(self, dataset_id: str, lifetime: Budget,
+                       relation: Relation | str = Relation.REPLACE_ONE,
+                       description: str = "", *,
+                       for_run: Budget | None = None) -> tuple[DatasetInfo, bool]:
+        """Register ``dataset_id`` unless it is registered; returns (its info, whether this
+        call registered it).
+
+        Check and insert happen in ONE ``BEGIN IMMEDIATE`` transaction, so concurrent
+        first runs on a new id never fail spuriously: exactly one registers it, the
+        others get the existing registration. An existing registration is returned as
+        stored: its lifetime and description are never changed (``lifetime`` and
+        ``description`` are then ignored; compare ``info.lifetime`` to warn). An existing
+        id registered under another relation raises :class:`DatasetConflictError`.
+
+        ``for_run`` (pre-flight, writes nothing when it refuses): raise
+        :class:`BudgetExceededError` if a run reserving that budget cannot fit, i.e. the
+        new lifetime is smaller than it, or the existing dataset's remaining budget is.
+        (For an existing dataset this is advisory: :meth:`open_run` re-checks under the
+        write lock.) Arguments are validated as by :meth:`register_dataset`.
+        """
+        dataset_id = _check_id("dataset_id", dataset_id)
+        eps, delta = _check_budget("lifetime", lifetime)
+        rel = Relation.parse(relation)
+        description = _check_text("description", description)
+        need = None if for_run is None else _check_budget("for_run", for_run)
+        with self._transaction("FULL") as conn:
+            row = conn.execute(
+                f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets WHERE dataset_id=?",
+                (dataset_id,)).fetchone()
+            if row is not None:
+                info = self._dataset_info(row)
+                if info.relation is not rel:
+                    raise DatasetConflictError(
+                        f"dataset {dataset_id!r} is registered in {self.path} under the "
+                        f"{info.relation.value} relation, not {rel.value}; a dataset id "
+                        "keeps its relation (use another id)")
+                if need is not None:
+                    _refuse_unless_fits(dataset_id, need, info.remaining_epsilon,
+                                        info.remaining_delta, "remaining lifetime")
+                return info, False
+            if need is not None:
+                _refuse_unless_fits(dataset_id, need, eps, delta, "lifetime")
+            seq = self._append(conn, {
+                "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
+                "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
+                         "description": description},
+            })
+            conn.execute(
+                f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_DATASET_COLUMNS))})",
+                (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
+                 seq, "0", "0", 0))
+        return DatasetInfo(dataset_id=dataset_id, lifetime_epsilon=eps, lifetime_delta=delta,
+                           relation=rel, description=description,
+                           reserved_epsilon=Fraction(0), reserved_delta=Fraction(0),
+                           n_runs=0), True
 
     def dataset(self, dataset_id: str) -> DatasetInfo:
         """The stored row of ``dataset_id`` (raises :class:`UnknownDatasetError`)."""
@@ -774,14 +1034,32 @@ class Ledger:
 
     # -- verification -----------------------------------------------------------------
     def verify(self, expected_head: str | None = None,
-               contains: str | None = None) -> VerificationReport:
+               contains: str | None = None, *, public_key: PublicKeySource | None = None,
+               head: str | os.PathLike[str] | SignedHead | None = None) -> VerificationReport:
         """Recompute the chain, every cost and every total; compare with what is stored.
 
         Returns a :class:`VerificationReport`; ``report.ok`` is false and
         ``report.problems`` says why when anything does not match. If given, the head
         must equal ``expected_head`` and some entry's hash must equal ``contains`` (a
         head hash published earlier: the history up to it is unchanged).
+
+        ``public_key`` (a ``.pub`` file or :class:`VerifyKey`, held by the reviewer): also
+        require every stored head signature to match the chain and verify with it, and
+        the current head to be signed. Raises :class:`UnsignedLedgerError` for a ledger
+        without any signature, :class:`WrongKeyError` for a ledger bound to another key.
+        ``head`` (an exported head file or :class:`SignedHead`; needs ``public_key``):
+        require its signature to verify and the chain to still hold that head with the
+        same datasets (a truncation after it or a rewrite before it is a problem); a
+        malformed or forged head file raises :class:`HeadFileError`.
         """
+        key = None if public_key is None else _load_verify(public_key)
+        signed_head: SignedHead | None = None
+        if head is not None:
+            if key is None:
+                raise InvalidParameterError(
+                    "public_key", None, "an exported head is checked with the public key")
+            signed_head = head if isinstance(head, SignedHead) else read_head_file(head)
+            signed_head.check_signature(key)
         try:
             self._conn.execute("BEGIN")  # one consistent snapshot for all reads
             try:
@@ -790,6 +1068,7 @@ class Ledger:
                 datasets = self._conn.execute(
                     f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets").fetchall()
                 runs = self._conn.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs").fetchall()
+                signatures = self._signature_rows() if key is not None else []
             finally:
                 self._conn.execute("ROLLBACK")
         except sqlite3.DatabaseError as exc:
@@ -802,7 +1081,33 @@ class Ledger:
             checker.add(record)
         extra = _compare_tables(checker, datasets, runs)
         extra.extend(checker.pin_problems(expected_head, contains))
+        hashes_by_seq, datasets_by_seq = _chain_index(rows)
+        if key is not None:
+            bound = meta.get(METADATA_KEY)
+            if bound is None and not signatures:
+                raise UnsignedLedgerError(
+                    f"ledger {self.path} is not signed (no key bound, no head signatures): "
+                    "there is nothing to check with a public key")
+            if bound is not None and bound != key.hex:
+                raise WrongKeyError(
+                    f"ledger {self.path} is bound to the key with fingerprint "
+                    f"{VerifyKey.from_hex(bound).fingerprint[:16]}..., not to the public key "
+                    f"given ({key.fingerprint[:16]}...)")
+            head_seq = max(hashes_by_seq) if hashes_by_seq else None
+            extra.extend(signature_problems(key, meta["ledger_id"], hashes_by_seq, head_seq,
+                                            signatures))
+        if signed_head is not None:
+            extra.extend(head_problems(signed_head, meta["ledger_id"], hashes_by_seq,
+                                       datasets_by_seq))
         return checker.report(f"ledger {self.path}", meta["ledger_id"], extra)
+
+    def _signature_rows(self) -> list[tuple[Any, ...]]:
+        have = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
+                                  (SIGNATURE_TABLE,)).fetchone()
+        if have is None:
+            return []
+        return self._conn.execute(
+            f"SELECT seq, hash, signature FROM {SIGNATURE_TABLE} ORDER BY seq").fetchall()
 
     def export(self, path: str | os.PathLike[str]) -> VerificationReport:
         """Verify, then write a JSON certificate to ``path`` (see ``verify_certificate``).
@@ -812,6 +1117,29 @@ class Ledger:
         from accounting.ledger.certificate import write_certificate
 
         return write_certificate(self, path)
+
+
+def _chain_index(rows: list[tuple[Any, ...]]) -> tuple[dict[int, str], dict[str, int]]:
+    """seq -> stored hash of every entry, and dataset id -> seq of its registration."""
+    hashes: dict[int, str] = {}
+    datasets: dict[str, int] = {}
+    i_seq, i_kind, i_ds = (STORED_FIELDS.index(k) for k in ("seq", "kind", "dataset_id"))
+    for row in rows:
+        seq, h = row[i_seq], row[-1]
+        if isinstance(seq, int) and not isinstance(seq, bool) and isinstance(h, str):
+            hashes[seq] = h
+            if row[i_kind] == "dataset" and isinstance(row[i_ds], str):
+                datasets.setdefault(row[i_ds], seq)
+    return hashes, datasets
+
+
+def _refuse_unless_fits(dataset_id: str, need: tuple[Fraction, Fraction], eps: Fraction,
+                        delta: Fraction, what: str) -> None:
+    if need[0] > eps or need[1] > delta:
+        raise BudgetExceededError(
+            f"dataset {dataset_id!r}: a run reserving eps={float(need[0])!r}, "
+            f"delta={float(need[1])!r} cannot fit its {what} (eps={float(eps)!r}, "
+            f"delta={float(delta)!r}); nothing was registered or reserved")
 
 
 def _row_to_record(row: tuple[Any, ...]) -> tuple[dict[str, Any], str | None]:

@@ -9,9 +9,19 @@ Examples::
     dpcg ledger verify survey-2024.cert.json --head <published head hash>
     dpcg ledger demo
 
+Signed heads (optional extra ``dpcg[sign]``)::
+
+    dpcg ledger keygen --out ops.key                 # ops.key (0600) + ops.key.pub
+    dpcg ledger sign-init runs.db --key ops.key      # bind; or `init ... --signing-key`
+    DPCG_LEDGER_KEY=ops.key dpcg discover ...        # every write signs the new head
+    dpcg ledger export-head runs.db --out head.json  # give head.json to the reviewer
+    dpcg ledger verify runs.db --public-key ops.key.pub --head head.json
+
 ``verify`` accepts either a ledger (SQLite) file or an exported JSON certificate. It
 exits 0 and prints a summary when everything verifies, 1 with a one-line reason when
-the chain, a cost or a total does not, and 2 for a file that is not a ledger at all.
+the chain, a cost, a total, a head signature or the exported head does not, and 2 for
+a file that is not a ledger at all, a missing/unsafe/wrong key, an unsigned ledger
+checked with ``--public-key``, or a corrupt head file.
 See ``docs/ledger.md``.
 """
 
@@ -34,9 +44,11 @@ from accounting.errors import BudgetExceededError, ForeignLedgerError, LedgerErr
 from accounting.ledger import (
     Ledger,
     VerificationReport,
+    generate_keypair,
     session_for_run,
     verify_certificate,
 )
+from accounting.ledger._verify import is_hash
 from accounting.ledger.store import DatasetInfo, RunInfo, looks_like_sqlite
 from accounting.relations import Relation
 
@@ -62,6 +74,9 @@ def register(subparsers: Any) -> None:
                         choices=[r.value for r in Relation],
                         help="neighbouring relation (default replace-one)")
     p_init.add_argument("--description", default="", help="free text about the dataset")
+    p_init.add_argument("--signing-key", type=Path, metavar="KEY",
+                        help="bind a NEW ledger to this private key (see `keygen`); every "
+                             "later write must sign with it")
     p_init.set_defaults(func=_init)
 
     p_show = sub.add_parser("show", help="datasets, runs and budgets recorded in a ledger")
@@ -73,8 +88,14 @@ def register(subparsers: Any) -> None:
     p_verify = sub.add_parser("verify", help="verify a ledger or an exported certificate")
     p_verify.add_argument("path", type=Path, metavar="PATH_OR_CERTIFICATE",
                           help="ledger file or JSON certificate")
-    p_verify.add_argument("--head", metavar="HASH",
-                          help="also require this head hash (e.g. one published earlier)")
+    p_verify.add_argument("--head", metavar="HASH_OR_HEAD_FILE",
+                          help="a 64-hex hash: require it to be the current head; otherwise "
+                               "an exported head file (`export-head`, needs --public-key): "
+                               "require the ledger to still hold that signed head (detects "
+                               "truncation after it and a rewrite before it)")
+    p_verify.add_argument("--public-key", type=Path, metavar="PUB",
+                          help="the ledger's public key (.pub file): every head signature "
+                               "must verify with it and the current head must be signed")
     p_verify.add_argument("--contains", metavar="HASH",
                           help="also require an entry with this hash (a head published "
                                "earlier: the history up to it was not rewritten)")
@@ -86,6 +107,25 @@ def register(subparsers: Any) -> None:
     p_export.add_argument("--out", type=Path, required=True, metavar="FILE",
                           help="certificate to write")
     p_export.set_defaults(func=_export)
+
+    p_keygen = sub.add_parser("keygen", help="create an Ed25519 key pair for signed ledgers")
+    p_keygen.add_argument("--out", type=Path, required=True, metavar="KEY",
+                          help="private key file to create (mode 0600; KEY.pub beside it); "
+                               "never overwritten")
+    p_keygen.set_defaults(func=_keygen)
+
+    p_sign = sub.add_parser("sign-init", help="bind an existing ledger to a signing key")
+    p_sign.add_argument("path", type=Path, metavar="PATH", help="ledger file")
+    p_sign.add_argument("--key", type=Path, required=True, metavar="KEY",
+                        help="private key file (from `keygen`)")
+    p_sign.set_defaults(func=_sign_init)
+
+    p_head = sub.add_parser("export-head",
+                            help="write the current signed head for a reviewer to keep")
+    p_head.add_argument("path", type=Path, metavar="PATH", help="signed ledger file")
+    p_head.add_argument("--out", type=Path, required=True, metavar="HEAD.json",
+                        help="head file to write")
+    p_head.set_defaults(func=_export_head)
 
     p_demo = sub.add_parser("demo", help="a small private analysis recorded in a ledger")
     p_demo.add_argument("--ledger", type=Path, metavar="PATH",
@@ -115,10 +155,13 @@ def _f(q: Fraction) -> str:
 # ---------------------------------------------------------------------------------
 def _init(args: argparse.Namespace) -> int:
     lifetime = Budget(args.epsilon, args.delta)  # validates before anything is written
-    with Ledger.open(args.path, create=True) as ledger:
+    with Ledger.open(args.path, create=True, signing_key=args.signing_key) as ledger:
         ledger.register_dataset(args.dataset_id, lifetime, Relation.parse(args.relation),
                                 args.description)
         print(f"ledger {args.path} (id {ledger.ledger_id})")
+        key = ledger.signing_public_key
+        if key is not None:
+            print(f"signed with key {key.fingerprint}")
         print(f"registered dataset {args.dataset_id!r}: lifetime epsilon={args.epsilon:g}, "
               f"delta={args.delta:g}, relation {args.relation}")
     return 0
@@ -180,11 +223,16 @@ def _show(args: argparse.Namespace) -> int:
                 "path": str(args.path), "ledger_id": ledger.ledger_id,
                 "created_at": ledger.created_at, "format_version": ledger.format_version,
                 "entries": entries, "head_hash": head,
+                "signing_key_fingerprint": (None if ledger.signing_public_key is None
+                                            else ledger.signing_public_key.fingerprint),
                 "datasets": [_dataset_json(d, runs) for d, runs in per],
             }, indent=2))
             return 0
         print(f"ledger {args.path}  id {ledger.ledger_id}  created {ledger.created_at}")
         print(f"  {entries} entries, head hash {head or '(empty)'}")
+        key = ledger.signing_public_key
+        if key is not None:
+            print(f"  signed heads, key fingerprint {key.fingerprint}")
         if not per:
             print("  no datasets registered (use `dpcg ledger init`)")
         for d, runs in per:
@@ -217,23 +265,34 @@ def _is_sqlite(path: Path) -> bool:
         raise LedgerError(f"cannot read {path}: {exc}") from None
 
 
-def verify_path(path: Path, head: str | None = None,
-                contains: str | None = None) -> VerificationReport:
+def verify_path(path: Path, head: str | None = None, contains: str | None = None,
+                public_key: Path | None = None,
+                head_file: Path | None = None) -> VerificationReport:
     """Verify a ledger file or a certificate, whichever ``path`` is."""
     if not path.is_file():
         raise LedgerError(f"{path} does not exist or is not a file")
+    if head_file is not None and public_key is None:
+        raise LedgerError("an exported head file is checked with the ledger's public key: "
+                          "add --public-key PUB")
     if _is_sqlite(path):
         with Ledger.open(path) as ledger:
-            return ledger.verify(expected_head=head, contains=contains)
+            return ledger.verify(expected_head=head, contains=contains,
+                                 public_key=public_key, head=head_file)
     try:
-        return verify_certificate(path, expected_head=head, contains=contains)
+        return verify_certificate(path, expected_head=head, contains=contains,
+                                  public_key=public_key, head=head_file)
     except ForeignLedgerError:
         raise ForeignLedgerError(
             f"{path} is neither a dpcg ledger (SQLite) nor a ledger certificate (JSON)") from None
 
 
 def _verify(args: argparse.Namespace) -> int:
-    report = verify_path(args.path, args.head, args.contains)
+    head: str | None = args.head
+    head_file: Path | None = None
+    if head is not None and not is_hash(head):
+        head_file = Path(head)
+        head = None
+    report = verify_path(args.path, head, args.contains, args.public_key, head_file)
     if args.json:
         print(json.dumps(report.summary(), indent=2))
     if not report.ok:
@@ -251,6 +310,48 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"  head hash {report.head_hash or '(empty)'}")
         if args.contains:
             print(f"  contains the pinned hash {args.contains}")
+        if args.public_key is not None:
+            print(f"  every head signature verifies with {args.public_key}; the head is signed")
+        if head_file is not None:
+            print(f"  still holds the exported head {head_file} (no truncation after it, no "
+                  "rewrite before it)")
+        if args.public_key is None and _is_sqlite(args.path):
+            with Ledger.open(args.path) as ledger:
+                key = ledger.signing_public_key
+            if key is not None:
+                print(f"  signed ledger (key {key.fingerprint[:16]}...): the head signatures "
+                      "were NOT checked; add --public-key PUB (and --head HEAD.json)")
+    return 0
+
+
+# ---------------------------------------------------------------------------------
+# signed heads
+# ---------------------------------------------------------------------------------
+def _keygen(args: argparse.Namespace) -> int:
+    private, public, fp = generate_keypair(args.out)
+    print(f"wrote private key {private} (mode 0600: keep it with the operator's runs, "
+          f"e.g. DPCG_LEDGER_KEY={private})")
+    print(f"wrote public key {public} (give it to the reviewer)")
+    print(f"fingerprint {fp}")
+    return 0
+
+
+def _sign_init(args: argparse.Namespace) -> int:
+    with Ledger.open(args.path) as ledger:
+        fp = ledger.bind_signing_key(args.key)
+        head = ledger.head_hash()
+    print(f"ledger {args.path} is bound to key {fp}; every write now signs its new head")
+    print(f"  current head {head or '(empty)'}" + (" signed" if head else ""))
+    return 0
+
+
+def _export_head(args: argparse.Namespace) -> int:
+    with Ledger.open(args.path) as ledger:
+        head = ledger.export_head(args.out)
+    print(f"wrote signed head {args.out}: seq {head.seq}, hash {head.hash}, "
+          f"datasets {', '.join(head.datasets) or '(none)'}, key {head.public_key.fingerprint}")
+    print("keep it where the operator cannot change it; check later with "
+          f"`dpcg ledger verify {args.path} --head {args.out} --public-key PUB`")
     return 0
 
 
@@ -279,9 +380,8 @@ def _demo(args: argparse.Namespace) -> int:
     n = DEMO_TABLE.shape[0]  # public: the survey's size is published
     lo, hi = AGE_BOUNDS  # public bounds, declared, never read off the data
     with Ledger.open(path, create=True) as ledger:
-        if DEMO_DATASET not in {d.dataset_id for d in ledger.datasets()}:
-            ledger.register_dataset(DEMO_DATASET, Budget(3.0), Relation.REPLACE_ONE,
-                                    f"built-in demo table: {n} respondents (age, smoker)")
+        ledger.ensure_dataset(DEMO_DATASET, Budget(3.0), Relation.REPLACE_ONE,
+                              f"built-in demo table: {n} respondents (age, smoker)")
         print(f"ledger {path}: dataset {DEMO_DATASET!r}, {n} rows, lifetime epsilon 3")
         try:
             session = session_for_run(ledger, DEMO_DATASET, Budget(1.0), "basic",
