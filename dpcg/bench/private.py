@@ -107,8 +107,10 @@ def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> l
     from dpcg.citests.private import source_for_dataset
     from dpcg.datasets import load_network
     from dpcg.metrics import shd, skeleton_scores
-    from dpcg.private.api import nonprivate_pc, run_private
-    from dpcg.private.common import PrivateSettings
+    from dpcg.private.api import nonprivate_pc
+    from dpcg.private.contract import RunSettings
+    from dpcg.private.ledger import IN_MEMORY, LedgerTarget
+    from dpcg.private.run import run_private
 
     key = (net_name, rows, test)
     if _LAST_DATA.get("key") != key:
@@ -133,11 +135,11 @@ def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> l
                  "n_tests": ref.n_tests, "seconds": sec, "budget_exhausted": False}]
     for eps in epsilons:
         for seed in range(seeds):
-            settings = PrivateSettings(epsilon=eps, delta=DELTA, test=test,
-                                       seed=1_000_003 * seed + 17)
+            settings = RunSettings(epsilon=eps, delta=DELTA, test=test,
+                                   noise_seed=1_000_003 * seed + 17)
+            target = IN_MEMORY if not ledger else LedgerTarget(Path(ledger), dataset_id)
             t0 = time.perf_counter()
-            res = run_private(algorithm, src, names, settings, ledger=ledger,
-                              dataset_id=dataset_id,
+            res = run_private(algorithm, src, names, settings, ledger=target,
                               description=f"bench private {net_name} {algorithm} eps={eps}")
             sec = time.perf_counter() - t0
             s = skeleton_scores(res.cpdag, truth)
@@ -253,8 +255,10 @@ def _speed_score(score: str, data: Any, names: tuple[str, ...], rows: int, folde
     """The speed rows of one score (see :func:`_speed_here`)."""
     from accounting.costs import Budget
     from dpcg.citests.private import source_for_dataset
-    from dpcg.private.api import nonprivate_pc, run_private
-    from dpcg.private.common import PrivateSettings
+    from dpcg.private.api import nonprivate_pc
+    from dpcg.private.contract import RunSettings
+    from dpcg.private.ledger import IN_MEMORY, LedgerTarget
+    from dpcg.private.run import run_private
 
     out = []
     cpu: list[float] = []
@@ -281,11 +285,12 @@ def _speed_score(score: str, data: Any, names: tuple[str, ...], rows: int, folde
         for seed in range(repeats):
             for durable in (False, True):
                 src = source_for_dataset(data, score)  # fresh: no cache
-                s = PrivateSettings(epsilon=1.0, delta=DELTA, test=score, seed=seed)
+                s = RunSettings(epsilon=1.0, delta=DELTA, test=score, noise_seed=seed)
+                target = LedgerTarget(ledger, f"alarm-{rows}-speed",
+                                      Budget(repeats + 1.0, DELTA * (repeats + 1))
+                                      ) if durable else IN_MEMORY
                 w0, c0 = time.perf_counter(), time.process_time()
-                res = run_private(alg, src, names, s, ledger=ledger if durable else None,
-                                  dataset_id=f"alarm-{rows}-speed" if durable else None,
-                                  lifetime=Budget(repeats + 1.0, DELTA * (repeats + 1)))
+                res = run_private(alg, src, names, s, ledger=target)
                 runs[durable].append((time.process_time() - c0, time.perf_counter() - w0,
                                       res.n_tests, sum(res.mechanisms.values())))
         # the ledger's cost per entry: same seed (same tests and entries) on both sides

@@ -35,7 +35,7 @@ without noise (the non-private PC "with the same test").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -45,8 +45,12 @@ from numpy.typing import NDArray
 from scipy.special import erf
 from scipy.stats import chi2 as _chi2
 
+from accounting.mechanisms import Gaussian, Laplace
 from accounting.relations import Relation
-from dpcg.citests.base import CIResult, validate_query
+from accounting.session import Session
+from dpcg.citests.base import CIResult, CITest, validate_query
+from dpcg.citests.registry import TestContext, TestSpec, option, register_test
+from dpcg.data.dataset import Dataset
 from dpcg.errors import CITestError
 from dpcg.stats import registry
 from dpcg.stats.contingency import StrataTable, contingency_table
@@ -345,9 +349,7 @@ class ReleasePlan:
     epsilon: float | None = None
     rho: float | None = None
 
-    def mechanism(self, sensitivity: float) -> Any:
-        from accounting.mechanisms import Gaussian, Laplace
-
+    def mechanism(self, sensitivity: float) -> Laplace | Gaussian:
         if self.kind == "laplace":
             assert self.epsilon is not None
             return Laplace(sensitivity, self.epsilon)
@@ -371,7 +373,8 @@ class PrivateCITest:
     touched) and says *independent* when the noisy score is at most the public ``T``.
     """
 
-    def __init__(self, source: StatisticSource, session: Any, plan: ReleasePlan) -> None:
+    def __init__(self, source: StatisticSource, session: Session | None,
+                 plan: ReleasePlan) -> None:
         if session is None:
             raise CITestError("session: a private test needs an accounting session")
         self.source = source
@@ -379,9 +382,9 @@ class PrivateCITest:
         self.plan = plan
         self.sensitivity = source.sensitivity()
         self.releases = 0
-        self._mechs: dict[float, Any] = {}
+        self._mechs: dict[float, Laplace | Gaussian] = {}
 
-    def mechanism(self, x: int | None = None, y: int | None = None) -> Any:
+    def mechanism(self, x: int | None = None, y: int | None = None) -> Laplace | Gaussian:
         """The release mechanism of the pair's tests: the plan's per-test cost with the
         pair's sensitivity (the source-level one without a pair)."""
         sens = self.sensitivity if x is None or y is None else self.source.sensitivity(
@@ -432,7 +435,7 @@ class ThresholdCITest:
 
 
 def source_for_dataset(
-    dataset: Any,
+    dataset: Dataset,
     score: str = DEFAULT_SCORE,
     *,
     alpha: float = DEFAULT_ALPHA,
@@ -454,38 +457,46 @@ def source_for_dataset(
 # -------------------------------------------------------------- registry hook
 
 
-def _register() -> None:
-    from dpcg.pc.registry import Argument, TestContext, TestSpec, register_test
-
-    def build(score: str) -> Any:
-        def _build(ctx: TestContext) -> ThresholdCITest:
-            thr = getattr(ctx.args, "threshold", None)
-            return ThresholdCITest(source_for_dataset(ctx.dataset, score, alpha=ctx.alpha,
-                                                      threshold=thr))
-        return _build
-
-    thr_arg = Argument.of(
-        "--threshold", type=float, default=None,
-        help="public decision threshold on the score scale (default: from --alpha)",
-    )
-    descriptions = {
-        "kendall-split": "largest |conditional Kendall z| over binary splits of x and y "
-                         "(public normaliser sqrt(9n/4)) > z_{1-alpha/2}; sees non-monotone "
-                         "dependence; exact with --algorithm pc, noisy with the private "
-                         "algorithms",
-        "kendall-z": "|conditional Kendall z| (public normaliser sqrt(9n/4)) > z_{1-alpha/2}; "
-                     "exact with --algorithm pc, noisy with the private algorithms",
-        "kendall-p": "p-value of the conditional Kendall z < alpha (noise on the p-value "
-                     "with the private algorithms; for comparison)",
-        "cmi": "n CMI = G^2/2 > chi2_{1-alpha}(df)/2; exact with --algorithm pc, noisy with "
-               "the private algorithms",
-    }
-    for name in SCORES:
-        register_test(TestSpec(name=name, build=build(name), description=descriptions[name],
-                               arguments=(thr_arg,), data="discrete"))
+def _check_threshold(value: float | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                              or not math.isfinite(value)):
+        raise CITestError(f"threshold: expected a finite number, got {value!r}")
 
 
-_register()
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Options of the score tests (``kendall-split``, ``kendall-z``, ``kendall-p``,
+    ``cmi``), exact with ``--algorithm pc`` and noisy with the private algorithms."""
 
-# The private algorithms register themselves when this plugin module is loaded.
-import dpcg.private.registration  # noqa: E402,F401
+    threshold: float | None = option(
+        None, type=float, metavar="T",
+        help="public decision threshold on the score scale (default: from --alpha)")
+
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
+
+
+def _build_threshold(score: str) -> Callable[[TestContext[ScoreOptions]], CITest]:
+    def build(ctx: TestContext[ScoreOptions]) -> CITest:
+        return ThresholdCITest(source_for_dataset(ctx.dataset, score, alpha=ctx.alpha,
+                                                  threshold=ctx.options.threshold))
+    return build
+
+
+_DESCRIPTIONS = {
+    "kendall-split": "largest |conditional Kendall z| over binary splits of x and y "
+                     "(public normaliser sqrt(9n/4)) > z_{1-alpha/2}; sees non-monotone "
+                     "dependence; exact with --algorithm pc, noisy with the private "
+                     "algorithms",
+    "kendall-z": "|conditional Kendall z| (public normaliser sqrt(9n/4)) > z_{1-alpha/2}; "
+                 "exact with --algorithm pc, noisy with the private algorithms",
+    "kendall-p": "p-value of the conditional Kendall z < alpha (noise on the p-value "
+                 "with the private algorithms; for comparison)",
+    "cmi": "n CMI = G^2/2 > chi2_{1-alpha}(df)/2; exact with --algorithm pc, noisy with "
+           "the private algorithms",
+}
+
+for _name in SCORES:
+    register_test(TestSpec(name=_name, description=_DESCRIPTIONS[_name],
+                           options=ScoreOptions, build=_build_threshold(_name),
+                           data="discrete"))
