@@ -96,3 +96,43 @@ def test_cli_discover_privgcm(tmp_path: Path) -> None:
                  "private-ci-pc", "--test", "privgcm", "--quiet"]) == 2
     assert main(["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
                  "private-ci-pc", "--test", "privcrt", "--epsilon", "1", "--quiet"]) == 2
+
+
+def test_cli_private_ci_pc_durable_ledger_lifetime_and_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """private-ci-pc follows the one ledger policy: durable ledger by default, refused
+    past the dataset's lifetime (nothing released), and the ledger verifies."""
+    from accounting.ledger import Ledger
+
+    ds = random_sem(4, seed=7).sample(200, 0)
+    data, schema = tmp_path / "d.csv", tmp_path / "s.json"
+    ds.to_csv(data)
+    schema.write_text(ds.schema.to_json())
+    monkeypatch.chdir(tmp_path)
+    argv = ["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
+            "private-ci-pc", "--epsilon", "2", "--plan-size", "4", "--noise-seed", "1",
+            "--dataset-id", "sem4", "--lifetime-epsilon", "3", "--quiet", "--out", "r.json"]
+    # --data without --dataset-id: the ledger needs the declared id
+    assert main([a for a in argv if a not in ("--dataset-id", "sem4")]) == 2
+    assert main(argv) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["ledger"]["path"] == "dpcg-ledger.sqlite"
+    assert doc["ledger"]["dataset_id"] == "sem4"
+    led = Ledger.open(tmp_path / "dpcg-ledger.sqlite")
+    try:
+        assert led.dataset("sem4").lifetime_epsilon == 3
+        n = led.entry_count()
+        assert led.run(doc["ledger"]["run_id"]).n_entries == doc["tests"]["count"] > 0
+    finally:
+        led.close()
+    # 2 of the lifetime 3 are reserved: another run of 2 is refused, nothing recorded
+    again = [a for a in argv if a not in ("--lifetime-epsilon", "3")]
+    assert main(again) == 2
+    led = Ledger.open(tmp_path / "dpcg-ledger.sqlite")
+    try:
+        assert led.entry_count() == n
+        assert led.verify().ok
+    finally:
+        led.close()
+    assert main(["ledger", "verify", "dpcg-ledger.sqlite"]) == 0
