@@ -21,6 +21,7 @@ import argparse
 import json
 import math
 import multiprocessing as mp
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -28,7 +29,18 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpcg.citests.private import DEFAULT_SCORE, SCORES
+from accounting.costs import Budget
+from accounting.ledger import Ledger
+from accounting.relations import Relation
+from dpcg.bench.report import machine_description, write_section
+from dpcg.citests.private import DEFAULT_SCORE, SCORES, source_for_dataset
+from dpcg.datasets import load_network
+from dpcg.graph import CPDAG
+from dpcg.metrics import shd, skeleton_scores
+from dpcg.private.api import nonprivate_pc
+from dpcg.private.contract import RunSettings
+from dpcg.private.ledger import IN_MEMORY, LedgerTarget
+from dpcg.private.run import run_private
 
 #: Scores whose speed is measured: the default, and ``kendall-z`` (the default when the
 #: speed target was set).
@@ -92,8 +104,6 @@ def register(subparsers: Any) -> None:
 
 
 def _truth(net: Any) -> Any:
-    from dpcg.graph import CPDAG
-
     return CPDAG.from_dag(tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
 
 
@@ -104,14 +114,6 @@ _LAST_DATA: dict[str, Any] = {}
 
 def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> list[dict[str, Any]]:
     net_name, algorithm, epsilons, seeds, test, rows, ledger, dataset_id = args
-    from dpcg.citests.private import source_for_dataset
-    from dpcg.datasets import load_network
-    from dpcg.metrics import shd, skeleton_scores
-    from dpcg.private.api import nonprivate_pc
-    from dpcg.private.contract import RunSettings
-    from dpcg.private.ledger import IN_MEMORY, LedgerTarget
-    from dpcg.private.run import run_private
-
     key = (net_name, rows, test)
     if _LAST_DATA.get("key") != key:
         # jobs are per epsilon: a worker usually gets the next epsilon of the same
@@ -162,10 +164,6 @@ def _register_ledger(ledger_dir: Path, net: str, algorithm: str, epsilons: Seque
                      seeds: int, rows: int, stamp: str, tag: str = "") -> str:
     """One ledger per job (network, algorithm, epsilon), so that no two processes write the
     same SQLite file at once; the dataset's lifetime covers every run of the job."""
-    from accounting.costs import Budget
-    from accounting.ledger import Ledger
-    from accounting.relations import Relation
-
     ledger_dir.mkdir(parents=True, exist_ok=True)
     eps_tag = "-".join(f"{e:g}" for e in epsilons)
     path = ledger_dir / f"{net}-{algorithm}{tag}-eps{eps_tag}-{stamp}.db"
@@ -180,8 +178,6 @@ def _register_ledger(ledger_dir: Path, net: str, algorithm: str, epsilons: Seque
 
 def _verify_ledgers(paths: list[tuple[str, str]], results: list[dict[str, Any]]) -> list[str]:
     """Verify every ledger; one table row per (network, algorithm) label."""
-    from accounting.ledger import Ledger
-
     by_run = {r["ledger"]["run_id"]: r for r in results if r.get("ledger")}
     groups: dict[str, list[int]] = {}  # label -> [ledgers, runs, failures, mismatches]
     problems: dict[str, list[str]] = {}
@@ -234,10 +230,6 @@ def _speed_here(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_
     for the private runs), so that a loaded machine inflates neither side; the wall
     time of the same runs is reported too.
     """
-    import tempfile
-
-    from dpcg.datasets import load_network
-
     net = load_network("alarm")
     data = net.sample(rows, DATA_SEED)
     names = tuple(str(n) for n in data.names)
@@ -253,13 +245,6 @@ def _speed_here(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_
 def _speed_score(score: str, data: Any, names: tuple[str, ...], rows: int, folder: Path,
                  repeats: int) -> list[dict[str, Any]]:
     """The speed rows of one score (see :func:`_speed_here`)."""
-    from accounting.costs import Budget
-    from dpcg.citests.private import source_for_dataset
-    from dpcg.private.api import nonprivate_pc
-    from dpcg.private.contract import RunSettings
-    from dpcg.private.ledger import IN_MEMORY, LedgerTarget
-    from dpcg.private.run import run_private
-
     out = []
     cpu: list[float] = []
     wall: list[float] = []
@@ -401,7 +386,6 @@ def _metric_table(key: str, digits: int, nets: list[str], algs: list[str],
 
 def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
             ledger_lines: list[str], args: argparse.Namespace, wall: float) -> None:
-    from dpcg.bench.report import machine_description, write_section
 
     cells: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
     pc: dict[str, dict[str, Any]] = {}
@@ -576,8 +560,6 @@ def run(args: argparse.Namespace) -> int:
                 if f"{net}/pc" not in args.skip]
         # heavy networks first so the two processes stay busy
         order = sorted(nets, key=lambda n: -NETWORKS.index(n))
-        from dpcg.datasets import load_network
-
         sizes = {net: len(load_network(net).nodes) for net in nets}
         for net in order:
             # EM-PC first: it computes every test of a level and is the slowest job
