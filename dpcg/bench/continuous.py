@@ -417,7 +417,7 @@ def _ints(s: str) -> tuple[int, ...]:
     return tuple(int(v) for v in s.split(",") if v)
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "continuous",
         help="PrivGCM / PrivCRT / Kendall baselines on the Shah-Peters benchmark",

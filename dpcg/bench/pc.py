@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcg.data.dataset import Dataset
 from dpcg.errors import DpcgError
 from dpcg.graph import CPDAG
 from dpcg.metrics import shd, skeleton_scores
@@ -41,7 +42,7 @@ from dpcg.pc.engine import PCResult
 DEFAULT_NETWORKS = ("sachs", "child", "alarm")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "pc",
         help="PC-stable + G^2 vs causal-learn (speed, tests, accuracy)",
@@ -80,7 +81,7 @@ class Side:
     extra: dict[str, float]
 
 
-def _g2(dataset: Any, alpha: float, bitsets: bool = True) -> Any:
+def _g2(dataset: Dataset, alpha: float, bitsets: bool = True) -> Any:
     """The ``--test g2`` tester (bitset tables) or the plain bincount ``G2Test``."""
     if bitsets:
         from dpcg.pc.fast_tables import FastG2Test
@@ -91,7 +92,7 @@ def _g2(dataset: Any, alpha: float, bitsets: bool = True) -> Any:
     return G2Test(dataset, alpha=alpha)
 
 
-def run_dpcg(dataset: Any, alpha: float, truth: CPDAG) -> tuple[Side, PCResult]:
+def run_dpcg(dataset: Dataset, alpha: float, truth: CPDAG) -> tuple[Side, PCResult]:
     c0, t0 = time.process_time(), time.perf_counter()
     tester = _g2(dataset, alpha)
     res = pc_stable(tester, dataset.names)
@@ -137,7 +138,7 @@ def causallearn_cpdag(graph: np.ndarray[Any, Any], names: Sequence[str]) -> CPDA
     return CPDAG(names, directed, undirected)
 
 
-def run_causallearn(dataset: Any, alpha: float, truth: CPDAG) -> Side:
+def run_causallearn(dataset: Dataset, alpha: float, truth: CPDAG) -> Side:
     pc = _causallearn()
     data = np.ascontiguousarray(np.asarray(dataset.codes).T.astype(np.int64))
     c0, t0 = time.process_time(), time.perf_counter()
@@ -181,7 +182,7 @@ def _time_each(fn: Callable[[int, int, Sepset], object],
     return times
 
 
-def per_test_cost(dataset: Any, res: PCResult, alpha: float, count: int, reference: bool
+def per_test_cost(dataset: Dataset, res: PCResult, alpha: float, count: int, reference: bool
                   ) -> list[dict[str, float]]:
     rows = []
     data = np.ascontiguousarray(np.asarray(dataset.codes).T.astype(np.int64))

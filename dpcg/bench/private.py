@@ -34,7 +34,8 @@ from accounting.ledger import Ledger
 from accounting.relations import Relation
 from dpcg.bench.report import machine_description, write_section
 from dpcg.citests.private import DEFAULT_SCORE, SCORES, source_for_dataset
-from dpcg.datasets import load_network
+from dpcg.data.dataset import Dataset
+from dpcg.datasets import BayesianNetwork, load_network
 from dpcg.graph import CPDAG
 from dpcg.metrics import shd, skeleton_scores
 from dpcg.private.api import nonprivate_pc
@@ -58,7 +59,7 @@ TARGETS_EPS1 = {"survey": 0.95, "earthquake": 0.80, "cancer": 0.78, "asia": 0.76
                 "sachs": 0.84, "child": 0.79, "alarm": 0.53}
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "private", help="utility (F1/SHD vs eps) and speed of the private PC family",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
@@ -103,7 +104,7 @@ def register(subparsers: Any) -> None:
 # ----------------------------------------------------------------------------- jobs
 
 
-def _truth(net: Any) -> Any:
+def _truth(net: BayesianNetwork) -> CPDAG:
     return CPDAG.from_dag(tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
 
 
@@ -242,7 +243,7 @@ def _speed_here(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_
     return out
 
 
-def _speed_score(score: str, data: Any, names: tuple[str, ...], rows: int, folder: Path,
+def _speed_score(score: str, data: Dataset, names: tuple[str, ...], rows: int, folder: Path,
                  repeats: int) -> list[dict[str, Any]]:
     """The speed rows of one score (see :func:`_speed_here`)."""
     out = []

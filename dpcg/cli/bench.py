@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from dpcg.bench import SUITES, continuous, pc, private
 
 __all__ = ["SUITES", "register"]
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bench",
         help="run a benchmark suite and write its section of docs/benchmarks.md",

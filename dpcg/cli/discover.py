@@ -180,7 +180,7 @@ PRIVATE_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "noise_seed": "--no
                  "lifetime_delta": "--lifetime-delta"}
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "discover",
         help="learn a causal graph (CPDAG) from data",
