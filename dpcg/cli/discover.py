@@ -245,7 +245,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      default=None,
                      help="lifetime delta for a new dataset id (default: this run's delta)")
     groups: dict[str, argparse._ArgumentGroup] = {}
+    core = {a.dest for a in p._actions}
     for d in derived_flags().values():
+        if d.dest in core:
+            raise DpcgError(f"{d.flag}: the option field {d.dest!r} of {d.owners} clashes "
+                            "with a dpcg discover option; rename the field")
         kind = "algorithm" if d.algorithms else "test"
         title = f"{kind} options (apply to {d.owners})"
         if title not in groups:

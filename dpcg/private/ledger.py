@@ -126,6 +126,8 @@ class CountingRecorder:
     def __init__(self, inner: RunRecorder) -> None:
         self.inner = inner
         self.counts: dict[str, int] = {}
+        #: ``inner.record_many`` when it has one (checked once: a protocol check is slow)
+        self._many = inner if isinstance(inner, _BatchRecorder) else None
 
     @property
     def run_id(self) -> str:
@@ -153,9 +155,9 @@ class CountingRecorder:
 
     def record_many(self, entries: Sequence[EntryDraft]) -> list[int]:
         """``inner.record_many`` (atomic) when it has one, else ``record`` per entry."""
-        if not isinstance(self.inner, _BatchRecorder):
+        if self._many is None:
             return [self.record(entry) for entry in entries]
-        seqs = [int(s) for s in self.inner.record_many(list(entries))]  # raises on failure
+        seqs = [int(s) for s in self._many.record_many(list(entries))]  # raises on failure
         for entry in entries:
             self._count(entry)
         return seqs
