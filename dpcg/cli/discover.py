@@ -160,10 +160,10 @@ def derived_flags() -> dict[str, DerivedFlag]:
                                 f"(by {owner}) with different meanings")
             if owner_kind == "algorithm":
                 old = DerivedFlag(old.flag, old.dest, old.help, old.type, old.metavar,
-                                  (*old.algorithms, owner), old.tests)
+                                  tuple(sorted((*old.algorithms, owner))), old.tests)
             else:
                 old = DerivedFlag(old.flag, old.dest, old.help, old.type, old.metavar,
-                                  old.algorithms, (*old.tests, owner))
+                                  old.algorithms, tuple(sorted((*old.tests, owner))))
             found[info.flag] = old
 
     for algo in algorithms().values():

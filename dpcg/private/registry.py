@@ -49,9 +49,9 @@ def _scan() -> None:
 
 
 def algorithms() -> dict[str, AnyAlgorithm]:
-    """Every registered private algorithm, by name (registration order)."""
+    """Every registered private algorithm, by name (sorted: import order must not matter)."""
     _scan()
-    return dict(_ALGORITHMS)
+    return dict(sorted(_ALGORITHMS.items()))
 
 
 def get_algorithm(name: str) -> AnyAlgorithm:
