@@ -25,10 +25,10 @@ Proof note of the filter rules: ``docs/privacy/costs-and-filter.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -38,6 +38,8 @@ from accounting.errors import InvalidParameterError, LedgerError, SessionHaltedE
 from accounting.filter import PrivacyFilter, check_rule
 from accounting.mechanisms import (
     MECHANISMS,
+    Mechanism,
+    OneShotMechanism,
     SparseVector,
     SparseVectorRun,
     SubsampledSparseVector,
@@ -46,6 +48,10 @@ from accounting.noise import make_generator
 from accounting.relations import Relation
 
 STATEFUL = (SparseVector, SubsampledSparseVector)
+
+#: One request of :meth:`Session.release_many`: ``(mechanism, compute, purpose)``, with
+#: ``compute=None`` for a stateful mechanism (started).
+ReleaseRequest = tuple[Mechanism, Callable[[], Any] | None, str]
 
 
 @dataclass(frozen=True)
@@ -124,7 +130,7 @@ class Session:
         self._stored_runs: set[int] = set()
         #: Declared costs by mechanism: mechanisms are frozen dataclasses, equal ones have
         #: equal public parameters and hence the same cost (a pure function of them).
-        self._costs: dict[Any, Cost] = {}
+        self._costs: dict[Mechanism, Cost] = {}
 
     # -- state ----------------------------------------------------------------------
     @property
@@ -154,7 +160,7 @@ class Session:
         """The run's guarantee: the budget, under the session's relation and rule."""
         return Guarantee(self.budget.epsilon, self.budget.delta, self.relation, self.rule)
 
-    def cost_of(self, mechanism: Any) -> Cost:
+    def cost_of(self, mechanism: Mechanism) -> Cost:
         """The declared cost of ``mechanism`` under the session's relation (validated)."""
         self._check_mechanism(mechanism)
         try:
@@ -169,7 +175,7 @@ class Session:
         self._filter.check_applicable(cost, mechanism.kind)
         return cost
 
-    def can_afford(self, mechanism: Any) -> bool:
+    def can_afford(self, mechanism: Mechanism) -> bool:
         """Whether the filter would admit ``mechanism`` now (no state change).
 
         False when halted; raises :class:`InvalidParameterError` for a mechanism the
@@ -188,7 +194,8 @@ class Session:
         return self._rng.spawn(1)[0]
 
     # -- releases -------------------------------------------------------------------
-    def release(self, mechanism: Any, compute: Callable[[], Any], *, purpose: str) -> Any:
+    def release(self, mechanism: Mechanism, compute: Callable[[], Any], *,
+                purpose: str) -> Any:
         """Admit, record, compute and release a one-shot mechanism."""
         if isinstance(mechanism, STATEFUL):
             raise InvalidParameterError(
@@ -197,12 +204,12 @@ class Session:
         self._check_callable(compute)
         sequence, _ = self._admit(mechanism, purpose)
         exact = compute()
-        output = mechanism.release(exact, self._rng)
+        output = cast(OneShotMechanism, mechanism).release(exact, self._rng)
         if self.store_outputs and self.recorder is not None and sequence is not None:
             self.recorder.record_output(sequence, _jsonable(output))
         return output
 
-    def release_many(self, requests: object) -> list[Any]:
+    def release_many(self, requests: Sequence[ReleaseRequest]) -> list[Any]:
         """Release a batch of mechanisms chosen together: a list (or tuple) of
         ``(mechanism, compute, purpose)`` triples. A stateful mechanism (SVT) comes with
         ``compute=None`` and is *started* (its output is the run handle, as from
@@ -228,7 +235,7 @@ class Session:
         if not isinstance(requests, list | tuple):
             raise InvalidParameterError("requests", requests,
                                         "must be a sequence of (mechanism, compute, purpose)")
-        items: list[tuple[Any, Callable[[], Any] | None, str]] = []
+        items: list[ReleaseRequest] = []
         for req in requests:
             if not isinstance(req, tuple) or len(req) != 3:
                 raise InvalidParameterError("requests", req,
@@ -258,12 +265,13 @@ class Session:
             self._filter.halt()  # the next one was refused, as release() would refuse it
         outputs: list[Any] = []
         for (mechanism, compute, _), sequence in zip(items, sequences, strict=True):
-            if compute is None:  # a stateful mechanism: started, as start() would
+            if isinstance(mechanism, STATEFUL):  # started, as start() would (compute None)
                 run = SparseVectorRun(mechanism, self._rng, sequence, self._on_answer)
                 self._runs.append(run)
                 outputs.append(run)
                 continue
-            output = mechanism.release(compute(), self._rng)
+            assert compute is not None  # checked above: one-shot mechanisms come with one
+            output = cast(OneShotMechanism, mechanism).release(compute(), self._rng)
             if self.store_outputs and self.recorder is not None and sequence is not None:
                 self.recorder.record_output(sequence, _jsonable(output))
             outputs.append(output)
@@ -296,7 +304,7 @@ class Session:
             self.recorder.close(status)
 
     # -- internals ------------------------------------------------------------------
-    def _check_mechanism(self, mechanism: Any) -> None:
+    def _check_mechanism(self, mechanism: object) -> None:
         kind = getattr(mechanism, "kind", None)
         if not isinstance(kind, str) or MECHANISMS.get(kind) is not type(mechanism):
             raise InvalidParameterError(
@@ -314,7 +322,7 @@ class Session:
         if self._filter.halted:
             raise SessionHaltedError("session halted after a refusal; it admits nothing more")
 
-    def _draft(self, mechanism: Any, cost: Cost, purpose: str) -> EntryDraft:
+    def _draft(self, mechanism: Mechanism, cost: Cost, purpose: str) -> EntryDraft:
         return EntryDraft(
             mechanism=mechanism.kind,
             params=mechanism.public_params(),
@@ -326,7 +334,7 @@ class Session:
             extra={"rule": self.rule},
         )
 
-    def _admit(self, mechanism: Any, purpose: object) -> tuple[int | None, Cost]:
+    def _admit(self, mechanism: Mechanism, purpose: object) -> tuple[int | None, Cost]:
         self._check_open()
         if not isinstance(purpose, str):
             raise InvalidParameterError("purpose", purpose, "must be a string")
@@ -342,7 +350,7 @@ class Session:
         self._filter.commit(cost)
         return sequence, cost
 
-    def _record_batch(self, items: list[tuple[Any, Callable[[], Any] | None, str]],
+    def _record_batch(self, items: list[ReleaseRequest],
                       costs: list[Cost]) -> list[int | None]:
         """Record the admitted batch (see :meth:`release_many`); on a recorder failure
         commit the costs of what was recorded, halt and re-raise."""

@@ -60,7 +60,7 @@ RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 #: How the noise seed of private-ci-pc is spelled (``--seed`` before the redesign).
-PRIVATE_CI_SEED_FLAG = "--seed"
+PRIVATE_CI_SEED_FLAG = "--noise-seed"
 
 _RESULT_KEYS = ("nodes", "edges", "sepsets", "tests", "budget_exhausted")
 _ENTRY_COLUMNS = ("kind", "mechanism", "params", "sensitivity", "relation", "cost", "purpose",
@@ -88,8 +88,11 @@ def _privacy(doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"guarantee": {k: guarantee[k] for k in
                                          ("epsilon", "delta", "relation", "rule")}}
     if spent is not None:
-        out["spent"] = {k: spent.get(k) for k in ("epsilon", "delta", "rho")
-                        if spent.get(k) not in (None, 0, 0.0)}
+        # ``spent.rho`` is derived from the declared costs (not released content) and
+        # matters to the guarantee only through the zCDP conversion, i.e. when delta > 0;
+        # the pure-epsilon private-ci-pc shape before the redesign did not report it.
+        keys = ("epsilon", "delta", "rho") if guarantee["delta"] > 0 else ("epsilon", "delta")
+        out["spent"] = {k: spent.get(k) for k in keys if spent.get(k) not in (None, 0, 0.0)}
     return out
 
 

@@ -1,7 +1,12 @@
-"""Contract test for the one invariant (ARCHITECTURE.md).
+"""Contract test for the one invariant and the layers (ARCHITECTURE.md).
 
 * ``accounting`` imports nothing from ``dpcg`` or ``audits``; ``dpcg`` imports nothing
   from ``audits``.
+* Inside ``dpcg`` the sub-packages point one way, data -> stats -> citests -> pc ->
+  private -> cli (a lower one never imports a higher one), and there are no import
+  circles: neither between units (the sub-packages and the root-level modules such as
+  ``dpcg/graph.py``) nor between modules. Every import counts, at module top or inside a
+  function.
 * Only ``accounting`` draws randomness that a privacy analysis depends on. In ``dpcg``
   no module may import ``random``/``secrets``/``numpy.random`` or call a generator's
   sampling methods, except the modules in :data:`NON_PRIVACY_RANDOMNESS`, each with
@@ -124,6 +129,134 @@ def test_only_accounting_draws_noise() -> None:
         "add the module to NON_PRIVACY_RANDOMNESS with a reason a reviewer accepts):\n"
         + "\n".join(offenders)
     )
+
+
+#: The layers inside dpcg, lowest first: a unit may import only units at or below it.
+LAYERS = ("data", "stats", "citests", "pc", "private", "cli")
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The dpcg modules ``path`` imports (relative imports resolved; ``from pkg import
+    sub`` counts as importing the submodule ``pkg.sub``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    me = _module_of(path)
+    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            names.append(base)
+            names.extend(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        else:
+            names.extend(n for n in _imports(node) if isinstance(node, ast.Call))
+        for name in names:
+            if name in modules and name != me:
+                found.add(name)
+    # importing pkg.sub also runs pkg/__init__: keep the most specific targets only,
+    # and never count a module's own ancestor packages (Python initialises them first)
+    ancestors = {".".join(me.split(".")[:i]) for i in range(1, me.count(".") + 1)}
+    return {m for m in found if m not in ancestors
+            and not any(o.startswith(m + ".") for o in found)}
+
+
+def _dpcg_graph() -> dict[str, set[str]]:
+    files = _py_files("dpcg")
+    modules = {_module_of(f) for f in files}
+    return {_module_of(f): _module_imports(f, modules) for f in files}
+
+
+def _unit(module: str) -> str:
+    """``dpcg.pc.engine`` -> ``pc``; root-level modules are their own unit."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "(package)"
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(root, sorted(graph.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, todo = work[-1]
+            if todo:
+                w = todo.pop()
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, sorted(graph.get(w, ()))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_dpcg_layers_point_one_way() -> None:
+    offenders = []
+    for module, targets in sorted(_dpcg_graph().items()):
+        a = _unit(module)
+        for target in sorted(targets):
+            b = _unit(target)
+            if a in LAYERS and b in LAYERS and LAYERS.index(a) < LAYERS.index(b):
+                offenders.append(f"{module} ({a}) imports {target} ({b})")
+    assert not offenders, ("an import against data -> stats -> citests -> pc -> private -> "
+                           "cli:\n" + "\n".join(offenders))
+
+
+def test_no_import_circles_between_dpcg_units() -> None:
+    units: dict[str, set[str]] = {}
+    for module, targets in _dpcg_graph().items():
+        a = _unit(module)
+        units.setdefault(a, set()).update(_unit(t) for t in targets if _unit(t) != a)
+    assert not _circles(units), f"import circles between dpcg units: {_circles(units)}"
+
+
+def test_no_import_circles_between_dpcg_modules() -> None:
+    circles = _circles(_dpcg_graph())
+    assert not circles, f"import circles between dpcg modules: {circles}"
+
+
+def test_circle_detector() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert not _circles({"a": {"b"}, "b": set()})
 
 
 def test_dynamic_imports_are_seen() -> None:

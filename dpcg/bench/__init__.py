@@ -4,3 +4,7 @@ One module per suite (``pc``, ``private``, ``continuous``), each with
 ``register(subparsers)``; results go to ``docs/benchmarks/<suite>.md`` through
 :func:`dpcg.bench.report.write_section`, which regenerates ``docs/benchmarks.md``.
 """
+
+#: Benchmark suites, in the order they appear in ``dpcg bench --help`` and in
+#: ``docs/benchmarks.md``.
+SUITES = ("pc", "private", "continuous")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,20 +33,29 @@ from typing import Any
 
 import numpy as np
 
+from accounting.costs import Budget
+from accounting.mechanisms import Laplace, ReportNoisyMax
+from accounting.session import Session
+from dpcg.bench.report import machine_description, write_section
 from dpcg.citests.crt import (
+    GaussianModelX,
+    PrivCRTTest,
     crt_pvalue,
     crt_sensitivity,
     crt_statistics,
     rank_scores,
 )
-from dpcg.citests.gcm import c_lambda, gcm_statistic, rescale
+from dpcg.citests.gcm import GCMTest, PrivGCMTest, c_lambda, gcm_statistic, rescale
 from dpcg.citests.kendall_kmeans import (
     floored_kendall_z,
     grid_strata,
     kendall_sensitivity,
     kmeans_strata,
 )
-from dpcg.datasets.sem import shah_peters, shah_peters_bounds, shah_peters_sampler
+from dpcg.datasets.sem import random_sem, shah_peters, shah_peters_bounds, shah_peters_sampler
+from dpcg.graph import CPDAG
+from dpcg.metrics import skeleton_scores
+from dpcg.pc.engine import pc_stable
 from dpcg.regression import KernelRidge
 
 ALPHA = 0.05
@@ -103,20 +113,16 @@ def full_config() -> Config:
 
 
 def _session(seed: int, total_eps: float) -> Any:
-    from accounting.costs import Budget
-    from accounting.session import Session
 
     return Session(Budget(total_eps), rule="basic", seed=seed)
 
 
 def _laplace(eps: float, sens: float) -> Any:
-    from accounting.mechanisms import Laplace
 
     return Laplace(sensitivity=sens, epsilon=eps)
 
 
 def _rnm(eps: float) -> Any:
-    from accounting.mechanisms import ReportNoisyMax
 
     return ReportNoisyMax(sensitivity=1.0, epsilon=eps, noise="exponential")
 
@@ -216,7 +222,6 @@ def band(reps: int, p: float = ALPHA) -> tuple[float, float]:
 
 
 def speed_single(cfg: Config) -> float:
-    from dpcg.citests.gcm import PrivGCMTest
 
     ds = shah_peters(2000, 1, 2.0, 0.0, cfg.seed)
     bounds = shah_peters_bounds(1, 0.0)
@@ -231,13 +236,6 @@ def speed_pc(cfg: Config) -> list[dict[str, Any]]:
     """PC-stable on 10-variable SEMs at ``n = pc_n`` with PrivGCM (non-linear SEM),
     PrivCRT (linear Gaussian SEM, public model-X law from the SEM's covariance) and the
     non-private GCM, eps 1 per test. Returns one row per run."""
-    from dpcg.citests.crt import GaussianModelX, PrivCRTTest
-    from dpcg.citests.gcm import GCMTest, PrivGCMTest
-    from dpcg.datasets.sem import random_sem
-    from dpcg.graph import CPDAG
-    from dpcg.metrics import skeleton_scores
-    from dpcg.pc.engine import pc_stable
-
     rows: list[dict[str, Any]] = []
     for kind in ("nonlinear", "linear"):
         sem = random_sem(cfg.pc_p, kind=kind, expected_degree=2.0, seed=cfg.seed)
@@ -294,7 +292,6 @@ def _fmt(v: float, lo: float | None = None, hi: float | None = None) -> str:
 def run_bench(cfg: Config, log: Callable[[str], None]) -> str:
     t_start = time.perf_counter()
     lines: list[str] = []
-    from dpcg.bench.report import machine_description
 
     lines += [
         "## Continuous data: PrivGCM, PrivCRT and baselines",
@@ -420,7 +417,7 @@ def _ints(s: str) -> tuple[int, ...]:
     return tuple(int(v) for v in s.split(",") if v)
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "continuous",
         help="PrivGCM / PrivCRT / Kendall baselines on the Shah-Peters benchmark",
@@ -443,7 +440,6 @@ def register(subparsers: Any) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
-    import sys
 
     cfg = quick_config() if args.quick else full_config()
     if args.reps_null is not None:
@@ -473,7 +469,6 @@ def _main(args: argparse.Namespace) -> int:
         with open(args.out, "w") as fh:
             fh.write(md)
     if not args.no_docs:
-        from dpcg.bench.report import write_section
 
         write_section("continuous", md)
     print(md)

@@ -4,7 +4,7 @@ For each network (default sachs, child, alarm) one sample of ``--rows`` rows is 
 and both implementations run on the same data in the same process:
 
 * dpcg: :func:`dpcg.pc.pc_stable` with ``--test g2``, i.e.
-  :class:`dpcg.pc.fast_tables.FastG2Test` (bitset tables; the statistic of
+  :class:`dpcg.citests.nonprivate.FastG2Test` (bitset tables; the statistic of
   :class:`dpcg.citests.nonprivate.G2Test`, bit for bit);
 * causal-learn (the reference, an optional test-only dependency imported lazily):
   ``pc(data, alpha, "gsq", stable=True)``.
@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcg.citests.nonprivate import FastG2Test, G2Test
+from dpcg.data.dataset import Dataset
 from dpcg.errors import DpcgError
 from dpcg.graph import CPDAG
 from dpcg.metrics import shd, skeleton_scores
@@ -41,7 +43,7 @@ from dpcg.pc.engine import PCResult
 DEFAULT_NETWORKS = ("sachs", "child", "alarm")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "pc",
         help="PC-stable + G^2 vs causal-learn (speed, tests, accuracy)",
@@ -80,18 +82,14 @@ class Side:
     extra: dict[str, float]
 
 
-def _g2(dataset: Any, alpha: float, bitsets: bool = True) -> Any:
+def _g2(dataset: Dataset, alpha: float, bitsets: bool = True) -> Any:
     """The ``--test g2`` tester (bitset tables) or the plain bincount ``G2Test``."""
     if bitsets:
-        from dpcg.pc.fast_tables import FastG2Test
-
         return FastG2Test(dataset, alpha=alpha)
-    from dpcg.citests.nonprivate import G2Test
-
     return G2Test(dataset, alpha=alpha)
 
 
-def run_dpcg(dataset: Any, alpha: float, truth: CPDAG) -> tuple[Side, PCResult]:
+def run_dpcg(dataset: Dataset, alpha: float, truth: CPDAG) -> tuple[Side, PCResult]:
     c0, t0 = time.process_time(), time.perf_counter()
     tester = _g2(dataset, alpha)
     res = pc_stable(tester, dataset.names)
@@ -137,7 +135,7 @@ def causallearn_cpdag(graph: np.ndarray[Any, Any], names: Sequence[str]) -> CPDA
     return CPDAG(names, directed, undirected)
 
 
-def run_causallearn(dataset: Any, alpha: float, truth: CPDAG) -> Side:
+def run_causallearn(dataset: Dataset, alpha: float, truth: CPDAG) -> Side:
     pc = _causallearn()
     data = np.ascontiguousarray(np.asarray(dataset.codes).T.astype(np.int64))
     c0, t0 = time.process_time(), time.perf_counter()
@@ -181,7 +179,7 @@ def _time_each(fn: Callable[[int, int, Sepset], object],
     return times
 
 
-def per_test_cost(dataset: Any, res: PCResult, alpha: float, count: int, reference: bool
+def per_test_cost(dataset: Dataset, res: PCResult, alpha: float, count: int, reference: bool
                   ) -> list[dict[str, float]]:
     rows = []
     data = np.ascontiguousarray(np.asarray(dataset.codes).T.astype(np.int64))
@@ -290,7 +288,7 @@ def render(results: list[dict[str, Any]], cost: list[dict[str, float]] | None,
             "by a fixed stride through all combinations); each implementation starts with an",
             "empty cache.",
             "",
-            "`dpcg` is `--test g2` (bitset tables, `dpcg.pc.fast_tables`); `bincount` is the",
+            "`dpcg` is `--test g2` (bitset tables, `dpcg.stats.bitset`); `bincount` is the",
             "same G² test with the one-`np.bincount` tables of `dpcg.stats.contingency`",
             "(identical results).",
             "",

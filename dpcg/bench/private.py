@@ -21,6 +21,7 @@ import argparse
 import json
 import math
 import multiprocessing as mp
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -28,7 +29,19 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpcg.citests.private import DEFAULT_SCORE, SCORES
+from accounting.costs import Budget
+from accounting.ledger import Ledger
+from accounting.relations import Relation
+from dpcg.bench.report import machine_description, write_section
+from dpcg.citests.private import DEFAULT_SCORE, SCORES, source_for_dataset
+from dpcg.data.dataset import Dataset
+from dpcg.datasets import BayesianNetwork, load_network
+from dpcg.graph import CPDAG
+from dpcg.metrics import shd, skeleton_scores
+from dpcg.private.api import nonprivate_pc
+from dpcg.private.contract import RunSettings
+from dpcg.private.ledger import IN_MEMORY, LedgerTarget
+from dpcg.private.run import run_private
 
 #: Scores whose speed is measured: the default, and ``kendall-z`` (the default when the
 #: speed target was set).
@@ -46,7 +59,7 @@ TARGETS_EPS1 = {"survey": 0.95, "earthquake": 0.80, "cancer": 0.78, "asia": 0.76
                 "sachs": 0.84, "child": 0.79, "alarm": 0.53}
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "private", help="utility (F1/SHD vs eps) and speed of the private PC family",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
@@ -91,9 +104,7 @@ def register(subparsers: Any) -> None:
 # ----------------------------------------------------------------------------- jobs
 
 
-def _truth(net: Any) -> Any:
-    from dpcg.graph import CPDAG
-
+def _truth(net: BayesianNetwork) -> CPDAG:
     return CPDAG.from_dag(tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
 
 
@@ -104,12 +115,6 @@ _LAST_DATA: dict[str, Any] = {}
 
 def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> list[dict[str, Any]]:
     net_name, algorithm, epsilons, seeds, test, rows, ledger, dataset_id = args
-    from dpcg.citests.private import source_for_dataset
-    from dpcg.datasets import load_network
-    from dpcg.metrics import shd, skeleton_scores
-    from dpcg.private.api import nonprivate_pc, run_private
-    from dpcg.private.common import PrivateSettings
-
     key = (net_name, rows, test)
     if _LAST_DATA.get("key") != key:
         # jobs are per epsilon: a worker usually gets the next epsilon of the same
@@ -133,11 +138,11 @@ def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> l
                  "n_tests": ref.n_tests, "seconds": sec, "budget_exhausted": False}]
     for eps in epsilons:
         for seed in range(seeds):
-            settings = PrivateSettings(epsilon=eps, delta=DELTA, test=test,
-                                       seed=1_000_003 * seed + 17)
+            settings = RunSettings(epsilon=eps, delta=DELTA, test=test,
+                                   noise_seed=1_000_003 * seed + 17)
+            target = IN_MEMORY if not ledger else LedgerTarget(Path(ledger), dataset_id)
             t0 = time.perf_counter()
-            res = run_private(algorithm, src, names, settings, ledger=ledger,
-                              dataset_id=dataset_id,
+            res = run_private(algorithm, src, names, settings, ledger=target,
                               description=f"bench private {net_name} {algorithm} eps={eps}")
             sec = time.perf_counter() - t0
             s = skeleton_scores(res.cpdag, truth)
@@ -160,10 +165,6 @@ def _register_ledger(ledger_dir: Path, net: str, algorithm: str, epsilons: Seque
                      seeds: int, rows: int, stamp: str, tag: str = "") -> str:
     """One ledger per job (network, algorithm, epsilon), so that no two processes write the
     same SQLite file at once; the dataset's lifetime covers every run of the job."""
-    from accounting.costs import Budget
-    from accounting.ledger import Ledger
-    from accounting.relations import Relation
-
     ledger_dir.mkdir(parents=True, exist_ok=True)
     eps_tag = "-".join(f"{e:g}" for e in epsilons)
     path = ledger_dir / f"{net}-{algorithm}{tag}-eps{eps_tag}-{stamp}.db"
@@ -178,8 +179,6 @@ def _register_ledger(ledger_dir: Path, net: str, algorithm: str, epsilons: Seque
 
 def _verify_ledgers(paths: list[tuple[str, str]], results: list[dict[str, Any]]) -> list[str]:
     """Verify every ledger; one table row per (network, algorithm) label."""
-    from accounting.ledger import Ledger
-
     by_run = {r["ledger"]["run_id"]: r for r in results if r.get("ledger")}
     groups: dict[str, list[int]] = {}  # label -> [ledgers, runs, failures, mismatches]
     problems: dict[str, list[str]] = {}
@@ -232,10 +231,6 @@ def _speed_here(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_
     for the private runs), so that a loaded machine inflates neither side; the wall
     time of the same runs is reported too.
     """
-    import tempfile
-
-    from dpcg.datasets import load_network
-
     net = load_network("alarm")
     data = net.sample(rows, DATA_SEED)
     names = tuple(str(n) for n in data.names)
@@ -248,14 +243,9 @@ def _speed_here(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_
     return out
 
 
-def _speed_score(score: str, data: Any, names: tuple[str, ...], rows: int, folder: Path,
+def _speed_score(score: str, data: Dataset, names: tuple[str, ...], rows: int, folder: Path,
                  repeats: int) -> list[dict[str, Any]]:
     """The speed rows of one score (see :func:`_speed_here`)."""
-    from accounting.costs import Budget
-    from dpcg.citests.private import source_for_dataset
-    from dpcg.private.api import nonprivate_pc, run_private
-    from dpcg.private.common import PrivateSettings
-
     out = []
     cpu: list[float] = []
     wall: list[float] = []
@@ -281,11 +271,12 @@ def _speed_score(score: str, data: Any, names: tuple[str, ...], rows: int, folde
         for seed in range(repeats):
             for durable in (False, True):
                 src = source_for_dataset(data, score)  # fresh: no cache
-                s = PrivateSettings(epsilon=1.0, delta=DELTA, test=score, seed=seed)
+                s = RunSettings(epsilon=1.0, delta=DELTA, test=score, noise_seed=seed)
+                target = LedgerTarget(ledger, f"alarm-{rows}-speed",
+                                      Budget(repeats + 1.0, DELTA * (repeats + 1))
+                                      ) if durable else IN_MEMORY
                 w0, c0 = time.perf_counter(), time.process_time()
-                res = run_private(alg, src, names, s, ledger=ledger if durable else None,
-                                  dataset_id=f"alarm-{rows}-speed" if durable else None,
-                                  lifetime=Budget(repeats + 1.0, DELTA * (repeats + 1)))
+                res = run_private(alg, src, names, s, ledger=target)
                 runs[durable].append((time.process_time() - c0, time.perf_counter() - w0,
                                       res.n_tests, sum(res.mechanisms.values())))
         # the ledger's cost per entry: same seed (same tests and entries) on both sides
@@ -396,7 +387,6 @@ def _metric_table(key: str, digits: int, nets: list[str], algs: list[str],
 
 def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
             ledger_lines: list[str], args: argparse.Namespace, wall: float) -> None:
-    from dpcg.bench.report import machine_description, write_section
 
     cells: dict[tuple[str, str, float], list[dict[str, Any]]] = defaultdict(list)
     pc: dict[str, dict[str, Any]] = {}
@@ -571,8 +561,6 @@ def run(args: argparse.Namespace) -> int:
                 if f"{net}/pc" not in args.skip]
         # heavy networks first so the two processes stay busy
         order = sorted(nets, key=lambda n: -NETWORKS.index(n))
-        from dpcg.datasets import load_network
-
         sizes = {net: len(load_network(net).nodes) for net in nets}
         for net in order:
             # EM-PC first: it computes every test of a level and is the slowest job

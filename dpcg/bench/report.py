@@ -2,7 +2,7 @@
 
 ``write_section(suite, markdown, images)`` writes ``docs/benchmarks/<suite>.md`` and its
 PNGs under ``docs/benchmarks/img/``, then regenerates ``docs/benchmarks.md`` from
-:data:`INTRO` plus every existing section, in :data:`dpcg.cli.bench.SUITES` order.
+:data:`INTRO` plus every existing section, in :data:`dpcg.bench.SUITES` order.
 
 Inside a section, refer to an image as ``img/<name>.png``; the link is rewritten to
 ``benchmarks/img/<name>.png`` in the combined page.
@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dpcg.bench import SUITES
 from dpcg.errors import DpcgError
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -45,8 +46,6 @@ def machine_description() -> str:
 
 
 def _suites() -> tuple[str, ...]:
-    from dpcg.cli.bench import SUITES
-
     return SUITES
 
 

@@ -25,12 +25,14 @@ the sorted conditioning set; nothing is cached across objects.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcg.citests.base import CIResult, validate_query
+from dpcg.citests.base import CIResult, CITest, validate_query
+from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test
 from dpcg.errors import CITestError
 from dpcg.stats.contingency import MAX_ROWS, StrataTable, contingency_table
 from dpcg.stats.discrete import ChiSquareResult, chi2_test, g2_test
@@ -298,47 +300,48 @@ class FisherZTest(_CachedTest):
         return CIResult(r.pvalue > self.alpha, r.z, r.pvalue)
 
 
-def _register() -> None:
-    """Register the tests that ``dpcg.pc.registry`` does not already list."""
-    from dpcg.pc.registry import TestContext, TestSpec, register_test
-
-    def _kendall(variant: KendallVariant) -> Any:
-        def build(ctx: TestContext) -> KendallTest:
-            return KendallTest(ctx.dataset, alpha=ctx.alpha, variant=variant)
-
-        return build
-
-    def _spearman(ctx: TestContext) -> SpearmanTest:
-        return SpearmanTest(ctx.dataset, alpha=ctx.alpha)
-
-    def _fisherz(ctx: TestContext) -> FisherZTest:
-        return FisherZTest(ctx.dataset, alpha=ctx.alpha)
-
-    register_test(TestSpec(
-        name="kendall",
-        build=_kendall("public"),
-        description="conditional Kendall z with the public normaliser sqrt(9n/4) (non-private)",
-        data="discrete",
-    ))
-    register_test(TestSpec(
-        name="kendall-tc",
-        build=_kendall("tie-corrected"),
-        description="conditional Kendall z with the exact null variance under ties "
-        "(non-private)",
-        data="discrete",
-    ))
-    register_test(TestSpec(
-        name="spearman",
-        build=_spearman,
-        description="stratified Spearman rank-correlation z (non-private)",
-        data="discrete",
-    ))
-    register_test(TestSpec(
-        name="fisherz",
-        build=_fisherz,
-        description="Fisher-z partial-correlation test on continuous data (non-private)",
-        data="continuous",
-    ))
+# -------------------------------------------------------------- registry hook
 
 
-_register()
+def _build_g2(ctx: TestContext[NoOptions]) -> CITest:
+    return FastG2Test(ctx.dataset, alpha=ctx.alpha)
+
+
+def _build_chi2(ctx: TestContext[NoOptions]) -> CITest:
+    return FastChi2Test(ctx.dataset, alpha=ctx.alpha)
+
+
+def _kendall(variant: KendallVariant) -> Callable[[TestContext[NoOptions]], CITest]:
+    def build(ctx: TestContext[NoOptions]) -> CITest:
+        return KendallTest(ctx.dataset, alpha=ctx.alpha, variant=variant)
+
+    return build
+
+
+def _spearman(ctx: TestContext[NoOptions]) -> CITest:
+    return SpearmanTest(ctx.dataset, alpha=ctx.alpha)
+
+
+def _fisherz(ctx: TestContext[NoOptions]) -> CITest:
+    return FisherZTest(ctx.dataset, alpha=ctx.alpha)
+
+
+for _spec in (
+    TestSpec(name="g2", options=NoOptions, build=_build_g2, data="discrete",
+             description="G^2 likelihood-ratio test on discrete data (non-private)"),
+    TestSpec(name="chi2", options=NoOptions, build=_build_chi2, data="discrete",
+             description="Pearson chi^2 test on discrete data (non-private)"),
+    TestSpec(name="kendall", options=NoOptions, build=_kendall("public"), data="discrete",
+             description="conditional Kendall z with the public normaliser sqrt(9n/4) "
+                         "(non-private)"),
+    TestSpec(name="kendall-tc", options=NoOptions, build=_kendall("tie-corrected"),
+             data="discrete",
+             description="conditional Kendall z with the exact null variance under ties "
+                         "(non-private)"),
+    TestSpec(name="spearman", options=NoOptions, build=_spearman, data="discrete",
+             description="stratified Spearman rank-correlation z (non-private)"),
+    TestSpec(name="fisherz", options=NoOptions, build=_fisherz, data="continuous",
+             description="Fisher-z partial-correlation test on continuous data "
+                         "(non-private)"),
+):
+    register_test(_spec)

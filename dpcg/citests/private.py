@@ -40,10 +40,10 @@ without noise (the non-private PC "with the same test").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,7 +51,8 @@ from numpy.typing import NDArray
 from accounting.mechanisms import Gaussian, Laplace
 from accounting.relations import Relation
 from accounting.session import Session
-from dpcg.citests.base import CIResult, validate_query
+from dpcg.citests.base import CIResult, CITest, validate_query
+from dpcg.citests.registry import TestContext, TestSpec, option, register_test
 from dpcg.errors import CITestError, StatisticInputError
 from dpcg.stats.contingency import StrataTable
 from dpcg.stats.engine import DEFAULT_ENGINE, NumpyEngine, Query, TableEngine, get_engine
@@ -384,7 +385,8 @@ class PrivateCITest:
     touched) and says *independent* when the noisy score is at most the public ``T``.
     """
 
-    def __init__(self, source: StatisticSource, session: Session, plan: ReleasePlan) -> None:
+    def __init__(self, source: StatisticSource, session: Session | None,
+                 plan: ReleasePlan) -> None:
         if session is None:
             raise CITestError("session: a private test needs an accounting session")
         self.source = source
@@ -494,38 +496,40 @@ def source_for_dataset(
 # -------------------------------------------------------------- registry hook
 
 
-def _register() -> None:
-    from dpcg.pc.registry import Argument, TestContext, TestSpec, register_test
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Options of the score tests (``kendall-split``, ``kendall-z``, ``kendall-p``,
+    ``cmi``), exact with ``--algorithm pc`` and noisy with the private algorithms."""
 
-    def build(score: str) -> Any:
-        def _build(ctx: TestContext) -> ThresholdCITest:
-            thr = getattr(ctx.args, "threshold", None)
-            return ThresholdCITest(source_for_dataset(ctx.dataset, score, alpha=ctx.alpha,
-                                                      threshold=thr))
-        return _build
+    threshold: float | None = option(
+        None, type=float, metavar="T",
+        help="public decision threshold on the score scale (default: from --alpha)")
 
-    thr_arg = Argument.of(
-        "--threshold", type=float, default=None,
-        help="public decision threshold on the score scale (default: from --alpha)",
-    )
-    descriptions = {
-        "kendall-split": "largest |conditional Kendall z| over binary splits of x and y "
-                         "(public normaliser sqrt(9n/4)) > z_{1-alpha/2}; sees non-monotone "
-                         "dependence; exact with --algorithm pc, noisy with the private "
-                         "algorithms",
-        "kendall-z": "|conditional Kendall z| (public normaliser sqrt(9n/4)) > z_{1-alpha/2}; "
-                     "exact with --algorithm pc, noisy with the private algorithms",
-        "kendall-p": "p-value of the conditional Kendall z < alpha (noise on the p-value "
-                     "with the private algorithms; for comparison)",
-        "cmi": "n CMI = G^2/2 > chi2_{1-alpha}(df)/2; exact with --algorithm pc, noisy with "
-               "the private algorithms",
-    }
-    for name in SCORES:
-        register_test(TestSpec(name=name, build=build(name), description=descriptions[name],
-                               arguments=(thr_arg,), data="discrete"))
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
 
 
-_register()
+def _build_threshold(score: str) -> Callable[[TestContext[ScoreOptions]], CITest]:
+    def build(ctx: TestContext[ScoreOptions]) -> CITest:
+        return ThresholdCITest(source_for_dataset(ctx.dataset, score, alpha=ctx.alpha,
+                                                  threshold=ctx.options.threshold))
+    return build
 
-# The private algorithms register themselves when this plugin module is loaded.
-import dpcg.private.registration  # noqa: E402,F401
+
+_DESCRIPTIONS = {
+    "kendall-split": "largest |conditional Kendall z| over binary splits of x and y "
+                     "(public normaliser sqrt(9n/4)) > z_{1-alpha/2}; sees non-monotone "
+                     "dependence; exact with --algorithm pc, noisy with the private "
+                     "algorithms",
+    "kendall-z": "|conditional Kendall z| (public normaliser sqrt(9n/4)) > z_{1-alpha/2}; "
+                 "exact with --algorithm pc, noisy with the private algorithms",
+    "kendall-p": "p-value of the conditional Kendall z < alpha (noise on the p-value "
+                 "with the private algorithms; for comparison)",
+    "cmi": "n CMI = G^2/2 > chi2_{1-alpha}(df)/2; exact with --algorithm pc, noisy with "
+           "the private algorithms",
+}
+
+for _name in SCORES:
+    register_test(TestSpec(name=_name, description=_DESCRIPTIONS[_name],
+                           options=ScoreOptions, build=_build_threshold(_name),
+                           data="discrete"))

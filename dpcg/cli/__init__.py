@@ -3,23 +3,25 @@
 Each subcommand lives in its own module ``dpcg.cli.<name>`` exposing
 ``register(subparsers)``, which adds a parser whose ``func`` default is the handler
 ``(argparse.Namespace) -> int``. Handlers return the process exit code; errors of the
-project's own types are printed as one line and give exit code 2.
+project's own types are printed as one line and give exit code 2. The argparse
+namespace stays in this package: handlers turn it into typed values (the private
+algorithms' ``Params``, the tests' options) before calling below the CLI.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from accounting.errors import AccountingError
+from dpcg import __version__
+from dpcg.cli import audit, bench, datasets, discover, ledger, plot, report, schema
 from dpcg.errors import DpcgError
 
 #: Subcommand modules, in the order they appear in ``dpcg --help``.
-SUBCOMMANDS = ("discover", "datasets", "ledger", "audit", "bench", "schema", "plot", "report")
+SUBCOMMANDS = (discover, datasets, ledger, audit, bench, schema, plot, report)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,28 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dpcg",
         description="Differentially private causal graph discovery with an auditable ledger.",
     )
-    from dpcg import __version__
-
     parser.add_argument("--version", action="version", version=f"dpcg {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    load_plugins("dpcg.cli", SUBCOMMANDS, sub)
+    for module in SUBCOMMANDS:
+        module.register(sub)
     return parser
-
-
-def load_plugins(package: str, names: Sequence[str], subparsers: Any) -> None:
-    """Call ``register(subparsers)`` of each module ``package.<name>`` that exists.
-
-    A missing module is skipped (an optional part not installed or not built); any other
-    import error propagates, so a broken plugin fails loudly.
-    """
-    for name in names:
-        try:
-            module = importlib.import_module(f"{package}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{package}.{name}":
-                raise
-            continue
-        module.register(subparsers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,10 +13,9 @@ import importlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "audit",
         help="run the privacy audits (sensitivities, empirical privacy loss, mutants)",

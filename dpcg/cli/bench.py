@@ -1,23 +1,22 @@
 """``dpcg bench SUITE``: reproducible speed and utility benchmarks.
 
 Each suite is a module ``dpcg.bench.<suite>`` exposing ``register(subparsers)``, which
-adds the suite's parser (with a ``func`` default, like the top-level subcommands). A
-suite whose module does not exist yet is skipped. Suites write their results with
-:func:`dpcg.bench.report.write_section`, which regenerates ``docs/benchmarks.md``.
+adds the suite's parser (with a ``func`` default, like the top-level subcommands).
+Suites write their results with :func:`dpcg.bench.report.write_section`, which
+regenerates ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-#: Benchmark suites, in the order they appear in ``dpcg bench --help`` and in
-#: ``docs/benchmarks.md``.
-SUITES = ("pc", "private", "continuous")
+from dpcg.bench import SUITES, continuous, pc, private
+
+__all__ = ["SUITES", "register"]
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bench",
         help="run a benchmark suite and write its section of docs/benchmarks.md",
@@ -25,9 +24,8 @@ def register(subparsers: Any) -> None:
                     "and regenerates docs/benchmarks.md.",
     )
     sub = parser.add_subparsers(dest="suite", metavar="SUITE")
-    from dpcg.cli import load_plugins
-
-    load_plugins("dpcg.bench", SUITES, sub)
+    for suite in (pc, private, continuous):  # the order of SUITES
+        suite.register(sub)
 
     def no_suite(args: argparse.Namespace) -> int:
         parser.print_help(sys.stderr)

@@ -35,19 +35,42 @@ from scipy.special import comb
 
 from accounting.costs import Budget
 from accounting.errors import BudgetExceededError
+from accounting.mechanisms import Exponential, Laplace
+from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
-from dpcg.private.common import PrivateSettings
+from dpcg.citests.registry import option
+from dpcg.errors import AlgorithmError
+from dpcg.private.common import DiscreteAlgorithm, check_number_field
+from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
     CuratePlan,
-    check_nonnegative,
     check_positive,
     curate_plan,
     n_pairs,
 )
+from dpcg.private.registry import register_algorithm
 
 DEFAULT_BETA1 = 0.1
 DEFAULT_BETA2 = 0.1
+
+
+@dataclass(frozen=True)
+class CurateParams:
+    """CURATE's options: the widths of the coin band around the threshold (public)."""
+
+    beta1: float = option(DEFAULT_BETA1, type=float, metavar="B",
+                          help="independent when the noisy score < T (1 - beta1); "
+                               f"0 <= beta1 < 1 (default {DEFAULT_BETA1})")
+    beta2: float = option(DEFAULT_BETA2, type=float, metavar="B",
+                          help="dependent when the noisy score > T (1 + beta2); "
+                               f"beta2 >= 0 (default {DEFAULT_BETA2})")
+
+    def __post_init__(self) -> None:
+        check_number_field("beta1", self.beta1, nonnegative=True)
+        check_number_field("beta2", self.beta2, nonnegative=True)
+        if self.beta1 >= 1:
+            raise AlgorithmError(f"beta1: must be < 1, got {self.beta1}")
 #: Orders planned ahead at each re-plan (public).
 HORIZON = 3
 #: Budget of one coin (pure eps; zCDP ``eps^2/8``): negligible and reserved in the plan.
@@ -73,16 +96,13 @@ class CurateSettings:
                 "max_depth": self.max_depth}
 
 
-def make_plan(settings: PrivateSettings, source: StatisticSource) -> CurateSettings:
+def make_plan(params: CurateParams, settings: RunSettings,
+              source: StatisticSource) -> CurateSettings:
     budget: Budget = settings.budget()
-    from dpcg.errors import AlgorithmError
-
     if budget.delta <= 0:
         raise AlgorithmError("delta: CURATE runs under the zCDP filter and needs delta > 0")
-    b1 = check_nonnegative("beta1", settings.options.get("beta1", DEFAULT_BETA1))
-    b2 = check_nonnegative("beta2", settings.options.get("beta2", DEFAULT_BETA2))
-    if b1 >= 1:
-        raise AlgorithmError(f"beta1: must be < 1, got {b1}")
+    b1 = float(params.beta1)
+    b2 = float(params.beta2)
     return CurateSettings("zcdp", source.p, b1, b2, source.sensitivity(),
                           float(budget.rho()), settings.max_depth)
 
@@ -90,7 +110,8 @@ def make_plan(settings: PrivateSettings, source: StatisticSource) -> CurateSetti
 class CurateTester:
     """Edge tester with per-order budgets re-planned at the start of every order."""
 
-    def __init__(self, plan: CurateSettings, source: StatisticSource, session: Any) -> None:
+    def __init__(self, plan: CurateSettings, source: StatisticSource,
+                 session: Session) -> None:
         self.plan = plan
         self.source = source
         self.session = session
@@ -121,8 +142,6 @@ class CurateTester:
                              "epsilons": list(self.current.epsilons)})
 
     def _coin(self) -> bool:
-        from accounting.mechanisms import Exponential
-
         self.coins += 1
         idx = int(self.session.release(
             Exponential(1.0, COIN_EPSILON), lambda: np.zeros(2),
@@ -131,7 +150,6 @@ class CurateTester:
         return idx == 1
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
-        from accounting.mechanisms import Laplace
 
         x, y, S = validate_query(x, y, S, self.source.p)
         if len(S) != self.order or self.current is None:
@@ -160,13 +178,34 @@ class CurateTester:
         return CIResult(indep, noisy, None)
 
 
-def make_tester(plan: CurateSettings, source: StatisticSource, session: Any) -> CurateTester:
-    return CurateTester(plan, source, session)
+class Curate(DiscreteAlgorithm[CurateParams, CurateSettings, CurateTester]):
+    """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``curate``."""
+
+    name = "curate"
+    description = "CURATE: adaptive per-order budgets (SLSQP) under the zCDP filter"
+    params = CurateParams
+    proof_note = "docs/privacy/algorithm-curate.md"
+
+    def plan(self, params: CurateParams, settings: RunSettings,
+             source: StatisticSource) -> CurateSettings:
+        return make_plan(params, settings, source)
+
+    def tester(self, plan: CurateSettings, source: StatisticSource,
+               session: Session) -> CurateTester:
+        return CurateTester(plan, source, session)
+
+    def usage(self, tester: CurateTester) -> dict[str, object]:
+        out: dict[str, object] = {"used_coins": tester.coins}
+        if tester.history:
+            out["orders"] = tester.history
+        return out
 
 
 def tests_bound(p: int, edges: int, order: int) -> int:
     return int(edges) * int(comb(p - 2, order, exact=True))
 
 
-__all__ = ["CurateSettings", "CurateTester", "check_positive", "make_plan", "make_tester",
-           "tests_bound"]
+__all__ = ["ALGORITHM", "Curate", "CurateParams", "CurateSettings", "CurateTester",
+           "check_positive", "make_plan", "tests_bound"]
+
+ALGORITHM = register_algorithm(Curate())

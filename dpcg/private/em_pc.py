@@ -33,14 +33,24 @@ from typing import Any
 import numpy as np
 
 from accounting.costs import split_epsilon
+from accounting.mechanisms import Exponential
+from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.private import StatisticSource
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset
-from dpcg.private.common import PrivateSettings
+from dpcg.private.common import DiscreteAlgorithm
+from dpcg.private.contract import RunSettings
 from dpcg.private.planning import level_weights
+from dpcg.private.registry import register_algorithm
 
 #: Default deepest level of EM-PC (public; EM-PC computes every test of a level).
 DEFAULT_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class EMPCParams:
+    """EM-PC has no options of its own: it plans its budget per level (halving weights
+    over levels ``0..max_depth``, default max depth ``min(p - 2, 3)``)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,7 @@ class EMPlan:
                 "sensitivity": self.sensitivity}
 
 
-def make_plan(settings: PrivateSettings, source: StatisticSource) -> EMPlan:
+def make_plan(params: EMPCParams, settings: RunSettings, source: StatisticSource) -> EMPlan:
     budget = settings.budget()
     depth = settings.max_depth
     if depth is None:
@@ -84,7 +94,7 @@ def count_utilities(scores: np.ndarray) -> np.ndarray:
 class EMPCStrategy:
     """Level strategy: exponential mechanism for the count, then for the picks."""
 
-    def __init__(self, plan: EMPlan, source: StatisticSource, session: Any) -> None:
+    def __init__(self, plan: EMPlan, source: StatisticSource, session: Session) -> None:
         self.plan = plan
         self.source = source
         self.session = session
@@ -99,8 +109,6 @@ class EMPCStrategy:
         return out
 
     def decide_level(self, level: int, candidates: LevelCandidates) -> Mapping[Pair, Sepset]:
-        from accounting.mechanisms import Exponential
-
         if level > self.plan.max_depth or len(candidates) == 0:
             return {}
         eps_level = self.plan.level_epsilons[level]
@@ -150,5 +158,20 @@ class EMPCStrategy:
         return removals
 
 
-def make_tester(plan: EMPlan, source: StatisticSource, session: Any) -> EMPCStrategy:
-    return EMPCStrategy(plan, source, session)
+class EMPC(DiscreteAlgorithm[EMPCParams, EMPlan, EMPCStrategy]):
+    """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``em-pc``."""
+
+    name = "em-pc"
+    description = "EM-PC: exponential mechanism picks how many and which edges per level"
+    params = EMPCParams
+    proof_note = "docs/privacy/algorithm-em-pc.md"
+
+    def plan(self, params: EMPCParams, settings: RunSettings,
+             source: StatisticSource) -> EMPlan:
+        return make_plan(params, settings, source)
+
+    def tester(self, plan: EMPlan, source: StatisticSource, session: Session) -> EMPCStrategy:
+        return EMPCStrategy(plan, source, session)
+
+
+ALGORITHM = register_algorithm(EMPC())

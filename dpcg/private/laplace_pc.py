@@ -28,9 +28,29 @@ from typing import Any
 
 from accounting.costs import Budget, round_down, split_epsilon
 from accounting.planning import choose_rule as acc_choose_rule
+from accounting.session import Session
 from dpcg.citests.private import PrivateCITest, ReleasePlan, StatisticSource
-from dpcg.private.common import PrivateSettings, plan_count
+from dpcg.citests.registry import option
+from dpcg.errors import AlgorithmError
+from dpcg.private.common import DiscreteAlgorithm, PlanSizeParams, plan_count
+from dpcg.private.contract import RunSettings
 from dpcg.private.planning import default_plan_size, laplace_sd
+from dpcg.private.registry import register_algorithm
+
+
+@dataclass(frozen=True)
+class LaplacePCParams(PlanSizeParams):
+    """Laplace-PC's options: the plan (``plan_size`` tests or ``test_epsilon`` per test)
+    and the composition ``rule`` (default: chosen from public information)."""
+
+    rule: str | None = option(
+        None, type=str, help="composition rule: basic (Laplace) or zcdp (Gaussian); "
+                             "default: chosen from public information")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.rule is not None and self.rule not in ("basic", "zcdp"):
+            raise AlgorithmError(f"rule: expected 'basic', 'zcdp' or None, got {self.rule!r}")
 
 
 @dataclass(frozen=True)
@@ -61,27 +81,47 @@ def gaussian_release(budget: Budget, tests: int) -> ReleasePlan:
     return ReleasePlan("gaussian", rho=round_down(rho))
 
 
-def make_plan(settings: PrivateSettings, source: StatisticSource) -> LaplacePlan:
+def make_plan(params: LaplacePCParams, settings: RunSettings,
+              source: StatisticSource) -> LaplacePlan:
     budget = settings.budget()
-    k = plan_count(settings, default_plan_size(source.p))
+    if params.rule == "zcdp" and budget.delta <= 0:
+        raise AlgorithmError("rule: 'zcdp' needs delta > 0 to convert to (epsilon, delta)")
+    k = plan_count(params, settings, default_plan_size(source.p))
     sens = source.sensitivity()
     units = max(k, 1)
-    rule = settings.rule or choose_rule(budget, units, sens)
+    rule = params.rule or choose_rule(budget, units, sens)
     if rule == "zcdp":
-        if settings.test_epsilon is not None:
+        if params.test_epsilon is not None:
             # one test's share given as epsilon: spend rho = test_epsilon^2 / 2 per test.
-            release = ReleasePlan("gaussian", rho=settings.test_epsilon ** 2 / 2.0)
+            release = ReleasePlan("gaussian", rho=params.test_epsilon ** 2 / 2.0)
         else:
             release = gaussian_release(budget, units)
     else:
-        eps = settings.test_epsilon if settings.test_epsilon is not None else split_epsilon(
+        eps = params.test_epsilon if params.test_epsilon is not None else split_epsilon(
             budget.epsilon, units)
         release = ReleasePlan("laplace", epsilon=float(eps))
     return LaplacePlan(rule, k, release, sens, settings.max_depth)
 
 
-def make_tester(plan: LaplacePlan, source: StatisticSource, session: Any) -> PrivateCITest:
-    return PrivateCITest(source, session, plan.release)
+class LaplacePC(DiscreteAlgorithm[LaplacePCParams, LaplacePlan, PrivateCITest]):
+    """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``laplace-pc``."""
+
+    name = "laplace-pc"
+    description = ("PC with every test a Laplace (basic) or Gaussian (zCDP) release of the "
+                   "score; budget split over a public plan of K tests")
+    params = LaplacePCParams
+    proof_note = "docs/privacy/algorithm-laplace-pc.md"
+
+    def plan(self, params: LaplacePCParams, settings: RunSettings,
+             source: StatisticSource) -> LaplacePlan:
+        return make_plan(params, settings, source)
+
+    def tester(self, plan: LaplacePlan, source: StatisticSource,
+               session: Session) -> PrivateCITest:
+        return PrivateCITest(source, session, plan.release)
+
+    def usage(self, tester: PrivateCITest) -> dict[str, object]:
+        return {"used_releases": tester.releases}
 
 
 def expected_noise_sd(plan: LaplacePlan) -> float:
@@ -92,3 +132,6 @@ def expected_noise_sd(plan: LaplacePlan) -> float:
         return laplace_sd(plan.sensitivity, r.epsilon)
     assert r.rho is not None
     return plan.sensitivity / math.sqrt(2.0 * r.rho)
+
+
+ALGORITHM = register_algorithm(LaplacePC())

@@ -36,25 +36,55 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from accounting.costs import split_epsilon
+from accounting.costs import Cost, split_epsilon
 from accounting.errors import BudgetExceededError
+from accounting.mechanisms import Laplace, SparseVectorRun, SubsampledSparseVector
+from accounting.relations import Relation
+from accounting.session import ReleaseRequest, Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
-from dpcg.private.common import PrivateSettings, plan_count
+from dpcg.citests.registry import option
+from dpcg.private.common import (
+    DiscreteAlgorithm,
+    PlanSizeParams,
+    check_count_field,
+    check_number_field,
+    plan_count,
+)
+from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
     SIEVE_EPSILON_CAP,
     amplified_base_epsilon,
-    check_nonnegative,
     default_rounds,
     subsample_size,
 )
+from dpcg.private.registry import register_algorithm
 
 #: Default threshold tweak ``t`` of the sieve (score scale), fixed before any benchmark.
 DEFAULT_TWEAK = 0.5
+
+
+@dataclass(frozen=True)
+class PrivPCParams(PlanSizeParams):
+    """Priv-PC's options: the plan (``plan_size`` rounds or ``test_epsilon`` per round),
+    the sieve's threshold ``tweak`` and its subsample size ``m``."""
+
+    tweak: float = option(DEFAULT_TWEAK, type=float, metavar="T",
+                          help=f"threshold tweak t of the sieve on the score scale "
+                               f"(default {DEFAULT_TWEAK})")
+    m: int | None = option(None, type=int, flag="--subsample-rows", metavar="M",
+                           help="rows m of the sieve's subsample (default from the "
+                                "round's epsilon)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_number_field("tweak", self.tweak, nonnegative=True)
+        if self.m is not None:
+            check_count_field("m", self.m)
 
 
 @dataclass(frozen=True)
@@ -83,9 +113,7 @@ class PrivPCPlan:
                 "max_depth": self.max_depth}
 
 
-def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> Any:
-    from accounting.mechanisms import SubsampledSparseVector
-
+def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> SubsampledSparseVector:
     return SubsampledSparseVector(n=n, m=m, threshold=0.0, sensitivity=sens_m,
                                   epsilon=eps_base)
 
@@ -105,24 +133,23 @@ def fit_base_epsilon(n: int, m: int, eps_half: float, sens_m: float) -> float:
     )
 
 
-def _relation() -> Any:
-    from accounting.relations import Relation
-
+def _relation() -> Relation:
     return Relation.REPLACE_ONE
 
 
-def make_plan(settings: PrivateSettings, source: StatisticSource) -> PrivPCPlan:
+def make_plan(params: PrivPCParams, settings: RunSettings,
+              source: StatisticSource) -> PrivPCPlan:
     budget = settings.budget()
-    r = plan_count(settings, default_rounds(source.p))
-    tweak = check_nonnegative("tweak", settings.options.get("tweak", DEFAULT_TWEAK))
-    if settings.test_epsilon is not None:
-        eps_round = float(settings.test_epsilon)
+    r = plan_count(params, settings, default_rounds(source.p))
+    tweak = float(params.tweak)
+    if params.test_epsilon is not None:
+        eps_round = float(params.test_epsilon)
         eps_half = eps_round / 2.0
     else:
         eps_half = split_epsilon(budget.epsilon, 2 * max(r, 1))
         eps_round = 2.0 * eps_half
     n = source.n
-    m = int(settings.options.get("m") or subsample_size(n, eps_round))
+    m = int(params.m or subsample_size(n, eps_round))
     sens_n = source.sensitivity()
     sens_m = source.sensitivity(m)
     # The sieve never needs more than SIEVE_EPSILON_CAP (spending less is always allowed).
@@ -134,23 +161,22 @@ def make_plan(settings: PrivateSettings, source: StatisticSource) -> PrivPCPlan:
 class SieveExamineTester:
     """Edge tester running sieve-and-examine rounds."""
 
-    def __init__(self, plan: PrivPCPlan, source: StatisticSource, session: Any) -> None:
+    def __init__(self, plan: PrivPCPlan, source: StatisticSource, session: Session) -> None:
         self.plan = plan
         self.source = source
         self.session = session
-        self.sieve: Any = None
+        self.sieve: SparseVectorRun | None = None
         self.sub: StatisticSource | None = None
         self.rounds = 0
         self.examines = 0
-        self._need: Any = None  # a round's cost (public, the same every round)
-        self._next: Any = None  # the next round's sieve, started with the last examine
-        self._examine_cost: Any = None
-        self._need_next: Any = None  # an examine plus a whole round (public, fixed)
+        self._need: Cost | None = None  # a round's cost (public, the same every round)
+        #: the next round's sieve, started with the last examine
+        self._next: SparseVectorRun | None = None
+        self._examine_cost: Cost | None = None
+        self._need_next: Cost | None = None  # an examine plus a whole round (public, fixed)
 
-    def _examine_mech(self, sensitivity: float | None = None) -> Any:
+    def _examine_mech(self, sensitivity: float | None = None) -> Laplace:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
-        from accounting.mechanisms import Laplace
-
         sens = self.plan.sensitivity_full if sensitivity is None else sensitivity
         return Laplace(sens, self.plan.epsilon_half)
 
@@ -160,28 +186,30 @@ class SieveExamineTester:
         (no test came after it); it is charged all the same."""
         return int(self._next is not None)
 
-    def _round_cost(self) -> Any:
+    def _round_cost(self) -> Cost:
         """The declared cost of one round, sieve plus examine (public, fixed)."""
         if self._need is None:
-            rel = self.session.relation if hasattr(self.session, "relation") else _relation()
+            rel = self.session.relation
             self._examine_cost = self._examine_mech().cost(rel)  # any pair: same eps/2
             self._need = self._new_sieve().cost(rel) + self._examine_cost
         return self._need
 
-    def _round_and_examine(self) -> Any:
+    def _round_and_examine(self) -> Cost:
         """The declared cost of one examine plus a whole round (public, fixed)."""
         if self._need_next is None:
-            self._need_next = self._round_cost() + self._examine_cost
+            round_cost = self._round_cost()
+            assert self._examine_cost is not None  # set by _round_cost
+            self._need_next = round_cost + self._examine_cost
         return self._need_next
 
-    def _new_sieve(self) -> Any:
+    def _new_sieve(self) -> SubsampledSparseVector:
         return _sieve(self.plan.n, self.plan.m, self.plan.epsilon_base,
                       self.plan.sensitivity_sub)
 
     def _sieve_purpose(self) -> str:
         return f"priv-pc sieve {self.rounds + 1}"
 
-    def _fits(self, need: Any) -> tuple[bool, Any]:
+    def _fits(self, need: Cost) -> tuple[bool, Cost]:
         """Whether the declared cost ``need`` fits what the session has left (and that)."""
         remaining = self.session.remaining()
         return not (remaining.epsilon is not None and need.epsilon is not None
@@ -193,12 +221,12 @@ class SieveExamineTester:
         if not fits:
             # The round would not fit: admit nothing more (halt, nothing charged).
             raise BudgetExceededError(
-                f"a sieve-and-examine round costs {float(need.epsilon):.6g} but only "
-                f"{float(remaining.epsilon):.6g} remains"
+                f"a sieve-and-examine round costs {float(need.epsilon or 0):.6g} but only "
+                f"{float(remaining.epsilon or 0):.6g} remains"
             )
         self._begin(self.session.start(self._new_sieve(), purpose=self._sieve_purpose()))
 
-    def _begin(self, run: Any) -> None:
+    def _begin(self, run: SparseVectorRun) -> None:
         self.sieve = run
         self.sub = None
         self.rounds += 1
@@ -221,6 +249,7 @@ class SieveExamineTester:
         bar = T + self.plan.tweak
         # public: the sieve's Delta_m over the pair's own bound at m rows (>= 1)
         k = self.plan.sensitivity_sub / src.sensitivity(self.plan.m, pair=(x, y))
+        assert self.sieve is not None  # started above
         positive = bool(self.sieve.test(
             lambda rows: k * (bar - self._sub_score(rows, x, y, S))))
         if not positive:
@@ -230,7 +259,7 @@ class SieveExamineTester:
         # after this examine, it is admitted and started in the same batch: one ledger
         # transaction instead of two. If no further test comes, it stays charged unused.
         examine = self._examine_mech(src.sensitivity(pair=(x, y)))
-        requests: list[tuple[Any, Any, str]] = [(
+        requests: list[ReleaseRequest] = [(
             examine, lambda: src.score(x, y, S),
             f"priv-pc examine {x} _||_ {y} | {list(S)}")]
         # this examine, then a whole round
@@ -239,15 +268,35 @@ class SieveExamineTester:
         out = self.session.release_many(requests)
         noisy = float(np.asarray(out[0]))
         if len(out) > 1:
-            self._next = out[1]
+            self._next = cast(SparseVectorRun, out[1])  # a started stateful mechanism
         self.examines += 1
         return CIResult(noisy <= T, noisy, None)
 
 
-def make_tester(plan: PrivPCPlan, source: StatisticSource, session: Any) -> SieveExamineTester:
-    return SieveExamineTester(plan, source, session)
+class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
+    """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``priv-pc``."""
+
+    name = "priv-pc"
+    description = "Priv-PC sieve-and-examine: subsampled SVT sieve + Laplace examine per round"
+    params = PrivPCParams
+    proof_note = "docs/privacy/algorithm-priv-pc.md"
+
+    def plan(self, params: PrivPCParams, settings: RunSettings,
+             source: StatisticSource) -> PrivPCPlan:
+        return make_plan(params, settings, source)
+
+    def tester(self, plan: PrivPCPlan, source: StatisticSource,
+               session: Session) -> SieveExamineTester:
+        return SieveExamineTester(plan, source, session)
+
+    def usage(self, tester: SieveExamineTester) -> dict[str, object]:
+        return {"used_rounds": tester.rounds, "used_unused_sieves": tester.unused_sieves,
+                "used_examines": tester.examines}
 
 
 def optimal_rate_check(eps_round: float) -> float:
     """``(e^{eps/2} - 1)/3.9216`` before clipping (for docs/tests)."""
     return math.expm1(eps_round / 2.0) / 3.9216
+
+
+ALGORITHM = register_algorithm(PrivPC())

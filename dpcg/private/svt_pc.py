@@ -25,10 +25,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from accounting.costs import split_epsilon
+from accounting.mechanisms import SparseVector, SparseVectorRun
+from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
-from dpcg.private.common import PrivateSettings, plan_count
-from dpcg.private.planning import check_count, default_rounds
+from dpcg.citests.registry import option
+from dpcg.private.common import DiscreteAlgorithm, PlanSizeParams, check_count_field, plan_count
+from dpcg.private.contract import RunSettings
+from dpcg.private.planning import default_rounds
+from dpcg.private.registry import register_algorithm
+
+
+@dataclass(frozen=True)
+class SVTPCParams(PlanSizeParams):
+    """SVT-PC's options: the plan (``plan_size`` instances or ``test_epsilon`` per
+    instance) and the ``cutoff`` of positives per instance."""
+
+    cutoff: int = option(1, type=int, metavar="C",
+                         help="positives (independence answers) per SVT instance "
+                              "(default 1)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_count_field("cutoff", self.cutoff)
 
 
 @dataclass(frozen=True)
@@ -47,12 +66,12 @@ class SVTPlan:
                 "max_depth": self.max_depth}
 
 
-def make_plan(settings: PrivateSettings, source: StatisticSource) -> SVTPlan:
+def make_plan(params: SVTPCParams, settings: RunSettings, source: StatisticSource) -> SVTPlan:
     budget = settings.budget()
-    r = plan_count(settings, default_rounds(source.p))
-    cutoff = check_count("cutoff", settings.options.get("cutoff", 1))
-    if settings.test_epsilon is not None:
-        eps = float(settings.test_epsilon)
+    r = plan_count(params, settings, default_rounds(source.p))
+    cutoff = params.cutoff
+    if params.test_epsilon is not None:
+        eps = float(params.test_epsilon)
     else:
         eps = split_epsilon(budget.epsilon, max(r, 1))
     return SVTPlan("basic", r, eps, cutoff, source.sensitivity(), settings.max_depth)
@@ -61,16 +80,14 @@ def make_plan(settings: PrivateSettings, source: StatisticSource) -> SVTPlan:
 class SVTTester:
     """Edge tester streaming every test through the current SVT instance."""
 
-    def __init__(self, plan: SVTPlan, source: StatisticSource, session: Any) -> None:
+    def __init__(self, plan: SVTPlan, source: StatisticSource, session: Session) -> None:
         self.plan = plan
         self.source = source
         self.session = session
-        self.run: Any = None
+        self.run: SparseVectorRun | None = None
         self.instances = 0
 
-    def _mechanism(self) -> Any:
-        from accounting.mechanisms import SparseVector
-
+    def _mechanism(self) -> SparseVector:
         return SparseVector(threshold=0.0, sensitivity=self.plan.sensitivity,
                             epsilon=self.plan.epsilon_instance, cutoff=self.plan.cutoff)
 
@@ -87,5 +104,24 @@ class SVTTester:
         return CIResult(positive, None, None)
 
 
-def make_tester(plan: SVTPlan, source: StatisticSource, session: Any) -> SVTTester:
-    return SVTTester(plan, source, session)
+class SVTPC(DiscreteAlgorithm[SVTPCParams, SVTPlan, SVTTester]):
+    """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``svt-pc``."""
+
+    name = "svt-pc"
+    description = ("PC with the tests streamed through the sparse vector technique "
+                   "(positive = independent; new instance after each positive)")
+    params = SVTPCParams
+    proof_note = "docs/privacy/algorithm-svt-pc.md"
+
+    def plan(self, params: SVTPCParams, settings: RunSettings,
+             source: StatisticSource) -> SVTPlan:
+        return make_plan(params, settings, source)
+
+    def tester(self, plan: SVTPlan, source: StatisticSource, session: Session) -> SVTTester:
+        return SVTTester(plan, source, session)
+
+    def usage(self, tester: SVTTester) -> dict[str, object]:
+        return {"used_instances": tester.instances}
+
+
+ALGORITHM = register_algorithm(SVTPC())

@@ -11,11 +11,13 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from dpcg.citests import registry
 from dpcg.cli import main
 from dpcg.cli.discover import Progress
 from dpcg.graph import CPDAG
-from dpcg.pc import DSeparationOracle, registry
-from dpcg.pc.engine import EdgeTester, pc_stable
+from dpcg.pc import DSeparationOracle
+from dpcg.private.registry import register_algorithm
+from tests.private.toy_algorithm import TOY, registered
 
 NODES = ("a", "b", "c", "d")
 DAG = (("a", "c"), ("b", "c"), ("c", "d"))
@@ -25,14 +27,15 @@ DAG = (("a", "c"), ("b", "c"), ("c", "d"))
 def oracle_test() -> Iterator[str]:
     """Register a CI test answering from a fixed DAG over columns a, b, c, d."""
 
-    def build(ctx: registry.TestContext) -> EdgeTester:
+    def build(ctx: registry.TestContext[registry.NoOptions]) -> DSeparationOracle:
         assert tuple(ctx.dataset.names) == NODES
         return DSeparationOracle(NODES, DAG)
 
     spec = registry.register_test(registry.TestSpec(
-        name="unit-oracle", build=build, description="unit-test oracle"))
+        name="unit-oracle", build=build, description="unit-test oracle",
+        options=registry.NoOptions))
     yield spec.name
-    registry._TESTS.pop(spec.name)
+    registry.unregister_test(spec.name)
 
 
 @pytest.fixture
@@ -128,36 +131,68 @@ def test_background_file(tmp_path: Path, table: tuple[Path, Path], oracle_test: 
                  "--background", str(bk), "--out", str(out), "--quiet"]) == 2
 
 
-def test_plugin_algorithm_with_own_arguments(
-    tmp_path: Path, table: tuple[Path, Path], oracle_test: str
-) -> None:
-    seen: dict[str, object] = {}
-
-    def run(ctx: registry.RunContext) -> registry.AlgorithmRun:
-        seen["epsilon"] = ctx.args.epsilon_unit
-        res = pc_stable(ctx.make_test(None), ctx.names)
-        return registry.AlgorithmRun(res, {"privacy": {"epsilon": ctx.args.epsilon_unit}})
-
-    spec = registry.register_algorithm(registry.AlgorithmSpec(
-        name="unit-algo", run=run, description="unit-test algorithm",
-        arguments=(registry.Argument.of("--epsilon-unit", type=float),)))
-    try:
-        data, schema = table
-        out = tmp_path / "r.json"
-        assert main(["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
-                     spec.name, "--test", oracle_test, "--epsilon-unit", "0.5",
-                     "--out", str(out), "--quiet"]) == 0
-        assert seen["epsilon"] == 0.5
-        assert json.loads(out.read_text())["privacy"] == {"epsilon": 0.5}
-    finally:
-        registry._ALGORITHMS.pop(spec.name)
+def test_registered_algorithm_gets_flags_from_its_params(tmp_path: Path) -> None:
+    """A seventh private algorithm (the toy) gets its --toy-tests flag from its Params,
+    and the flag is refused for every other algorithm."""
+    out = tmp_path / "r.json"
+    base = ["discover", "--dataset", "cancer", "--rows", "500", "--epsilon", "1",
+            "--no-ledger", "--noise-seed", "1", "--quiet", "--out", str(out)]
+    with registered():
+        assert main([*base, "--algorithm", TOY.name, "--toy-tests", "7"]) == 0
+        doc = json.loads(out.read_text())
+        assert doc["algorithm"] == TOY.name
+        assert doc["plan"]["plan_size"] == 7
+        assert doc["privacy"]["epsilon"] == 1.0
+        assert main([*base, "--algorithm", "laplace-pc", "--toy-tests", "7"]) == 2
+    # unregistered again: the flag is unknown to argparse
+    with pytest.raises(SystemExit):
+        main([*base, "--algorithm", "laplace-pc", "--toy-tests", "7"])
 
 
 def test_registry_rejects_conflicting_names() -> None:
+    from dpcg.private.registry import get_algorithm
+
+    existing = get_algorithm("laplace-pc")
+    assert register_algorithm(existing) is existing  # the same object: idempotent
     with pytest.raises(Exception, match="already registered"):
-        registry.register_algorithm(registry.AlgorithmSpec(
-            name="pc", run=lambda ctx: None,  # type: ignore[arg-type,return-value]
-            description="dup"))
+        register_algorithm(type(existing)())
+    with pytest.raises(Exception, match="already registered"):
+        registry.register_test(registry.TestSpec(name="g2", description="dup",
+                                                 options=registry.NoOptions))
+
+
+@pytest.mark.parametrize("argv", [
+    ["--algorithm", "pc", "--epsilon", "1"],
+    ["--algorithm", "pc", "--no-ledger"],
+    ["--algorithm", "pc", "--cutoff", "2"],
+    ["--algorithm", "pc", "--test", "g2", "--threshold", "1"],
+    ["--algorithm", "laplace-pc", "--epsilon", "1", "--cutoff", "2"],
+    ["--algorithm", "em-pc", "--epsilon", "1", "--plan-size", "3"],
+    ["--algorithm", "svt-pc", "--epsilon", "1", "--bandwidth", "0.5"],
+    ["--algorithm", "laplace-pc"],
+    ["--algorithm", "laplace-pc", "--epsilon", "1", "--no-ledger", "--ledger", "x.db"],
+    ["--algorithm", "laplace-pc", "--epsilon", "1", "--test", "privgcm"],
+    ["--algorithm", "private-ci-pc", "--epsilon", "1", "--test", "kendall-z"],
+])
+def test_options_that_do_not_apply_are_errors(argv: list[str], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["discover", "--dataset", "cancer", "--rows", "200", "--quiet",
+                 "--out", str(tmp_path / "r.json"), *argv])
+    assert code == 2
+    assert "error:" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_help_groups_say_what_they_belong_to(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["discover", "--help"])
+    out = capsys.readouterr().out
+    for title in ("data (one of --dataset or --data)", "algorithm and CI test",
+                  "privacy budget (private algorithms only)", "ledger (private algorithms only)",
+                  "algorithm options (apply to --algorithm laplace-pc, priv-pc, private-ci-pc, "
+                  "svt-pc)", "algorithm options (apply to --algorithm curate)",
+                  "test options (apply to --test privcrt)", "output"):
+        assert title in out
 
 
 def test_list(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from dpcg.bench.pc import causallearn_cpdag
+from dpcg.citests.nonprivate import FastG2Test
 from dpcg.datasets import load_network
 from dpcg.graph import CPDAG
 from dpcg.metrics import skeleton_scores
 from dpcg.pc import pc_stable
-from dpcg.pc.fast_tables import FastG2Test
 
 ROWS = 100_000
 

@@ -21,8 +21,9 @@ import pytest
 from accounting.costs import Budget
 from dpcg.errors import AlgorithmError
 from dpcg.private import discover, nonprivate_pc
-from dpcg.private.api import run_private
-from dpcg.private.common import PrivateSettings
+from dpcg.private.contract import RunSettings
+from dpcg.private.laplace_pc import LaplacePCParams
+from dpcg.private.run import run_private
 
 ALL = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
 
@@ -226,9 +227,10 @@ def test_run_private_reuses_a_cache_without_changing_accounting(asia: Any) -> No
 
     cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
     src = source_for_dataset(asia, "kendall-z", cache=cache)
-    s = PrivateSettings(epsilon=1.0, delta=0.0, seed=10, plan_size=200)
-    a = run_private("laplace-pc", src, tuple(asia.names), s)
-    b = run_private("laplace-pc", src, tuple(asia.names), s)
+    s = RunSettings(epsilon=1.0, delta=0.0, test="kendall-z", noise_seed=10)
+    params = LaplacePCParams(plan_size=200)
+    a = run_private("laplace-pc", src, tuple(asia.names), s, params)
+    b = run_private("laplace-pc", src, tuple(asia.names), s, params)
     assert cache
     assert _graph(a) == _graph(b)  # same seed, same noise, same cached statistics
     assert a.mechanisms == b.mechanisms
@@ -251,7 +253,8 @@ def test_priv_pc_round_costs_fit_and_rate_is_the_closed_form(asia: Any) -> None:
 
     src = source_for_dataset(asia, "kendall-z")
     for eps in (0.5, 5.0, 50.0):
-        plan = priv_pc.make_plan(PrivateSettings(epsilon=eps, delta=0.0), src)
+        plan = priv_pc.make_plan(priv_pc.PrivPCParams(),
+                                 RunSettings(epsilon=eps, delta=0.0, test="kendall-z"), src)
         sieve = SubsampledSparseVector(plan.n, plan.m, 0.0, plan.sensitivity_sub,
                                        plan.epsilon_base)
         exam = Laplace(plan.sensitivity_full, plan.epsilon_half)

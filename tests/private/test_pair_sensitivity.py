@@ -122,6 +122,8 @@ class _Run:
 
 
 class _Session:
+    relation = Relation.REPLACE_ONE
+
     def __init__(self, subsample: bool = False) -> None:
         self.log: list[float] = []
         self.subsample = subsample
@@ -146,14 +148,14 @@ class _Session:
 
 
 def test_svt_pc_queries_are_rescaled_to_the_instance_sensitivity() -> None:
-    from dpcg.private.common import PrivateSettings
-    from dpcg.private.svt_pc import make_plan, make_tester
+    from dpcg.private.contract import RunSettings
+    from dpcg.private.svt_pc import SVTPCParams, SVTTester, make_plan
 
     src = _source()
-    plan = make_plan(PrivateSettings(epsilon=1.0, delta=0.0), src)
+    plan = make_plan(SVTPCParams(), RunSettings(epsilon=1.0, delta=0.0, test="kendall-z"), src)
     assert plan.sensitivity == src.sensitivity()
     session = _Session()
-    tester = make_tester(plan, src, session)
+    tester = SVTTester(plan, src, session)  # type: ignore[arg-type]  # a recording fake
     for x, y, S in [(0, 1, ()), (1, 2, (0,)), (2, 3, ()), (0, 3, (1, 2))]:
         tester.test(x, y, S)
         want = src.scale(x, y) * (src.threshold(x, y, S) - src.score(x, y, S))
@@ -162,13 +164,14 @@ def test_svt_pc_queries_are_rescaled_to_the_instance_sensitivity() -> None:
 
 
 def test_priv_pc_sieve_rescaled_and_examine_uses_the_pair_bound() -> None:
-    from dpcg.private.common import PrivateSettings
-    from dpcg.private.priv_pc import make_plan, make_tester
+    from dpcg.private.contract import RunSettings
+    from dpcg.private.priv_pc import PrivPCParams, SieveExamineTester, make_plan
 
     src = _source()
-    plan = make_plan(PrivateSettings(epsilon=1.0, delta=0.0, options={"m": 50}), src)
+    plan = make_plan(PrivPCParams(m=50), RunSettings(epsilon=1.0, delta=0.0, test="kendall-z"),
+                     src)
     session = _Session(subsample=True)
-    tester = make_tester(plan, src, session)
+    tester = SieveExamineTester(plan, src, session)  # type: ignore[arg-type]  # a fake
     sub = src.subset(np.arange(50))
     for x, y, S in [(0, 1, ()), (1, 2, ()), (2, 3, (0,))]:
         tester.test(x, y, S)

@@ -1,0 +1,204 @@
+"""``run_private``: the one run sequence of every private algorithm.
+
+Order of a run: validate every input (``Params`` and :class:`RunSettings` validate
+themselves; ``plan`` validates the rest; nothing is charged on bad input) -> the public
+plan and its composition rule -> open the session (ledger run or in memory, by
+:mod:`dpcg.private.ledger`'s policy) -> the algorithm's tester over the PC engine -> close
+the session with its status -> :class:`PrivateResult` with the guarantee, the ledger
+reference, the spent budget and the plan.
+
+``result.json`` of every private run has the same keys (:meth:`PrivateResult.extra`):
+``privacy`` (the guarantee: ``epsilon``, ``delta``, ``relation``, ``rule``; ``null`` for
+a non-private run), ``guarantee`` (the same object, kept for readers of older files),
+``spent`` (``epsilon``, ``delta``, ``rho`` and ``exact`` fractions), ``ledger``
+(``path``, ``run_id``, ``dataset_id``; ``null`` in memory), ``budget_exhausted``,
+``plan`` (the algorithm's public plan and what it used), ``mechanisms`` (entries by
+mechanism kind) and ``message``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from accounting.costs import Cost
+from accounting.relations import Relation
+from dpcg.citests.registry import get_test, make_options
+from dpcg.data.dataset import Dataset
+from dpcg.errors import AlgorithmError
+from dpcg.graph import CPDAG
+from dpcg.pc.background import BackgroundKnowledge
+from dpcg.pc.engine import PCResult, pc_stable
+from dpcg.private.contract import RunSettings, ScoreCache
+from dpcg.private.ledger import IN_MEMORY, LedgerTarget, open_session
+from dpcg.private.registry import AnyAlgorithm, get_algorithm
+
+__all__ = ["PrivateResult", "discover_private", "run_private"]
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class PrivateResult:
+    """A private run: the engine's result plus the guarantee, the ledger reference and
+    the public plan. :meth:`to_json` gives the fields of ``result.json``."""
+
+    algorithm: str
+    test: str
+    pc: PCResult
+    guarantee: dict[str, Any]
+    ledger: dict[str, Any] | None
+    budget_exhausted: bool
+    spent: dict[str, Any]
+    plan: dict[str, Any]
+    mechanisms: dict[str, int] = field(default_factory=dict)
+    message: str | None = None
+
+    @property
+    def cpdag(self) -> CPDAG:
+        return self.pc.cpdag
+
+    @property
+    def n_tests(self) -> int:
+        return self.pc.n_tests
+
+    def extra(self) -> dict[str, Any]:
+        """The fields a private run adds to the engine's JSON (one shape for all)."""
+        return {
+            "privacy": self.guarantee,
+            "guarantee": self.guarantee,
+            "ledger": self.ledger,
+            "budget_exhausted": self.budget_exhausted,
+            "spent": self.spent,
+            "plan": self.plan,
+            "mechanisms": self.mechanisms,
+            "message": self.message,
+            "private_test": self.test,
+        }
+
+    def to_json(self, *, include_tests: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"algorithm": self.algorithm, "test": self.test}
+        out.update(self.pc.to_json(include_tests=include_tests))
+        out.update(self.extra())
+        return out
+
+
+def _algorithm(algorithm: str | AnyAlgorithm) -> AnyAlgorithm:
+    return get_algorithm(algorithm) if isinstance(algorithm, str) else algorithm
+
+
+def run_private(
+    algorithm: str | AnyAlgorithm,
+    source: object,
+    names: tuple[str, ...],
+    settings: RunSettings,
+    params: object | None = None,
+    *,
+    ledger: LedgerTarget = IN_MEMORY,
+    background: BackgroundKnowledge | None = None,
+    progress: Progress | None = None,
+    description: str = "",
+) -> PrivateResult:
+    """Run ``algorithm`` on an already-built ``source`` (its ``source(...)``'s output).
+
+    ``params`` is the algorithm's ``Params`` instance (default: ``Params()``).
+    """
+    algo = _algorithm(algorithm)
+    if params is None:
+        params = algo.params()
+    if not isinstance(params, algo.params):
+        raise AlgorithmError(f"params: {algo.name} takes {algo.params.__name__}, got "
+                             f"{type(params).__name__}")
+    if not isinstance(settings, RunSettings):
+        raise AlgorithmError(f"settings: expected RunSettings, got {type(settings).__name__}")
+    if not isinstance(ledger, LedgerTarget):
+        raise AlgorithmError(f"ledger: expected a LedgerTarget, got {type(ledger).__name__}")
+    plan = algo.plan(params, settings, source)
+    budget = settings.budget()
+    handle = open_session(budget, plan.rule, ledger, relation=settings.relation,
+                          seed=settings.noise_seed,
+                          description=description or f"dpcg {algo.name}/{settings.test}")
+    session = handle.session
+    status = "error"
+    try:
+        tester = algo.tester(plan, source, session)
+        result = pc_stable(tester, names, max_depth=plan.max_depth, background=background,
+                           progress=progress)
+        status = "budget-exhausted" if result.budget_exhausted else "completed"
+    finally:
+        handle.close(status)
+    spent = session.spent()
+    nothing = spent.epsilon in (None, 0) and spent.rho in (None, 0)
+    message = None
+    if result.budget_exhausted and nothing:
+        message = ("the budget is smaller than the cost of one test of the plan: nothing "
+                   "was spent and no test ran (the graph is the complete graph)")
+    elif result.budget_exhausted:
+        message = "the filter stopped the run: the graph is the graph so far (budget-limited)"
+    g = session.guarantee()
+    guarantee = {"epsilon": float(g.epsilon), "delta": float(g.delta),
+                 "relation": Relation.parse(g.relation).value, "rule": str(g.rule)}
+    ledger_info = None
+    if ledger.path is not None:
+        ledger_info = {"path": str(ledger.path), "run_id": handle.run_id,
+                       "dataset_id": ledger.dataset_id}
+    plan_info: dict[str, Any] = dict(plan.describe())
+    plan_info.update(algo.usage(tester))
+    return PrivateResult(
+        algorithm=algo.name, test=settings.test, pc=result, guarantee=guarantee,
+        ledger=ledger_info, budget_exhausted=result.budget_exhausted,
+        spent=_spent_dict(spent), plan=plan_info, mechanisms=dict(handle.recorder.counts),
+        message=message,
+    )
+
+
+def _spent_dict(cost: Cost) -> dict[str, Any]:
+    return {"exact": cost.as_dict(), **cost.summary()}
+
+
+def discover_private(
+    dataset: Dataset,
+    algorithm: str | AnyAlgorithm,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    test: str | None = None,
+    alpha: float = 0.05,
+    noise_seed: int | None = None,
+    max_depth: int | None = None,
+    params: object | None = None,
+    test_options: Mapping[str, object] | object | None = None,
+    ledger: LedgerTarget = IN_MEMORY,
+    background: BackgroundKnowledge | None = None,
+    progress: Progress | None = None,
+    cache: ScoreCache | None = None,
+) -> PrivateResult:
+    """A whole private run on ``dataset``: settings -> the test's options -> source ->
+    :func:`run_private` (what ``dpcg discover`` and :func:`dpcg.private.discover` call).
+
+    ``test_options`` is the test's options instance or a mapping of its fields.
+    """
+    algo = _algorithm(algorithm)
+    requested = algo.default_test if test is None else test
+    resolved = algo.resolve_test(requested)
+    spec = get_test(resolved)
+    if test_options is None:
+        test_options = {}
+    if isinstance(test_options, Mapping):
+        test_options = make_options(spec.options, test_options)
+    if not isinstance(test_options, spec.options):
+        raise AlgorithmError(f"test_options: --test {resolved} takes "
+                             f"{spec.options.__name__}, got {type(test_options).__name__}")
+    settings = RunSettings(epsilon=epsilon,
+                           delta=algo.default_delta if delta is None else delta,
+                           test=resolved, alpha=alpha, noise_seed=noise_seed,
+                           max_depth=max_depth)
+    if params is None:
+        params = algo.params()
+    if not isinstance(params, algo.params):
+        raise AlgorithmError(f"params: {algo.name} takes {algo.params.__name__}, got "
+                             f"{type(params).__name__}")
+    source = algo.source(dataset, settings, test_options, cache)
+    return run_private(algo, source, tuple(str(n) for n in dataset.names), settings, params,
+                       ledger=ledger, background=background, progress=progress)
