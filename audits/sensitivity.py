@@ -97,7 +97,13 @@ class DiscreteCase:
     max_cx: int = 4
     max_cy: int = 4
     max_k: int = 6
-    w0_factors: tuple[float, ...] = (2.25, 1.0, 0.25)
+    w0_factors: tuple[float, ...] = (2.25, 2.2, 2.0, 1.0, 0.25)
+    #: block search (:func:`block_search`): sizes (log-uniform) and cardinalities; the
+    #: tightness constructions of the proof notes need large blocks (``m -> inf``) and,
+    #: for statistics without public cardinalities, many categories
+    block_n: tuple[int, int] = (4, 5_000)
+    block_max_c: int = 0  # 0: max_cx / max_cy
+    block_max_k: int = 0  # 0: max_k
 
     def random_data(self, rng: np.random.Generator) -> DiscreteData:
         n = int(rng.integers(self.n_range[0], self.n_range[1] + 1))
@@ -188,6 +194,9 @@ class SensitivityResult:
 
 def describe_pair(pair: Pair) -> str:
     d, dp = pair.d, pair.d_prime
+    if pair.note.startswith("blocks"):
+        pub = ", ".join(f"{k}={v:g}" for k, v in pair.public.items())
+        return f"n={d.n}, cx={d.cx}, cy={d.cy}, k={d.k}; {pair.note}; {pub}"
     if d.n == dp.n:
         diff = np.flatnonzero((d.x != dp.x) | (d.y != dp.y) | (d.s != dp.s))
         change = ", ".join(
@@ -245,6 +254,107 @@ def local_search(spec: Any, case: DiscreteCase, result: SensitivityResult, resta
             result.observe("local-search", cand, g, b)
             if r >= cur:
                 d, i, row, cur = nd, ni, nrow, r
+
+
+def _expand(counts: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Rows ``(x, y, s)`` of a ``(cx, cy, k)`` count table (vectorised)."""
+    _, cy, k = counts.shape
+    flat = counts.ravel()
+    idx = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
+    x, rest = np.divmod(idx, cy * k)
+    y, s = np.divmod(rest, k)
+    return x.astype(np.int64), y.astype(np.int64), s.astype(np.int64)
+
+
+def block_pair(spec: Any, counts: IntArray, a: int, b: int, w0f: float) -> Pair:
+    """Neighbours of the count table ``counts`` (flat cell indices ``a``, ``b``):
+    replace-one moves one row from cell ``a`` to cell ``b``; add/remove adds a row in
+    cell ``b`` (``a`` unused)."""
+    cx, cy, k = counts.shape
+    c2 = counts.copy()
+    if Relation(spec.relation) is Relation.REPLACE_ONE:
+        c2.ravel()[a] -= 1
+    c2.ravel()[b] += 1
+    d = DiscreteData(*_expand(counts), cx, cy, k)
+    dp = DiscreteData(*_expand(c2), cx, cy, k)
+    cells = np.flatnonzero(counts.ravel() > 0)
+
+    def where(c: int) -> str:
+        i, j, h = (int(v) for v in np.unravel_index(c, counts.shape))
+        return f"({i},{j},{h})"
+
+    blocks = " ".join(f"{counts.ravel()[c]}x{where(c)}" for c in cells[:12])
+    moved = (f"one {where(a)} -> {where(b)}" if Relation(spec.relation) is
+             Relation.REPLACE_ONE else f"add {where(b)}")
+    return Pair(d, dp, public_params(spec, d, dp, w0f),
+                note=f"blocks {blocks}{' ...' if cells.size > 12 else ''}; {moved}")
+
+
+def block_search(spec: Any, case: DiscreteCase, result: SensitivityResult, restarts: int,
+                 steps: int, rng: np.random.Generator) -> None:
+    """Simulated annealing over *block-structured* datasets: a count table over
+    ``(x, y, stratum)`` cells with a few large blocks (log-uniform ``n`` up to
+    ``case.block_n[1]``). This is the shape of every tightness construction in the proof
+    notes (``m`` copies of a few rows, ``m -> inf``), which row-level moves at small
+    ``n`` cannot reach. Moves: the changed row's source or target cell, moving a
+    fraction of one block to another cell (one row, or up to half the block), and
+    doubling or halving every block (the ``m -> inf`` direction)."""
+    r1 = Relation(spec.relation) is Relation.REPLACE_ONE
+    max_c = case.block_max_c or max(case.max_cx, case.max_cy)
+    max_k = case.block_max_k or case.max_k
+    lo, hi = case.block_n
+    for _ in range(restarts):
+        cx = int(rng.integers(2, (case.max_cx if not case.block_max_c else max_c) + 1))
+        cy = int(rng.integers(2, (case.max_cy if not case.block_max_c else max_c) + 1))
+        k = int(rng.integers(1, max_k + 1))
+        shape = (cx, cy, k)
+        size = cx * cy * k
+        n = int(np.exp(rng.uniform(math.log(lo), math.log(hi))))
+        blocks = int(rng.integers(1, min(6, size) + 1))
+        counts = np.zeros(shape, dtype=np.int64)
+        cells = rng.choice(size, blocks, replace=False)
+        counts.ravel()[cells] = np.maximum(1, np.round(rng.dirichlet(np.ones(blocks)) * n))
+        flat = counts.ravel()
+        a = int(rng.choice(np.flatnonzero(flat > 0)))
+        b = int(rng.integers(size))
+        w0f = float(rng.choice(case.w0_factors))
+        pair = block_pair(spec, counts, a, b, w0f)
+        g, bd = gap(spec, pair)
+        result.observe("block-search", pair, g, bd)
+        cur = g / bd if bd > 0 else 0.0
+        temp = 0.05
+        for _ in range(steps):
+            temp *= 0.995
+            nc, na, nb = counts, a, b
+            move = int(rng.integers(0, 6))
+            occupied = np.flatnonzero(counts.ravel() > 0)
+            if move == 0:
+                nb = int(rng.integers(size))
+            elif move == 1 and r1:
+                na = int(rng.choice(occupied))
+            elif move <= 3:
+                nc = counts.copy()
+                i, j = int(rng.choice(occupied)), int(rng.integers(size))
+                m = int(nc.ravel()[i])
+                t = 1 if rng.random() < 0.5 else int(rng.integers(1, max(1, m // 2) + 1))
+                nc.ravel()[i] -= t
+                nc.ravel()[j] += t
+            elif move == 4:
+                nc = np.round(counts * (2.0 if rng.random() < 0.5 else 0.5)).astype(np.int64)
+            else:
+                nw = float(rng.choice(case.w0_factors))
+                if nw == w0f:
+                    continue
+                w0f = nw
+            total = int(nc.sum())
+            if (r1 and nc.ravel()[na] < 1) or total < 2 or total > 4 * hi:
+                continue
+            cand = block_pair(spec, nc, na, nb, w0f)
+            g, bd = gap(spec, cand)
+            result.observe("block-search", cand, g, bd)
+            r = g / bd if bd > 0 else 0.0
+            if r >= cur or rng.random() < math.exp((r - cur) / max(temp, 1e-9)):
+                counts, a, b, cur = nc, na, nb, r
 
 
 def hypothesis_search(spec: Any, case: DiscreteCase, result: SensitivityResult,
@@ -332,18 +442,160 @@ def regression_cases(spec: Any) -> list[Pair]:
 #: Data/neighbour generators per registered statistic name.
 CASES: dict[str, DiscreteCase] = {
     "n-cmi": DiscreteCase(n_range=(2, 24), max_cx=3, max_cy=3, max_k=4),
-    "kendall-tau-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
-    "conditional-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
-    "spearman-rho-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1),
+    "kendall-tau-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1,
+                                  block_max_c=12),
+    "conditional-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8,
+                                          block_max_c=24, block_max_k=3),
+    "spearman-rho-a": DiscreteCase(n_range=(2, 24), max_cx=6, max_cy=6, max_k=1,
+                                   block_max_c=12, block_n=(2, 400)),
     "conditional-kendall-z-categorical": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4,
-                                                      max_k=8),
-    "split-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=5, max_cy=5, max_k=8),
-    "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
+                                                      max_k=8, block_max_k=3),
+    "split-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=5, max_cy=5, max_k=8,
+                                    block_max_k=3),
+    "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8,
+                                           block_max_c=12, block_max_k=3),
     "tie-corrected-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
-    # Continuous statistics on the fixed public map of dpcg.citests.continuous_specs.
-    "crt-statistic": DiscreteCase(n_range=(3, 20), max_cx=4, max_cy=4, max_k=4),
-    "gcm-residual-product-sum": DiscreteCase(n_range=(3, 20), max_cx=4, max_cy=4, max_k=4),
+    # Continuous statistics on the fixed public map of dpcg.citests.continuous_specs
+    # (each evaluation fits a model: small n only).
+    "crt-statistic": DiscreteCase(n_range=(3, 20), max_cx=4, max_cy=4, max_k=4,
+                                  block_n=(3, 24)),
+    "gcm-residual-product-sum": DiscreteCase(n_range=(3, 20), max_cx=4, max_cy=4, max_k=4,
+                                             block_n=(3, 24)),
 }
+
+
+def _rows(*blocks: tuple[int, int, int, int]) -> tuple[IntArray, IntArray, IntArray]:
+    """Rows from ``(count, x, y, stratum)`` blocks, in order."""
+    cnt = np.array([b[0] for b in blocks], dtype=np.int64)
+    return tuple(np.repeat(np.array([b[j] for b in blocks], dtype=np.int64), cnt)
+                 for j in (1, 2, 3))  # type: ignore[return-value]
+
+
+def _construction_pair(spec: Any, before: tuple[IntArray, IntArray, IntArray],
+                       change: tuple[int, int, int] | None, w0: float | None,
+                       note: str, cards: tuple[int, int] | None = None) -> Pair:
+    """``before`` with its LAST row replaced by ``change`` (replace-one) or with the row
+    ``change`` appended (add/remove); ``w0`` absolute (None: the default ``9n/4``)."""
+    x, y, st = before
+    cx = cards[0] if cards else int(max(x.max(), 0 if change is None else change[0])) + 1
+    cy = cards[1] if cards else int(max(y.max(), 0 if change is None else change[1])) + 1
+    k = int(max(st.max(), 0 if change is None else change[2])) + 1
+    d = DiscreteData(x, y, st, cx, cy, k)
+    assert change is not None
+    if Relation(spec.relation) is Relation.REPLACE_ONE:
+        dp = d.with_row(d.n - 1, change)
+    else:
+        dp = d.appended(change)
+    n = min(d.n, dp.n)
+    pub = public_params(spec, d, dp, 2.25)
+    if "w0" in pub:
+        pub["w0"] = 9.0 * n / 4.0 if w0 is None else w0
+    return Pair(d, dp, pub, note=note)
+
+
+def _kendall_w(sizes: list[int]) -> float:
+    """``W = sum_b 9 m_b (m_b - 1) / (2 (2 m_b + 5))`` of blocks of the given sizes."""
+    m = np.asarray(sizes, dtype=np.float64)
+    return float(np.sum(9.0 * m * (m - 1.0) / (2.0 * (2.0 * m + 5.0))))
+
+
+def constructions(spec: Any) -> list[Pair]:
+    """The tightness constructions of the proof notes (``docs/privacy/statistics-*.md``)
+    for ``spec`` at a few block sizes ``m`` (empty where none is known). Each is a
+    fixed neighbouring pair; the block search (:func:`block_search`) looks beyond them.
+    """
+    name = spec.name
+    r1 = Relation(spec.relation) is Relation.REPLACE_ONE
+    out: list[Pair] = []
+    if name == "n-cmi" and r1:
+        # stratum 0: m rows (0,1), m rows (1,0) and the row (0,0), whose removal raises
+        # F by about g(2m) - 2 ln 2; it moves to stratum 1 of m rows (0,0) as (1,1),
+        # raising F by g(m): together ~(2 ln(n/2) + 2 - 1.39) vs 2 g(n-1) ~ 2 ln n + 2.
+        for m in (300, 3_000, 30_000):
+            before = _rows((m, 0, 1, 0), (m, 1, 0, 0), (m, 0, 0, 1), (1, 0, 0, 0))
+            out.append(_construction_pair(spec, before, (1, 1, 1), None,
+                                          f"construction: strata of 2m+1 and m rows, m={m}"))
+    elif name == "kendall-tau-a":
+        for n in (9, 30):
+            if r1:
+                i = np.arange(1, n + 1, dtype=np.int64)
+                pair_d = (i, i.copy(), np.zeros(n, dtype=np.int64))
+                out.append(_construction_pair(spec, pair_d, (n, 0, 0), None,
+                                              f"construction: monotone rows, n={n}"))
+            else:
+                i = np.arange(n, dtype=np.int64)
+                pair_d = (i, i[::-1].copy(), np.zeros(n, dtype=np.int64))
+                out.append(_construction_pair(spec, pair_d, (n, n, 0), None,
+                                              f"construction: anti-monotone rows, n={n}"))
+    elif name == "conditional-kendall-z":
+        for m in (60, 200):
+            i = np.arange(m, dtype=np.int64)
+            if r1:
+                # a row discordant with a monotone block moves to an anti-monotone block
+                # as a row concordant with all of it (tests/stats, near-tight > 0.9)
+                before = (np.r_[i, i, m], np.r_[i, i[::-1], 0],
+                          np.r_[np.zeros(m, np.int64), np.ones(m, np.int64), 0])
+                out.append(_construction_pair(spec, before, (m, m, 1), None,
+                                              f"construction: monotone/anti-monotone blocks, "
+                                              f"m={m}"))
+            else:
+                # add a row concordant with an anti-monotone block; w0 = W(D) so that the
+                # normaliser moves too (the 9/8 of c_U + 9/8)
+                before = (i, i[::-1].copy(), np.zeros(m, np.int64))
+                for w0 in (_kendall_w([m]), 9.0 * m / 4.0):
+                    out.append(_construction_pair(
+                        spec, before, (m, m, 0), w0,
+                        f"construction: anti-monotone block + concordant row, m={m}"))
+    elif name in ("conditional-kendall-z-categorical", "split-kendall-z"):
+        for m in (100, 400):
+            if r1 and name == "conditional-kendall-z-categorical":
+                # binary x (c_U(2) = 9/2): block 0 = m rows (0,1) + row (1,2) concordant
+                # with all; it moves to block 1 (m rows (0,1)) as (1,0), discordant with all
+                before = _rows((m, 0, 1, 0), (m, 0, 1, 1), (1, 1, 2, 0))
+                out.append(_construction_pair(spec, before, (1, 0, 1), None,
+                                              f"construction: binary x, two blocks, m={m}",
+                                              cards=(2, 3)))
+                # three categories (c_U(3) = 45/8), statistics-conditional-kendall-z.md
+                before = _rows((m, 0, 1, 0), (m, 1, 2, 0), (m, 0, 1, 1), (m, 1, 0, 1),
+                               (1, 2, 0, 0))
+                out.append(_construction_pair(spec, before, (2, 2, 1), None,
+                                              f"construction: three categories, m={m}",
+                                              cards=(3, 3)))
+            elif r1:
+                # three categories (statistics-split-kendall-z.md, 0.991 at m = 400)
+                before = _rows((m, 0, 1, 0), (m, 0, 0, 1), (m, 0, 0, 2), (1, 1, 1, 2),
+                               (1, 1, 0, 0))
+                out.append(_construction_pair(spec, before, (1, 1, 1), None,
+                                              f"construction: three blocks, m={m}",
+                                              cards=(3, 3)))
+            else:
+                # block 0: m/2 rows (0,1) and m/2 rows (1,0) (U ~ -9m/8); the row (1,1) is
+                # added to block 1 of m rows (0,0), concordant with all (dU -> 9/2), and
+                # with w0 = W(D) the normaliser's growth moves z the same way
+                before = _rows((m // 2, 0, 1, 0), (m // 2, 1, 0, 0), (m, 0, 0, 1))
+                for w0 in (_kendall_w([m // 2 * 2, m]), 9.0 * m / 4.0):
+                    out.append(_construction_pair(
+                        spec, before, (1, 1, 1), w0,
+                        f"construction: discordant block + concordant row added to a "
+                        f"constant block, m={m}", cards=(2, 3)))
+    elif name == "spearman-rho-a":
+        # the exact maximum at n = 3 (exhaustive over all weak orders): 0.75 of the bound
+        before = (np.array([0, 0, 1], np.int64), np.array([1, 1, 0], np.int64),
+                  np.zeros(3, np.int64))
+        out.append(_construction_pair(spec, before, (1, 2, 0), None,
+                                      "construction: exact maximum at n = 3"))
+    elif name == "conditional-spearman-z":
+        # the row (m, m), concordant with every row of an anti-monotone block, leaves it
+        # (G falls by ~5) and joins a monotone block as (m, 0), discordant with every
+        # row (G falls by ~5 again): ~10 of the proof's 8 + 8 (best construction found)
+        for m in (100, 400):
+            i = np.arange(m, dtype=np.int64)
+            before = (np.r_[i, i, m], np.r_[i[::-1], i + 1, m],
+                      np.r_[np.zeros(m, np.int64), np.ones(m, np.int64), 0])
+            out.append(_construction_pair(spec, before, (m, 0, 1), None,
+                                          f"construction: outlier row moved from an "
+                                          f"anti-monotone to a monotone block, m={m}"))
+    return out
 
 
 @dataclass(frozen=True)
@@ -354,10 +606,13 @@ class Effort:
     restarts: int = 4
     steps: int = 150
     hypothesis_examples: int = 100
+    block_restarts: int = 4
+    block_steps: int = 200
 
 
 QUICK = Effort()
-FULL = Effort(random_trials=2000, restarts=20, steps=600, hypothesis_examples=600)
+FULL = Effort(random_trials=2000, restarts=20, steps=600, hypothesis_examples=600,
+              block_restarts=12, block_steps=600)
 
 
 def audit_spec(spec: Any, case: DiscreteCase, effort: Effort, seed: int) -> SensitivityResult:
@@ -366,8 +621,12 @@ def audit_spec(spec: Any, case: DiscreteCase, effort: Effort, seed: int) -> Sens
     for pair in regression_cases(spec):
         g, b = gap(spec, pair)
         result.observe("regression", pair, g, b)
+    for pair in constructions(spec):
+        g, b = gap(spec, pair)
+        result.observe("construction", pair, g, b)
     random_search(spec, case, result, effort.random_trials, rng)
     local_search(spec, case, result, effort.restarts, effort.steps, rng)
+    block_search(spec, case, result, effort.block_restarts, effort.block_steps, rng)
     if effort.hypothesis_examples > 0:
         hypothesis_search(spec, case, result, effort.hypothesis_examples)
     return result

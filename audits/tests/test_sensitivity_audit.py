@@ -62,3 +62,24 @@ def test_mutant_spec_is_flagged_by_search_alone() -> None:
     r = audit_spec(privpc_conditional_tau_spec(), CASES["conditional-kendall-z"], QUICK, 5)
     assert r.violated
     assert r.by_method["local-search"] > 1.0
+
+
+#: Statistics whose declared bound the audit does not reach to 0.8 (docs/audits.md,
+#: "Where 0.8 is not reached, and why"); every other one must.
+BELOW_TARGET = {"spearman-rho-a", "conditional-spearman-z", "crt-statistic",
+                "gcm-residual-product-sum"}
+
+
+def test_constructions_reach_the_tightness_target() -> None:
+    """The proof notes' constructions reach >= 0.8 of every declared bound outside
+    BELOW_TARGET (so a bound 1.25x too small is refuted), and never exceed it."""
+    from audits.sensitivity import constructions, gap
+
+    for spec in all_specs():
+        ratios = [g / b for g, b in (gap(spec, p) for p in constructions(spec))]
+        assert all(r <= 1.0 + 1e-9 for r in ratios), (spec.name, spec.relation, ratios)
+        # n-cmi add-remove: attained by the random search (no construction needed)
+        no_construction = spec.name == "n-cmi" and spec.relation.value == "add-remove"
+        if spec.name not in BELOW_TARGET and not no_construction:
+            assert ratios, (spec.name, spec.relation)
+            assert max(ratios) >= 0.8, (spec.name, spec.relation, ratios)

@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="fast profile (default; part of the test suite)")
     mode.add_argument("--full", action="store_const", dest="profile", const="full",
                       help="10^7-release profile used for docs/audit-report.md")
+    mode.add_argument("--mutate", action="store_const", dest="profile", const="mutate",
+                      help="mutation testing of the real code (python -m audits.mutate): "
+                           "writes OUT/mutation-table.md; offline, tens of minutes")
     p.add_argument("--out", required=True, type=Path, help="directory for the report")
     p.add_argument("--seed", type=int, default=20261122, help="seed of the audit (default: "
                    "%(default)s)")
@@ -41,6 +44,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.profile == "mutate":
+        args.out.mkdir(parents=True, exist_ok=True)
+        mutate = importlib.import_module("audits.mutate.__main__")
+        return int(mutate.main(["--out", str(args.out / "mutation-table.md")]))
     suite = importlib.import_module("audits.suite")
     report = importlib.import_module("audits.report")
     profile = suite.full_profile() if args.profile == "full" else suite.quick_profile()
