@@ -217,3 +217,16 @@ def random_network(spec: RandomSpec | str) -> BayesianNetwork:
             (*pc, int(cards[i]))
         )
     return BayesianNetwork(sp.name, states, parents, {v: cpts[v] for v in names}, atol=1e-9)
+
+
+def random_pair_codes(
+    n: int, card: int, strata: int, seed: int, *, dependence: float = 0.05
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """``(x, y, s)`` codes of ``n`` rows for timing one CI test: ``x`` uniform on
+    ``card`` states, ``y = x`` with probability ``dependence`` (else uniform), ``s``
+    uniform on ``strata`` configurations (synthetic benchmark data)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, card, n)
+    y = np.where(rng.random(n) < dependence, x, rng.integers(0, card, n))
+    s = rng.integers(0, strata, n)
+    return x, y, s
