@@ -339,6 +339,7 @@ CASES: dict[str, DiscreteCase] = {
                                                       max_k=8),
     "split-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=5, max_cy=5, max_k=8),
     "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
+    "g2-decision-distance": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=6),
     "tie-corrected-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     # Continuous statistics on the fixed public map of dpcg.citests.continuous_specs.
     "crt-statistic": DiscreteCase(n_range=(3, 20), max_cx=4, max_cy=4, max_k=4),
