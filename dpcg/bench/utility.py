@@ -283,7 +283,8 @@ def _networks(text: str, seeds: int) -> list[str]:
         return list(list_networks())
     if text == "families":
         return [f.format(s=s) for f in DEFAULT_FAMILIES for s in range(1, seeds + 1)]
-    return [t for t in text.split(",") if t]
+    sep = ";" if "random:" in text else ","  # random specs contain commas
+    return [t.strip() for t in text.split(sep) if t.strip()]
 
 
 def register(subparsers: Any) -> None:
@@ -296,7 +297,8 @@ def register(subparsers: Any) -> None:
 
 def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--snr", default="bundled",
-                   help="networks for the SNR table: 'bundled', 'families', a list, or ''")
+                   help="networks for the SNR table: 'bundled', 'families', a comma-separated list "
+                        "(';'-separated when it holds random: specs), or ''")
     p.add_argument("--ceiling", default="bundled",
                    help="networks for the ceiling table: 'bundled', 'families', a list, or ''")
     p.add_argument("--family-seeds", type=int, default=3, help="seeds per generated family")
@@ -316,7 +318,8 @@ def run(args: argparse.Namespace) -> int:
     snr_rows = []
     for name in _networks(args.snr, args.family_seeds):
         snr_rows.append(snr(name, args.rows, args.seed, args.alpha, args.eps, args.delta))
-        print(f"snr {name} done", file=sys.stderr)
+        print(render([snr_rows[-1]], [], [], args).splitlines()[-1],
+              file=sys.stderr)
     ceil_rows = []
     for name in _networks(args.ceiling, args.family_seeds):
         ceil_rows.append(ceiling(name, args.rows, args.seed, args.alpha))
