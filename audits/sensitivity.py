@@ -454,6 +454,7 @@ CASES: dict[str, DiscreteCase] = {
                                     block_max_k=3),
     "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8,
                                            block_max_c=12, block_max_k=3),
+    "g2-decision-distance": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=6),
     "tie-corrected-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8),
     # Continuous statistics on the fixed public map of dpcg.citests.continuous_specs
     # (each evaluation fits a model: small n only).

@@ -1,9 +1,12 @@
-"""``dpcg datasets``: list, inspect and sample the bundled bnlearn networks.
+"""``dpcg datasets``: list, inspect and sample the bundled bnlearn networks, and generate
+random ones.
 
 Examples::
 
     dpcg datasets list
     dpcg datasets show asia
+    dpcg datasets random --nodes 50 --max-parents 3 --cardinality 2-5 --seed 1 --out r.bif
+    dpcg discover --dataset random:nodes=50,max_parents=3,card=2-5,seed=1,conc=1 --test g2
     dpcg datasets sample alarm --rows 100000 --seed 1 --out alarm.csv --schema-out alarm.json
     dpcg discover --data alarm.csv --schema alarm.json --test g2 --out result.json
 
@@ -28,7 +31,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "datasets",
         help="list, show and sample the bundled benchmark networks",
-        description="List, show and sample the bundled bnlearn networks (BIF).",
+        description="List, show and sample the bundled bnlearn networks (BIF); generate "
+                    "random networks (usable everywhere as --dataset random:...).",
     )
     sub = parser.add_subparsers(dest="datasets_command", metavar="ACTION")
     parser.set_defaults(func=lambda args: _usage(parser))
@@ -52,6 +56,29 @@ def register(subparsers: Any) -> None:
     p_sample.add_argument("--schema-out", type=Path, metavar="FILE",
                           help="also write the schema JSON (all columns categorical)")
     p_sample.set_defaults(func=_sample)
+
+    p_random = sub.add_parser(
+        "random", help="generate a random network: print its summary and dataset name",
+        description="Generate a random discrete Bayesian network (random DAG with at most "
+                    "K parents per node, cardinalities uniform in LO..HI, Dirichlet(A) CPT "
+                    "rows), deterministic from the seed. Prints the dataset name to use with "
+                    "--dataset (and in `datasets show|sample`) and a summary; --out also "
+                    "writes the network as BIF.")
+    p_random.add_argument("--nodes", type=int, required=True, metavar="P",
+                          help="number of nodes")
+    p_random.add_argument("--max-parents", type=int, default=3, metavar="K",
+                          help="at most K parents per node (default 3)")
+    p_random.add_argument("--cardinality", default="2-4", metavar="LO-HI",
+                          help="states per node, uniform in LO..HI, or one number (default 2-4)")
+    p_random.add_argument("--seed", type=int, required=True, metavar="S",
+                          help="random seed (the network is a deterministic function of it)")
+    p_random.add_argument("--concentration", type=float, default=1.0, metavar="A",
+                          help="Dirichlet concentration of the CPT rows: small = strong "
+                               "dependences, large = weak (default 1)")
+    p_random.add_argument("--out", type=Path, metavar="FILE",
+                          help="also write the network as BIF (.bif, or gzip if FILE ends in .gz)")
+    p_random.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p_random.set_defaults(func=_random)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -131,4 +158,48 @@ def _sample(args: argparse.Namespace) -> int:
         f"wrote {args.out}{extra} in {t2 - t1:.2f} s",
         file=sys.stderr,
     )
+    return 0
+
+
+def _random(args: argparse.Namespace) -> int:
+    from dpcg.datasets import RandomSpec, load_network
+
+    lo_text, dash, hi_text = str(args.cardinality).strip().partition("-")
+    try:
+        lo = int(lo_text)
+        hi = int(hi_text) if dash else lo
+    except ValueError:
+        raise DataValidationError(
+            f"--cardinality must be LO-HI or one integer (e.g. 2-5), got {args.cardinality!r}"
+        ) from None
+    spec = RandomSpec(nodes=args.nodes, max_parents=args.max_parents, card_lo=lo, card_hi=hi,
+                      seed=args.seed, conc=args.concentration)
+    net = load_network(spec.name)
+    summary = {
+        "name": net.name,
+        "nodes": net.n_nodes,
+        "edges": net.n_edges,
+        "cardinalities": _card_range(net.cardinalities),
+        "max_parents": max(len(p) for p in net.parents.values()),
+    }
+    if args.out is not None:
+        import gzip
+
+        text = net.to_bif()
+        if str(args.out).endswith(".gz"):
+            with gzip.open(args.out, "wt", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            args.out.write_text(text, encoding="utf-8")
+        summary["bif"] = str(args.out)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(net.name)
+    print(f"{summary['nodes']} nodes, {summary['edges']} edges, cardinalities "
+          f"{summary['cardinalities']}, at most {summary['max_parents']} parents per node")
+    if args.out is not None:
+        print(f"wrote {args.out}")
+    print(f"use it as: dpcg discover --dataset {net.name} ...  "
+          f"(or dpcg datasets show|sample {net.name})")
     return 0

@@ -583,3 +583,60 @@ register(
         public_params=("n",),
     )
 )
+
+
+# --- signed distance to the G^2 decision ---------------------------------------------
+
+#: Level of the registered instance (the bound 1 holds for every alpha in (0, 1)).
+G2_DISTANCE_ALPHA = 0.05
+#: The registered instance treats the number of configurations of S as unbounded (some
+#: configuration always unobserved, no cap on df): the most conservative public value;
+#: the proof covers every public ``n_configs``.
+G2_DISTANCE_CONFIGS = 1 << 62
+
+
+def _stat_g2_distance(
+    x: NDArray[np.integer],
+    y: NDArray[np.integer],
+    strata: NDArray[np.integer],
+    *,
+    cx: float,
+    cy: float,
+    **_: float,
+) -> float:
+    from dpcg.stats.contingency import StrataTable, table_from_codes
+    from dpcg.stats.g2_distance import g2_distance
+
+    xa = _declared_codes("x", x, cx)
+    ya = _declared_codes("y", y, cy)
+    sa = np.asarray(strata, dtype=np.int64)
+    k = int(sa.max()) + 1 if sa.size else 1
+    t = table_from_codes(xa, ya, sa, int(cx), int(cy), k)
+    return float(g2_distance(StrataTable(t.counts, int(cx), int(cy), G2_DISTANCE_CONFIGS),
+                             G2_DISTANCE_ALPHA))
+
+
+def _sens_g2_distance_r1(*, cx: float, cy: float) -> float:
+    _int_param("cx", cx, 2)
+    _int_param("cy", cy, 2)
+    return 1.0
+
+
+register(
+    StatisticSpec(
+        name="g2-decision-distance",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=_sens_g2_distance_r1,
+        assumptions=(
+            "s = signed ladder lower bound on the number of replaced rows that flip the "
+            "G-test decision (p <= alpha, df by causal-learn's rule over observed strata): "
+            ">= 1 when dependent, <= 0 when independent, clamped to [1 - n, n]; x, y in "
+            "their DECLARED categories cx, cy >= 2; n, alpha, cx, cy and the number of "
+            "configurations of S public. Registered instance: alpha = 0.05, configurations "
+            "of S unbounded. Bound 1 (integer-valued, attained). Replace-one only."
+        ),
+        proof_note="docs/privacy/statistics-g2-distance.md",
+        statistic=_stat_g2_distance,
+        public_params=("cx", "cy"),
+    )
+)

@@ -1,0 +1,348 @@
+"""``dpcg bench utility`` (issue 20): the G^2 decision-distance statistic against G^2,
+kendall-split and cmi, on the bundled networks and on generated families.
+
+Three sections, written to ``docs/benchmarks/utility.md`` (``--no-write`` prints it):
+
+* **SNR**: for every test that non-private G^2 PC-stable runs on a network (``--rows``
+  rows), each statistic's margin above its decision threshold in units of its
+  sensitivity (``(score - T) / Delta``: "rows" for the distance, whose ``Delta`` is 1),
+  divided by the per-test noise standard deviation at total ``eps`` (default 1,
+  ``delta`` 1e-6) spread over the default plan of ``K`` tests (``16 x pairs``, ``4 x``
+  below 10 variables; Gaussian noise under zCDP, the rule Laplace-PC picks above ~30
+  tests). Reported per true edge at its weakest test (the one most likely to remove it)
+  and per non-edge at the test that separated it in G^2 PC (the one that must come out
+  independent).
+* **Ceiling**: skeleton F1 of PC-stable with the noise off: G^2, the distance's own
+  decision rule (``s > 1/2``), kendall-split (score ``<= z_{1-alpha/2}`` is independent).
+* **Speed**: per-test time (table + statistic, and statistic alone) of G^2 and of the
+  distance by cardinality ``cx = cy = c``.
+
+The private algorithms are not run here (the score is wired into them after the
+StatisticSource redesign). Run: ``python -m dpcg.bench.utility [--networks ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpcg.citests.base import CIResult, validate_query
+from dpcg.datasets import list_networks, load_network
+from dpcg.metrics import skeleton_scores
+from dpcg.pc import pc_stable
+from dpcg.stats.contingency import StrataTable, contingency_table, table_from_codes
+from dpcg.stats.discrete import g2_test, n_cmi
+from dpcg.stats.g2_distance import g2_distance, g2_distance_details
+from dpcg.stats.kendall import split_kendall_z
+from dpcg.stats.registry import g_increment
+
+Z_975 = 1.959963984540054
+DEFAULT_FAMILIES = (
+    "random:nodes=20,max_parents=2,card=2-4,seed={s},conc=1",
+    "random:nodes=50,max_parents=3,card=2-5,seed={s},conc=1",
+    "random:nodes=50,max_parents=2,card=2-6,seed={s},conc=0.5",
+    "random:nodes=100,max_parents=2,card=2-4,seed={s},conc=1",
+)
+
+
+def plan_size(p: int) -> int:
+    """The project's default plan ``K`` (``dpcg.private.planning.default_plan_size``)."""
+    return (4 if p < 10 else 16) * (p * (p - 1) // 2)
+
+
+def gaussian_sd_units(eps: float, delta: float, k: int) -> float:
+    """Per-test Gaussian noise sd in sensitivity units when total ``(eps, delta)`` is
+    converted to zCDP (``eps = rho + 2 sqrt(rho ln 1/delta)``) and split over ``k``."""
+    ld = math.log(1.0 / delta)
+    rho = (math.sqrt(ld + eps) - math.sqrt(ld)) ** 2
+    return 1.0 / math.sqrt(2.0 * rho / k)
+
+
+class _Tester:
+    """``test(x, y, S)`` from a decision function on the stratified table."""
+
+    def __init__(self, data: Any, decide: Callable[[StrataTable], tuple[bool, float]]) -> None:
+        self.codes = data.codes
+        self.cards = tuple(int(c) for c in data.cardinalities if c is not None)
+        self.p = len(self.cards)
+        self.decide = decide
+
+    def test(self, x: int, y: int, S: tuple[int, ...] = ()) -> CIResult:
+        x, y, S = validate_query(x, y, S, self.p)
+        t = contingency_table(self.codes, self.cards, x, y, S, check=False)
+        independent, stat = self.decide(t)
+        return CIResult(independent, stat, None)
+
+
+def _g2_rule(alpha: float) -> Callable[[StrataTable], tuple[bool, float]]:
+    def f(t: StrataTable) -> tuple[bool, float]:
+        r = g2_test(t)
+        return r.pvalue > alpha, r.statistic
+    return f
+
+
+def _distance_rule(alpha: float) -> Callable[[StrataTable], tuple[bool, float]]:
+    def f(t: StrataTable) -> tuple[bool, float]:
+        s = g2_distance(t, alpha)
+        return s <= 0.5, float(s)
+    return f
+
+
+def _split_rule(alpha: float) -> Callable[[StrataTable], tuple[bool, float]]:
+    from scipy.stats import norm
+
+    thr = float(norm.isf(alpha / 2.0))
+
+    def f(t: StrataTable) -> tuple[bool, float]:
+        z = split_kendall_z(t)
+        return z <= thr, z
+    return f
+
+
+def _f1(net: Any, data: Any, rule: Callable[[StrataTable], tuple[bool, float]]) -> float:
+    res = pc_stable(_Tester(data, rule), data.names)
+    return skeleton_scores(res.cpdag, net.true_cpdag()).f1
+
+
+# ------------------------------------------------------------------------------- SNR
+@dataclass
+class SnrRow:
+    network: str
+    nodes: int
+    plan: int
+    sd: float                       # noise sd in sensitivity units
+    edges: int
+    nonedges: int
+    edge_median: dict[str, float]   # statistic -> median SNR of edges' weakest test
+    edge_above: dict[str, float]    # fraction of edges with SNR > 1
+    sep_median: dict[str, float]    # median SNR of non-edges' separating test
+    sep_below: dict[str, float]     # fraction of separated non-edges with SNR < -1
+
+
+STATS = ("g2-distance", "kendall-split", "cmi")
+
+
+def snr(name: str, rows: int, seed: int, alpha: float, eps: float, delta: float) -> SnrRow:
+    from scipy.stats import chi2
+
+    net = load_network(name)
+    data = net.sample(rows, seed)
+    cards = tuple(int(c) for c in data.cardinalities if c is not None)
+    res = pc_stable(_Tester(data, _g2_rule(alpha)), data.names)
+    truth = {frozenset((net.index(a), net.index(b))) for a, b in net.dag_edges}
+    n = data.n
+    sens = {"g2-distance": 1.0, "kendall-split": 6.0 / math.sqrt(n),
+            "cmi": 2.0 * g_increment(n - 1)}
+    margins: dict[frozenset[int], list[dict[str, float]]] = {}
+    last: dict[frozenset[int], dict[str, float]] = {}
+    for rec in res.tests:
+        S = tuple(rec.S)
+        t = contingency_table(data.codes, cards, rec.x, rec.y, S, check=False)
+        df_decl = (cards[rec.x] - 1) * (cards[rec.y] - 1) * math.prod(cards[s] for s in S)
+        m = {
+            "g2-distance": (g2_distance(t, alpha) - 0.5) / sens["g2-distance"],
+            "kendall-split": (split_kendall_z(t) - Z_975) / sens["kendall-split"],
+            "cmi": (n_cmi(t) - float(chi2.isf(alpha, df_decl)) / 2.0) / sens["cmi"],
+        }
+        key = frozenset((rec.x, rec.y))
+        margins.setdefault(key, []).append(m)
+        last[key] = m
+    k = plan_size(net.n_nodes)
+    sd = gaussian_sd_units(eps, delta, k)
+    sep_keys = [kk for kk in res.sepsets if frozenset(kk) not in truth]
+    edge_keys = [kk for kk in truth if kk in margins]
+    out = SnrRow(name, net.n_nodes, k, sd, len(edge_keys), len(sep_keys), {}, {}, {}, {})
+    for st in STATS:
+        ew = [min(m[st] for m in margins[kk]) / sd for kk in edge_keys]
+        sw = [last[frozenset(kk)][st] / sd for kk in sep_keys if frozenset(kk) in last]
+        out.edge_median[st] = statistics.median(ew) if ew else math.nan
+        out.edge_above[st] = float(np.mean(np.array(ew) > 1.0)) if ew else math.nan
+        out.sep_median[st] = statistics.median(sw) if sw else math.nan
+        out.sep_below[st] = float(np.mean(np.array(sw) < -1.0)) if sw else math.nan
+    return out
+
+
+# --------------------------------------------------------------------------- ceiling
+@dataclass
+class CeilingRow:
+    network: str
+    nodes: int
+    g2: float
+    distance: float
+    split: float
+    seconds: float
+
+
+def ceiling(name: str, rows: int, seed: int, alpha: float) -> CeilingRow:
+    net = load_network(name)
+    data = net.sample(rows, seed)
+    t0 = time.perf_counter()
+    g2 = _f1(net, data, _g2_rule(alpha))
+    dist = _f1(net, data, _distance_rule(alpha))
+    split = _f1(net, data, _split_rule(alpha))
+    return CeilingRow(name, net.n_nodes, g2, dist, split, time.perf_counter() - t0)
+
+
+# ----------------------------------------------------------------------------- speed
+@dataclass
+class SpeedRow:
+    card: int
+    strata: int
+    g2_table_ms: float
+    dist_table_ms: float
+    g2_stat_us: float
+    dist_stat_us: float
+    dist_evals: float
+
+
+def _best(f: Callable[[], object], repeats: int) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def speed(card: int, strata: int, rows: int, seed: int, repeats: int) -> SpeedRow:
+    from dpcg.datasets.random_network import random_pair_codes
+
+    x, y, s = random_pair_codes(rows, card, strata, seed, dependence=0.05)
+    t = table_from_codes(x, y, s, card, card, strata)
+    g2_stat = _best(lambda: g2_test(t), repeats)
+    dist_stat = _best(lambda: g2_distance(t, 0.05), repeats)
+    g2_full = _best(lambda: g2_test(table_from_codes(x, y, s, card, card, strata)), repeats)
+    dist_full = _best(lambda: g2_distance(table_from_codes(x, y, s, card, card, strata), 0.05),
+                      repeats)
+    evals = g2_distance_details(t, 0.05).evaluations
+    return SpeedRow(card, strata, 1e3 * g2_full, 1e3 * dist_full, 1e6 * g2_stat,
+                    1e6 * dist_stat, float(evals))
+
+
+# ---------------------------------------------------------------------------- report
+def _fmt(v: float, nd: int = 2) -> str:
+    return "n/a" if not math.isfinite(v) else f"{v:.{nd}f}"
+
+
+def render(snr_rows: Sequence[SnrRow], ceil_rows: Sequence[CeilingRow],
+           speed_rows: Sequence[SpeedRow], args: argparse.Namespace) -> str:
+    lines = [f"<!-- generated by python -m dpcg.bench.utility (rows {args.rows}, seed "
+             f"{args.seed}, alpha {args.alpha}, eps {args.eps}, delta {args.delta}) -->", ""]
+    if snr_rows:
+        lines += [
+            "### Signal-to-noise per test (non-private G^2 PC's tests)", "",
+            f"SNR = (score - T) / Delta / sd, sd = per-test Gaussian sd (zCDP) at eps "
+            f"{args.eps}, delta {args.delta}, plan K = 16 x pairs. Edges: weakest test; "
+            "non-edges: separating test.", "",
+            "| network | K | sd (x Delta) | edges: median SNR dist / split / cmi "
+            "| edges SNR > 1: dist / split / cmi | non-edges: median SNR dist / split / cmi "
+            "| non-edges SNR < -1: dist / split / cmi |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in snr_rows:
+            def trio(d: dict[str, float], nd: int = 2) -> str:
+                return " / ".join(_fmt(d[s], nd) for s in STATS)
+            lines.append(f"| {r.network} ({r.nodes}) | {r.plan} | {r.sd:.0f} | "
+                         f"{trio(r.edge_median)} | {trio(r.edge_above)} | "
+                         f"{trio(r.sep_median)} | {trio(r.sep_below)} |")
+        lines.append("")
+    if ceil_rows:
+        lines += ["### No-noise ceiling (skeleton F1, PC-stable)", "",
+                  "| network | nodes | G^2 | g2-distance (s > 1/2) | kendall-split | "
+                  "dist - G^2 |", "|---|---|---|---|---|---|"]
+        for c in ceil_rows:
+            lines.append(f"| {c.network} | {c.nodes} | {c.g2:.3f} | {c.distance:.3f} | "
+                         f"{c.split:.3f} | {c.distance - c.g2:+.3f} |")
+        lines.append("")
+    if speed_rows:
+        lines += ["### Per-test time by cardinality (cx = cy = c, weak dependence)", "",
+                  f"{args.rows} rows; best of {args.repeats}. 'table+' = building the "
+                  "stratified table from the codes and the statistic.", "",
+                  "| c | strata | G^2 table+ (ms) | distance table+ (ms) | ratio | "
+                  "G^2 stat (us) | distance stat (us) | rate evaluations |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for s in speed_rows:
+            lines.append(f"| {s.card} | {s.strata} | {s.g2_table_ms:.2f} | "
+                         f"{s.dist_table_ms:.2f} | {s.dist_table_ms / s.g2_table_ms:.2f} | "
+                         f"{s.g2_stat_us:.0f} | {s.dist_stat_us:.0f} | {s.dist_evals:.0f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _networks(text: str, seeds: int) -> list[str]:
+    if text == "bundled":
+        return list(list_networks())
+    if text == "families":
+        return [f.format(s=s) for f in DEFAULT_FAMILIES for s in range(1, seeds + 1)]
+    sep = ";" if "random:" in text else ","  # random specs contain commas
+    return [t.strip() for t in text.split(sep) if t.strip()]
+
+
+def register(subparsers: Any) -> None:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "utility", help="g2-decision-distance vs G^2 / kendall-split / cmi (SNR, ceiling, speed)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None)
+    _arguments(p)
+    p.set_defaults(func=run)
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--snr", default="bundled",
+                   help="networks for the SNR table: 'bundled', 'families', a comma-separated list "
+                        "(';'-separated when it holds random: specs), or ''")
+    p.add_argument("--ceiling", default="bundled",
+                   help="networks for the ceiling table: 'bundled', 'families', a list, or ''")
+    p.add_argument("--family-seeds", type=int, default=3, help="seeds per generated family")
+    p.add_argument("--cards", default="2,3,5,10,20,50,100",
+                   help="cardinalities for the speed table ('' skips)")
+    p.add_argument("--rows", type=int, default=100_000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--eps", type=float, default=1.0)
+    p.add_argument("--delta", type=float, default=1e-6)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--out", type=Path, default=None,
+                   help="write the section to this file (default: print)")
+
+
+def run(args: argparse.Namespace) -> int:
+    snr_rows = []
+    for name in _networks(args.snr, args.family_seeds):
+        snr_rows.append(snr(name, args.rows, args.seed, args.alpha, args.eps, args.delta))
+        print(render([snr_rows[-1]], [], [], args).splitlines()[-1],
+              file=sys.stderr)
+    ceil_rows = []
+    for name in _networks(args.ceiling, args.family_seeds):
+        ceil_rows.append(ceiling(name, args.rows, args.seed, args.alpha))
+        c = ceil_rows[-1]
+        print(f"ceiling {name}: g2 {c.g2:.3f} dist {c.distance:.3f} split {c.split:.3f} "
+              f"({c.seconds:.0f} s)", file=sys.stderr)
+    speed_rows = []
+    for card in [int(v) for v in args.cards.split(",") if v]:
+        for strata in (1, 4):
+            speed_rows.append(speed(card, strata, args.rows, args.seed, args.repeats))
+    text = render(snr_rows, ceil_rows, speed_rows, args)
+    if args.out is None:
+        print(text)
+    else:
+        args.out.write_text(text)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dpcg.bench.utility")
+    _arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

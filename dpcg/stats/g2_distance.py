@@ -1,0 +1,383 @@
+"""Signed distance to the G^2 decision: a sensitivity-1 statistic whose ceiling is G^2.
+
+The G-test of ``X _||_ Y | S`` on a stratified table ``T`` says *dependent* when
+``p = P(chi2_df > G^2) <= alpha`` (``df`` by causal-learn's rule over the observed strata,
+exactly as :func:`dpcg.stats.discrete.g2_test` and :class:`dpcg.citests.G2Test`). This
+module releases, instead of ``G^2``, a computable lower bound on **how many rows must be
+replaced to flip that decision**:
+
+* dependent ``T``: ``s(T) = min(L(T), n) >= 1`` where ``L(T)`` is the smallest ``t >= 1``
+  such that the ladder bound ``m_t(T)`` (a lower bound on ``G^2 - q(df)`` over every table
+  within ``t`` replacements) is ``<= 0``;
+* independent ``T``: ``s(T) = 1 - min(L'(T), n) <= 0`` where ``L'(T)`` is the smallest
+  ``t >= 1`` such that the upper bound ``M_t(T)`` is ``>= 0``.
+
+So ``s > 1/2`` exactly when G^2 says dependent: with the noise off, the decisions are
+G^2's (the *ceiling is G^2 by construction*). The bounds satisfy the ladder inequalities
+``m_{t+1}(T) <= m_t(T')`` and ``M_{t+1}(T) >= M_t(T')`` for replace-one neighbours, which
+makes ``s`` 1-Lipschitz: **replace-one sensitivity 1**
+(``docs/privacy/statistics-g2-distance.md``; Zhang et al. 2015 "ladder functions",
+Nissim-Raskhodnikova-Smith 2007 local sensitivity at distance ``t``).
+
+The ingredients, with ``g(m) = (m+1) ln(m+1) - m ln m`` (the change of ``h(m) = m ln m``
+when a count grows from ``m`` to ``m+1``):
+
+* ``U_k(T)``, ``V_k(T)``: bounds on the largest increase and decrease of ``n CMI`` when
+  one row is added to any table whose counts are within ``k`` replacements of ``T``:
+  the largest over cells of closed forms in the cell count, its x/y margins and its
+  stratum size, each taken at the ends of the box ``[N - k - 1, N + k]``
+  (:func:`half_step_range`), and ``g(k)`` when an unobserved configuration of ``S``
+  exists (``n_configs`` is public).
+* One replacement (a removal and an addition) at step ``k`` changes ``G^2 = 2 n CMI`` by
+  at most ``r_k = 2 (U_k + V_k)``, so ``t`` replacements by at most ``t r_{t-1}``
+  (``r_k`` grows with ``k``).
+* ``df`` changes by at most ``delta = cx + cy - 3`` per replacement and never exceeds
+  ``DFMAX = n_configs (cx - 1)(cy - 1)``; ``G^2 <= GMAX = 2 n ln min(cx, cy)``.
+* ``m_t = max(0, G^2 - t r_{t-1}) - Q+(min(df + t delta, DFMAX))`` and
+  ``M_t = min(G^2 + t r_{t-1}, GMAX) - Q-(max(df - t delta, 1))``, with ``Q+ >= q >= Q-``
+  increasing step functions of the chi-square quantile ``q(d) = chi2_{1-alpha}(d)``
+  (exact for ``d <= 4096``, on a 0.5 % geometric grid above).
+
+Everything is vectorised over the cells of the table; the search over ``t`` is a
+bisection (``~log2 n`` evaluations of ``r``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import chdtrc, chdtri
+
+from dpcg.errors import StatisticInputError
+from dpcg.stats.contingency import StrataTable
+from dpcg.stats.discrete import _df, _expected_from, _g2_from, _margins
+
+__all__ = [
+    "QUANTILE_EXACT_UP_TO",
+    "G2Distance",
+    "g2_distance",
+    "g2_distance_details",
+    "g_increment_array",
+    "half_step_range",
+]
+
+#: Chi-square quantiles are exact for ``df`` up to this value, then on a geometric grid.
+QUANTILE_EXACT_UP_TO = 4096
+_GRID_RATIO = 1.005
+_GRID_MAX = 1e15
+#: Relative slack in every ladder comparison (against float rounding; conservative:
+#: it can only make a distance smaller).
+SLACK = 1e-9
+
+
+def g_increment_array(m: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``g(m) = (m+1) ln(m+1) - m ln m`` elementwise (``g(0) = 0``), for ``m >= 0``."""
+    out = np.log1p(m)
+    pos = m > 0
+    safe = np.where(pos, m, 1.0)
+    out += np.where(pos, m * np.log1p(1.0 / safe), 0.0)
+    return out
+
+
+#: ``g`` is tabulated (one gather per use) for counts up to this size.
+LOOKUP_MAX = 1 << 22
+
+
+@lru_cache(maxsize=4)
+def _g_table(size: int) -> NDArray[np.float64]:
+    """``g(0), ..., g(size - 1)`` (read-only; depends on public sizes only)."""
+    out = g_increment_array(np.arange(size, dtype=np.float64))
+    out.setflags(write=False)
+    return out
+
+
+def half_step_range(
+    a: NDArray[np.float64],
+    b: NDArray[np.float64],
+    c: NDArray[np.float64],
+    d: NDArray[np.float64],
+    k: int,
+) -> tuple[float, float]:
+    """``(U, V)``: ``max`` over the cells of upper bounds on ``+D`` and on ``-D``, where
+    ``D = g(a') + g(d') - g(b') - g(c')`` and the cell count ``a'``, x-margin ``b'``,
+    y-margin ``c'`` and stratum size ``d'`` each lie in ``[max(N - k - 1, 0), N + k]``
+    around ``(a, b, c, d)`` (arrays broadcast together; both results clamped at 0).
+
+    ``D`` is the change of ``n CMI`` when a row is added to that cell of the smaller of
+    two tables differing by one row (docs/privacy/statistics-g2-distance.md, Lemma 1):
+    ``D <= g(d'_hi) - max(g(b'_lo), g(c'_lo), g(b'_lo) + g(c'_lo) - g(a'_hi))`` and
+    ``-D <= min(g(b'_hi) + g(c'_hi) - g(d'_lo), g(b'_hi), g(c'_hi)) - g(a'_lo)``
+    (Lemma 2; non-decreasing in the width of the box). Reference implementation of what
+    :class:`_Ladder` computes per stratum.
+    """
+    if a.size == 0:
+        return 0.0, 0.0
+
+    def lo(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return g_increment_array(np.maximum(x - (k + 1), 0.0))
+
+    def hi(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return g_increment_array(x + k)
+
+    up = hi(d) - np.maximum(np.maximum(lo(b), lo(c)), lo(b) + lo(c) - hi(a))
+    down = np.minimum(np.minimum(hi(b), hi(c)), hi(b) + hi(c) - lo(d)) - lo(a)
+    return max(float(up.max()), 0.0), max(float(down.max()), 0.0)
+
+
+class _Ladder:
+    """The per-stratum rate bounds ``U_s(k)``, ``V_s(k)`` of one table, for many ``k``
+    at once (one vectorised pass over the cells per batch of radii)."""
+
+    def __init__(self, N: NDArray[np.int64], n: int) -> None:
+        self.k, self.cx, self.cy = (int(v) for v in N.shape)
+        self.a = N.reshape(self.k, -1)                      # (strata, cells)
+        b = N.sum(axis=2)
+        c = N.sum(axis=1)
+        self.d = b.sum(axis=1)                              # (strata,)
+        # per cell: the index of its x-margin and y-margin in the flattened margins
+        xi = np.repeat(np.arange(self.cx), self.cy)
+        yi = np.tile(np.arange(self.cy), self.cx)
+        self.b = b[:, xi]                                   # (strata, cells)
+        self.c = c[:, yi]
+        self.level_min = int(min(b.min(), c.min())) if N.size else 0
+        size = 2 * n + 2
+        self.table = _g_table(size) if size <= LOOKUP_MAX else None
+
+    def _g(self, m: NDArray[np.int64]) -> NDArray[np.float64]:
+        if self.table is not None:
+            out: NDArray[np.float64] = self.table[m]
+            return out
+        return g_increment_array(m.astype(np.float64))
+
+    def cells(self, ks: NDArray[np.int64], cells: NDArray[np.intp] | None = None
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per-cell bounds on ``+D`` and ``-D``, shape ``(len(ks), strata, cells)`` (all
+        cells, or the columns ``cells``)."""
+        a, b, c = (self.a, self.b, self.c) if cells is None else \
+            (self.a[:, cells], self.b[:, cells], self.c[:, cells])
+        kk = ks[:, None, None]
+        lo = np.maximum
+        a_hi = self._g(a + kk)
+        a_lo = self._g(lo(a - kk - 1, 0))
+        b_hi, b_lo = self._g(b + kk), self._g(lo(b - kk - 1, 0))
+        c_hi, c_lo = self._g(c + kk), self._g(lo(c - kk - 1, 0))
+        d = self.d[None, :, None]
+        d_hi, d_lo = self._g(d + kk), self._g(lo(d - kk - 1, 0))
+        up = d_hi - np.maximum(np.maximum(b_lo, c_lo), b_lo + c_lo - a_hi)
+        down = np.minimum(np.minimum(b_hi, c_hi), b_hi + c_hi - d_lo) - a_lo
+        return up, down
+
+    def rates(self, ks: NDArray[np.int64], cells: NDArray[np.intp] | None = None
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(U, V)`` of shape ``(len(ks), strata)``: per stratum, the largest bounds on
+        ``+D`` and ``-D`` over its cells (clamped at 0)."""
+        up, down = self.cells(ks, cells)
+        if up.shape[2] == 0:
+            z = np.zeros(up.shape[:2])
+            return z, z.copy()
+        return np.maximum(up.max(axis=2), 0.0), np.maximum(down.max(axis=2), 0.0)
+
+
+@lru_cache(maxsize=16)
+def _quantile_grid(alpha: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(d values, q(d))``: exact integers ``1..4096`` then a geometric grid to 1e15,
+    with ``q`` made non-decreasing."""
+    ints = np.arange(1, QUANTILE_EXACT_UP_TO + 1, dtype=np.float64)
+    steps = math.ceil(math.log(_GRID_MAX / QUANTILE_EXACT_UP_TO) / math.log(_GRID_RATIO))
+    geo = np.unique(np.ceil(QUANTILE_EXACT_UP_TO * _GRID_RATIO ** np.arange(1, steps + 1)))
+    ds = np.concatenate([ints, geo])
+    qs = np.maximum.accumulate(chdtri(ds, alpha))
+    return tuple(float(v) for v in ds), tuple(float(v) for v in qs)
+
+
+def _q_upper(alpha: float, d: float) -> float:
+    """An upper bound on ``q(d) = chi2_{1-alpha}(d)``, non-decreasing in ``d`` (0 at 0)."""
+    if d <= 0:
+        return 0.0
+    ds, qs = _quantile_grid(alpha)
+    i = bisect.bisect_left(ds, d)
+    return qs[min(i, len(qs) - 1)] if i < len(qs) else math.inf
+
+
+def _q_lower(alpha: float, d: float) -> float:
+    """A lower bound on ``q(d)`` (``d >= 1``), non-decreasing in ``d``."""
+    ds, qs = _quantile_grid(alpha)
+    i = bisect.bisect_right(ds, d) - 1
+    return qs[max(i, 0)]
+
+
+@dataclass(frozen=True)
+class G2Distance:
+    """The statistic and what it was computed from (for tests and benchmarks)."""
+
+    value: int          # s(T): >= 1 if dependent, <= 0 if independent
+    dependent: bool     # the G^2 decision (p <= alpha)
+    g2: float
+    df: int
+    pvalue: float
+    evaluations: int    # vectorised passes over the cells
+
+
+def _check(alpha: float, table: StrataTable) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) \
+            or not (math.isfinite(float(alpha)) and 0.0 < float(alpha) < 1.0):
+        raise StatisticInputError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    if not isinstance(table, StrataTable):
+        raise StatisticInputError(f"expected a StrataTable, got {type(table).__name__}")
+    return float(alpha)
+
+
+def _per_stratum_g2(N: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``G^2`` of each stratum (cell-wise form, clamped at 0); they sum to ``G^2``."""
+    ns, nx, ny = _margins(N)
+    E = _expected_from(ns, nx, ny)
+    logs = np.log(np.divide(N, E, out=np.ones(E.shape), where=N > 0))
+    out: NDArray[np.float64] = np.maximum(2.0 * (N * logs).sum(axis=(1, 2)), 0.0)
+    return out
+
+
+#: Points per refinement pass of the search.
+_REFINE_POINTS = 8
+
+
+def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
+    """:func:`g2_distance` with the G^2 decision and the work done."""
+    alpha = _check(alpha, table)
+    N = table.counts
+    if N.shape[0] and not N.any(axis=(1, 2)).all():
+        N = N[N.any(axis=(1, 2))]  # only observed strata count (causal-learn's df rule)
+    n = int(N.sum())
+    cx, cy = table.cx, table.cy
+    if n == 0 or N.size == 0:
+        return G2Distance(0, False, 0.0, 0, 1.0, 0)  # no rows: independent, s = 0
+    ns, nx, ny = _margins(N)
+    df = _df(nx, ny)
+    g2 = _g2_from(N, _expected_from(ns, nx, ny)) if df > 0 else 0.0
+    pvalue = 1.0 if df == 0 else float(chdtrc(df, g2))
+    dependent = df > 0 and pvalue <= alpha
+    unobserved = table.n_configs > N.shape[0]
+    iota_full = max(cx + cy - 3, 0)
+    dfmax = float(table.n_configs) * (cx - 1) * (cy - 1)
+    gmax = 2.0 * n * math.log(min(cx, cy))
+    lad = _Ladder(N, n)
+    passes = 0
+
+    def iota(k: int) -> int:
+        """Bound on the change of df in one replacement at step ``k``."""
+        if lad.level_min <= k + 1 or (unobserved and k >= 1):
+            return iota_full
+        return 0
+
+    Crossed = Callable[[int, NDArray[np.float64], NDArray[np.float64], int], bool]
+    crossed: Crossed
+    if dependent:
+        gs = _per_stratum_g2(N)
+
+        def crossed(t: int, u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> bool:
+            # m_t(T) <= 0: G^2 - min(t r, sum_s min(G_s, t r_s)) - Q+(min(df + t iota, DFMAX))
+            gk = float(g_increment_array(np.array([float(k)]))[0]) if unobserved else 0.0
+            r = 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
+            per_stratum = float(np.minimum(gs, t * 2.0 * (u + v)).sum())
+            g_part = max(0.0, g2 - min(t * r, per_stratum))
+            q = _q_upper(alpha, min(df + t * iota(k), dfmax))
+            return g_part - q <= SLACK * (1.0 + g2 + q)
+    else:
+        def crossed(t: int, u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> bool:
+            # M_t(T) >= 0: min(G^2 + t r, GMAX) - Q-(max(df - t iota, 1))
+            gk = float(g_increment_array(np.array([float(k)]))[0]) if unobserved else 0.0
+            r = 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
+            g_part = min(g2 + t * r, gmax)
+            q = _q_lower(alpha, max(df - t * iota(k), 1))
+            return g_part - q >= -SLACK * (1.0 + g2 + q)
+
+    def first(lo: int, hi: int, u: NDArray[np.float64], v: NDArray[np.float64],
+              k: int) -> int:
+        """Smallest ``t`` in ``[lo, hi]`` crossing with fixed rates (``hi + 1`` if none)."""
+        if not crossed(hi, u, v, k):
+            return hi + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if crossed(mid, u, v, k):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    # t = k + 1: the rates of step t - 1 decide whether t replacements can cross. The
+    # rates are exact at every radius used (cells are only pruned when they provably
+    # cannot be a stratum's maximum in the remaining range), so the search returns
+    # exactly min(n, smallest crossing t).
+    k0 = np.zeros(1, dtype=np.int64)
+    U0, V0 = lad.rates(k0)
+    passes += 1
+    if crossed(1, U0[0], V0[0], 0):
+        dist = 1
+    else:
+        # rates only grow: crossing with the rates of step 0 bounds the answer above
+        u_t = min(first(2, n, U0[0], V0[0], 0), n)
+        ku = np.array([u_t - 1], dtype=np.int64)
+        Uc, Vc = lad.cells(ku)
+        passes += 1
+        Uu = np.maximum(Uc.max(axis=2), 0.0) if Uc.shape[2] else np.zeros((1, lad.k))
+        Vu = np.maximum(Vc.max(axis=2), 0.0) if Vc.shape[2] else np.zeros((1, lad.k))
+        if not crossed(u_t, Uu[0], Vu[0], u_t - 1):
+            dist = n  # u_t = n and even n replacements cannot cross: clamp
+        else:
+            lo_t = first(2, u_t, Uu[0], Vu[0], u_t - 1)  # crossing with the larger rates
+            hi_t = u_t
+            # Cells whose bound at radius hi_t - 1 does not exceed their stratum's maximum
+            # at radius lo_t - 1 are never a maximum in between (bounds grow with the
+            # radius): drop them; the stratum maxima stay exact as max(kept, floor).
+            Uf, Vf = U0[0], V0[0]
+            keep: NDArray[np.intp] | None = None
+            upper_cells = (Uc[0], Vc[0])
+            dist = hi_t
+            while lo_t < hi_t:
+                ka = np.array([lo_t - 1], dtype=np.int64)
+                Ua, Va = lad.rates(ka, keep)
+                passes += 1
+                Uf, Vf = np.maximum(Ua[0], Uf), np.maximum(Va[0], Vf)
+                if crossed(lo_t, Uf, Vf, lo_t - 1):
+                    dist = lo_t
+                    break
+                sel = np.flatnonzero(((upper_cells[0] > Uf[:, None])
+                                      | (upper_cells[1] > Vf[:, None])).any(axis=0))
+                keep = sel if keep is None else keep[sel]
+                ks = np.unique(np.linspace(lo_t - 1, hi_t - 1, _REFINE_POINTS)
+                               .round().astype(np.int64))
+                up, down = lad.cells(ks, keep)
+                passes += 1
+                if up.shape[2]:
+                    Uk = np.maximum(up.max(axis=2), Uf[None, :])
+                    Vk = np.maximum(down.max(axis=2), Vf[None, :])
+                else:
+                    Uk = np.repeat(Uf[None, :], len(ks), axis=0)
+                    Vk = np.repeat(Vf[None, :], len(ks), axis=0)
+                hit = next((j for j, k in enumerate(ks)
+                            if crossed(int(k) + 1, Uk[j], Vk[j], int(k))), len(ks) - 1)
+                if hit == 0:
+                    dist = int(ks[0]) + 1
+                    break
+                k_a, k_b = int(ks[hit - 1]), int(ks[hit])
+                lo_t = max(k_a + 2, first(k_a + 2, k_b + 1, Uk[hit], Vk[hit], k_b))
+                hi_t = min(k_b + 1, first(k_a + 2, k_b + 1, Uk[hit - 1], Vk[hit - 1], k_a))
+                dist = hi_t
+                upper_cells = (up[hit], down[hit])
+    value = dist if dependent else 1 - dist
+    return G2Distance(value, dependent, g2, df, pvalue, passes)
+
+
+def g2_distance(table: StrataTable, alpha: float) -> int:
+    """Signed distance (in replaced rows) to the G^2 decision at level ``alpha``.
+
+    ``>= 1`` when the G-test says dependent, ``<= 0`` when it says independent;
+    replace-one sensitivity 1; decision threshold ``1/2``. ``alpha`` and the table's
+    declared ``cx``, ``cy``, ``n_configs`` and ``n`` are public.
+    """
+    return g2_distance_details(table, alpha).value

@@ -1,0 +1,265 @@
+"""Signed distance to the G^2 decision (dpcg.stats.g2_distance): ceiling and sensitivity.
+
+* with the noise off its decision (``s > 1/2``) is the G-test's, exactly;
+* replace-one sensitivity 1: no neighbouring pair differs by more than 1 (Hypothesis
+  over random small tables and public parameters, every neighbour of adversarial tables
+  that sit next to the decision boundary, have singleton strata, unobserved
+  configurations, zero cells or near-deterministic structure);
+* it is a lower bound on the true number of replacements that flip the decision
+  (breadth-first search over all tables of a few rows);
+* the registered spec and its bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from accounting.relations import Relation
+from dpcg.errors import StatisticInputError
+from dpcg.stats.contingency import StrataTable, table_from_codes
+from dpcg.stats.discrete import g2_test
+from dpcg.stats.g2_distance import (
+    g2_distance,
+    g2_distance_details,
+    g_increment_array,
+    half_step_range,
+)
+from dpcg.stats.registry import get
+
+
+def _table(x: np.ndarray, y: np.ndarray, s: np.ndarray, cx: int, cy: int, k: int
+           ) -> StrataTable:
+    return table_from_codes(x, y, s, cx, cy, k)
+
+
+def _rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int]:
+    cx = draw(st.integers(2, 4))
+    cy = draw(st.integers(2, 4))
+    k = draw(st.integers(1, 4))
+    n = draw(st.integers(2, 40))
+    skew = draw(st.sampled_from(["uniform", "diagonal", "one-cell"]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, draw(st.integers(1, k)), n)
+    x = rng.integers(0, cx, n)
+    if skew == "diagonal":
+        y = np.where(rng.random(n) < 0.8, x % cy, rng.integers(0, cy, n))
+    elif skew == "one-cell":
+        x = np.where(rng.random(n) < 0.7, 0, x)
+        y = np.where(rng.random(n) < 0.7, 0, rng.integers(0, cy, n))
+    else:
+        y = rng.integers(0, cy, n)
+    return x, y, s, cx, cy, k
+
+
+@st.composite
+def neighbour_pairs(draw: st.DrawFn) -> tuple[StrataTable, StrataTable, float]:
+    x, y, s, cx, cy, k = _rows(draw)
+    i = draw(st.integers(0, len(x) - 1))
+    x2, y2, s2 = x.copy(), y.copy(), s.copy()
+    x2[i] = draw(st.integers(0, cx - 1))
+    y2[i] = draw(st.integers(0, cy - 1))
+    s2[i] = draw(st.integers(0, k - 1))
+    alpha = draw(st.sampled_from([0.05, 0.01, 0.2, 0.5]))
+    return _table(x, y, s, cx, cy, k), _table(x2, y2, s2, cx, cy, k), alpha
+
+
+@given(neighbour_pairs())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_replace_one_sensitivity_is_one(pair: tuple[StrataTable, StrataTable, float]) -> None:
+    t1, t2, alpha = pair
+    assert abs(g2_distance(t1, alpha) - g2_distance(t2, alpha)) <= 1
+
+
+@given(neighbour_pairs())
+@settings(max_examples=150, deadline=None)
+def test_decision_is_the_g_test(pair: tuple[StrataTable, StrataTable, float]) -> None:
+    for t in pair[:2]:
+        d = g2_distance_details(t, pair[2])
+        r = g2_test(t)
+        assert d.dependent == (r.df > 0 and r.pvalue <= pair[2])
+        assert (d.value > 0.5) == d.dependent
+        assert d.g2 == pytest.approx(r.statistic, rel=1e-12, abs=1e-12)
+        assert d.df == r.df
+
+
+def _cells_to_table(cells: np.ndarray, k: int, cx: int, cy: int, n_configs: int
+                    ) -> StrataTable:
+    counts = cells.reshape(k, cx, cy).astype(np.int64)
+    counts = counts[counts.any(axis=(1, 2))]
+    return StrataTable(counts, cx, cy, n_configs)
+
+
+def _all_neighbours(cells: np.ndarray) -> list[np.ndarray]:
+    out = []
+    for u in np.flatnonzero(cells):
+        for v in range(cells.size):
+            if v != u:
+                nb = cells.copy()
+                nb[u] -= 1
+                nb[v] += 1
+                out.append(nb)
+    return out
+
+
+def _exhaustive(cells: np.ndarray, k: int, cx: int, cy: int, n_configs: int,
+                alpha: float) -> int:
+    """Largest |s(T) - s(T')| over every replace-one neighbour T' of T."""
+    base = g2_distance(_cells_to_table(cells, k, cx, cy, n_configs), alpha)
+    worst = 0
+    for nb in _all_neighbours(cells):
+        v = g2_distance(_cells_to_table(nb, k, cx, cy, n_configs), alpha)
+        worst = max(worst, abs(v - base))
+    return worst
+
+
+def _boundary_table(n: int, alpha: float) -> np.ndarray:
+    """A 2x2 table whose G-test p-value is as close to alpha as n allows."""
+    best, cells = 2.0, np.zeros(4, dtype=np.int64)
+    for a in range(n + 1):
+        for b in range(n + 1 - a):
+            for c in range(n + 1 - a - b):
+                t = np.array([a, b, c, n - a - b - c])
+                r = g2_test(StrataTable(t.reshape(1, 2, 2), 2, 2, 1))
+                if r.df and abs(np.log(r.pvalue / alpha)) < best:
+                    best, cells = abs(np.log(r.pvalue / alpha)), t
+    return cells
+
+
+ADVERSARIAL = [
+    # (cells as (k, cx, cy), n_configs): deterministic, near-boundary, singleton strata,
+    # unobserved configurations, zero rows/columns, one huge cell
+    (np.array([[[30, 0], [0, 30]]]), 1),
+    (np.array([[[60, 0], [0, 1]]]), 1),
+    (np.array([[[59, 1], [1, 0]]]), 1),
+    (np.array([[[1, 0], [0, 0]], [[0, 0], [0, 1]], [[1, 1], [1, 1]]]), 3),
+    (np.array([[[5, 0, 0], [0, 5, 0], [0, 0, 5]]]), 4),
+    (np.array([[[20, 0, 3], [0, 0, 0]], [[2, 2, 2], [2, 2, 1]]]), 6),
+    (np.array([[[200, 0], [0, 0]]]), 1),
+    (np.array([[[100, 1], [1, 100]]]), 2),
+    (np.array([[[12, 3], [4, 11]]]), 1),
+    (np.array([[[3, 1], [1, 3]], [[3, 1], [1, 3]]]), 2),
+]
+
+
+@pytest.mark.parametrize(("cells", "n_configs"), ADVERSARIAL)
+@pytest.mark.parametrize("alpha", [0.05, 0.01])
+def test_adversarial_tables_every_neighbour(cells: np.ndarray, n_configs: int,
+                                            alpha: float) -> None:
+    k, cx, cy = cells.shape
+    assert _exhaustive(cells.reshape(-1), k, cx, cy, n_configs, alpha) <= 1
+
+
+@pytest.mark.parametrize("n", [10, 25, 60])
+@pytest.mark.parametrize("alpha", [0.05, 0.01])
+def test_boundary_tables_every_neighbour(n: int, alpha: float) -> None:
+    cells = _boundary_table(n, alpha)
+    assert _exhaustive(cells, 1, 2, 2, 1, alpha) <= 1
+
+
+def test_tightness_a_flip_costs_exactly_one() -> None:
+    """Next to the decision boundary the bound is attained: a neighbouring pair on the
+    two sides of the decision has values 1 and 0."""
+    cells = _boundary_table(40, 0.05)
+    t = _cells_to_table(cells, 1, 2, 2, 1)
+    base = g2_distance(t, 0.05)
+    seen = {g2_distance(_cells_to_table(nb, 1, 2, 2, 1), 0.05) - base
+            for nb in _all_neighbours(cells)}
+    assert 1 in seen or -1 in seen
+
+
+def _true_flip_distance(cells: np.ndarray, alpha: float, limit: int) -> int:
+    """Breadth-first search: fewest replacements that change the G-test decision."""
+    def dep(c: np.ndarray) -> bool:
+        r = g2_test(StrataTable(c.reshape(1, 2, 2)[c.reshape(1, 2, 2).any(axis=(1, 2))],
+                                2, 2, 1))
+        return r.df > 0 and r.pvalue <= alpha
+
+    start = dep(cells)
+    frontier = {tuple(cells)}
+    seen = set(frontier)
+    for depth in range(1, limit + 1):
+        nxt = set()
+        for c in frontier:
+            for nb in _all_neighbours(np.array(c)):
+                key = tuple(nb)
+                if key in seen:
+                    continue
+                if dep(nb) != start:
+                    return depth
+                seen.add(key)
+                nxt.add(key)
+        frontier = nxt
+    return limit + 1
+
+
+@pytest.mark.parametrize("n", [8, 14])
+def test_distance_is_a_lower_bound_on_the_flip_distance(n: int) -> None:
+    for a, b, c in itertools.product(range(n + 1), repeat=3):
+        if a + b + c > n:
+            continue
+        cells = np.array([a, b, c, n - a - b - c])
+        t = _cells_to_table(cells, 1, 2, 2, 1)
+        s = g2_distance(t, 0.05)
+        true = _true_flip_distance(cells, 0.05, limit=n)
+        assert (s if s >= 1 else 1 - s) <= true
+
+
+def test_monotone_rates_and_g() -> None:
+    m = np.arange(0, 50, dtype=np.float64)
+    g = g_increment_array(m)
+    assert g[0] == 0.0
+    np.testing.assert_allclose(g[1:], (m[1:] + 1) * np.log(m[1:] + 1) - m[1:] * np.log(m[1:]),
+                               rtol=1e-12)
+    assert np.all(np.diff(g) > 0)
+    a = np.array([[[5.0, 0.0], [1.0, 9.0]]])
+    b, c, d = a.sum(2)[:, :, None], a.sum(1)[:, None, :], a.sum((1, 2))[:, None, None]
+    prev = (0.0, 0.0)
+    for k in range(0, 30):
+        u, v = half_step_range(a, b, c, d, k)
+        assert u >= prev[0]
+        assert v >= prev[1]
+        prev = (u, v)
+
+
+def test_strong_dependence_is_far_and_independence_is_negative() -> None:
+    rng = np.random.default_rng(3)
+    n = 20_000
+    x = rng.integers(0, 3, n)
+    y = np.where(rng.random(n) < 0.3, x, rng.integers(0, 3, n))
+    dep = g2_distance(_table(x, y, np.zeros(n, dtype=np.int64), 3, 3, 1), 0.05)
+    assert dep > 100
+    y2 = rng.integers(0, 3, n)
+    ind = g2_distance(_table(x, y2, np.zeros(n, dtype=np.int64), 3, 3, 1), 0.05)
+    assert ind <= 0
+
+
+def test_bad_input() -> None:
+    t = _table(np.array([0, 1]), np.array([1, 0]), None, 2, 2, 1)  # type: ignore[arg-type]
+    for bad in (0.0, 1.0, -0.1, float("nan"), True, "0.05"):
+        with pytest.raises(StatisticInputError, match="alpha"):
+            g2_distance(t, bad)  # type: ignore[arg-type]
+    with pytest.raises(StatisticInputError, match="StrataTable"):
+        g2_distance(np.zeros((1, 2, 2)), 0.05)  # type: ignore[arg-type]
+    empty = StrataTable(np.zeros((0, 2, 2), dtype=np.int64), 2, 2, 1)
+    assert g2_distance(empty, 0.05) == 0
+
+
+def test_registered_spec() -> None:
+    spec = get("g2-decision-distance", Relation.REPLACE_ONE)
+    assert spec.bound(cx=3, cy=4) == 1.0
+    assert spec.proof_path().is_file()
+    rng = np.random.default_rng(0)
+    x, y, s = rng.integers(0, 3, 50), rng.integers(0, 4, 50), rng.integers(0, 2, 50)
+    v = spec.evaluate(x, y, s, cx=3, cy=4)
+    assert v == float(g2_distance(
+        StrataTable(_table(x, y, s, 3, 4, 2).counts, 3, 4, 2**62), 0.05))
+    with pytest.raises(StatisticInputError, match="outside its declared"):
+        spec.evaluate(x, y, s, cx=2, cy=4)
+    with pytest.raises(StatisticInputError):
+        get("g2-decision-distance", Relation.ADD_REMOVE)
