@@ -528,6 +528,15 @@ def constructions(spec: Any) -> list[Pair]:
                 pair_d = (i, i[::-1].copy(), np.zeros(n, dtype=np.int64))
                 out.append(_construction_pair(spec, pair_d, (n, n, 0), None,
                                               f"construction: anti-monotone rows, n={n}"))
+    elif name == "g2-decision-distance" and r1:
+        # a 2x2 table of 40 rows whose G-test p-value is next to alpha = 0.05 (cells
+        # (0,0), (0,1), (1,0), (1,1) = 1, 4, 23, 12): moving one (1,1) row to (0,1)
+        # flips the decision, so the signed distance moves by exactly 1 (proof note,
+        # "Tightness"; tests/stats/test_g2_distance.py finds the table by search).
+        before = _rows((1, 0, 0, 0), (4, 0, 1, 0), (23, 1, 0, 0), (12, 1, 1, 0))
+        out.append(_construction_pair(spec, before, (0, 1, 0), None,
+                                      "construction: one row across the G-test boundary, "
+                                      "n=40", cards=(2, 2)))
     elif name == "conditional-kendall-z":
         for m in (60, 200):
             i = np.arange(m, dtype=np.int64)
