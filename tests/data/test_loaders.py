@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import time
 from pathlib import Path
 from typing import Any
 
@@ -239,19 +238,17 @@ def test_load_table_dispatch(tmp_path: Path) -> None:
         load_table(tmp_path / "t.xlsx", SCHEMA)
 
 
-def test_csv_100k_x_37_loads_fast(tmp_path: Path) -> None:
+def test_csv_100k_x_37_round_trip(tmp_path: Path) -> None:
+    """A 100K x 37 CSV loads back to the same codes (its speed, ~0.6 s on an idle 2-core
+    machine, is a benchmark number, not a unit-test assertion: rule 5)."""
     from dpcg.datasets import load_network
 
     net = load_network("alarm")
     data = net.sample(100_000, 5)
     path = tmp_path / "alarm.csv"
     data.to_csv(path)
-    t0 = time.perf_counter()
     loaded = Dataset.from_csv(path, net.schema())
-    elapsed = time.perf_counter() - t0
     np.testing.assert_array_equal(loaded.codes, data.codes)
-    # about 0.6 s on an idle 2-core machine; generous for a loaded CI box
-    assert elapsed < 6.0, f"100K x 37 CSV took {elapsed:.2f} s"
 
 
 # -- pandas / parquet ------------------------------------------------------------------
