@@ -67,6 +67,7 @@ from dpcg.stats.grouped import (
     column_set,
     grouping_id,
     table_from_frame,
+    union_order,
 )
 
 if TYPE_CHECKING:  # the optional dependency is imported lazily on purpose
@@ -519,7 +520,7 @@ class DuckDBEngine:
     def _count_sets(self, sets: list[tuple[int, ...]]) -> dict[tuple[int, ...], GroupedFrame]:
         frames: dict[tuple[int, ...], GroupedFrame] = {}
         for chunk in chunk_sets(sets, self._sets_per_scan, MAX_UNION):
-            union = sorted({j for s in chunk for j in s})
+            union = union_order(chunk)
             names = ", ".join(f"c{j}" for j in union)
             groups = ", ".join("(" + ", ".join(f"c{j}" for j in s) + ")" for s in chunk)
             got = self._fetch(

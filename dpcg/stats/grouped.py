@@ -37,6 +37,7 @@ __all__ = [
     "check_queries",
     "chunk_sets",
     "table_from_frame",
+    "union_order",
 ]
 
 Query = tuple[int, int, tuple[int, ...]]
@@ -113,6 +114,13 @@ def chunk_sets(
     if current:
         chunks.append(current)
     return chunks
+
+
+def union_order(chunk: Sequence[tuple[int, ...]]) -> list[int]:
+    """The columns of a chunk of grouping sets in order of first appearance: the order in
+    which Spark lists the grouping columns (its ``grouping_id(...)`` must name them in
+    exactly that order); DuckDB accepts any order."""
+    return list(dict.fromkeys(j for s in chunk for j in s))
 
 
 def grouping_id(group: tuple[int, ...], union: Sequence[int]) -> int:
