@@ -5,9 +5,6 @@ private-style batch whose releases and ledger match the NumPy path exactly."""
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,50 +22,12 @@ from dpcg.errors import DataValidationError  # noqa: E402
 from dpcg.stats.contingency import StrataTable, contingency_table  # noqa: E402
 from dpcg.stats.spark_engine import SparkEngine  # noqa: E402
 from tests.engines.gen import arrow_table, make_data, random_queries, write_parquet  # noqa: E402
-from tests.engines.spark_cluster import java_home, standalone_cluster  # noqa: E402
+from tests.engines.spark_cluster import java_home  # noqa: E402
 
 if java_home() is None:  # pragma: no cover - CI has Java 17
     pytest.skip("Spark needs Java 17", allow_module_level=True)
 
 CARDS = [2, 3, 4, 2, 5, 3]
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    base = tmp_path_factory.mktemp("spark")
-    with standalone_cluster(base) as cluster:
-        keys = ("JAVA_HOME", "SPARK_HOME", "SPARK_LOCAL_IP", "SPARK_CONF_DIR")
-        saved = {k: os.environ.get(k) for k in (*keys, "PYSPARK_PYTHON")}
-        os.environ.update({k: cluster.env[k] for k in keys})
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        session = (
-            SparkSession.builder.master(cluster.url)
-            .appName("dpcg-engine-tests")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.memory", "512m")
-            .config("spark.executor.memory", "512m")
-            .config("spark.executor.cores", "1")
-            .config("spark.cores.max", "2")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.local.dir", str(base / "local"))
-            .getOrCreate()
-        )
-        session.sparkContext.setLogLevel("ERROR")
-        try:
-            assert session.sparkContext.master == cluster.url
-            yield session
-        finally:
-            session.stop()
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +64,7 @@ def test_cluster_tables_equal_contingency_table(
     # subsets follow the file order (files sorted by path, rows in file order)
     rows = np.sort(rng.choice(codes.shape[1], 800, replace=False)).astype(np.int64)
     inner = np.sort(rng.choice(800, 150, replace=False)).astype(np.int64)
-    for engine in (joint, sets):
+    for engine in (sets,):  # the joint path on subsets: test_equality.py
         sub = engine.subset(rows)
         for q, got in zip(queries, sub.tables(queries), strict=True):
             assert_same(contingency_table(codes[:, rows], CARDS, *q), got)
