@@ -66,6 +66,7 @@ from dpcg.stats.grouped import (
     chunk_sets,
     column_set,
     grouping_id,
+    marginal_frame,
     table_from_frame,
     union_order,
 )
@@ -443,10 +444,12 @@ class DuckDBEngine:
         if self._joint is None and not self._joint_tried:
             self._joint_tried = True
             self._joint = self._count_joint()
+        sets = sorted({column_set(q) for q in batch})
         if self._joint is not None:
             joint = self._joint
-            return [table_from_frame(joint, self.cardinalities, q) for q in batch]
-        frames = self._count_sets(sorted({column_set(q) for q in batch}))
+            frames = {s: marginal_frame(joint, s, self.cardinalities) for s in sets}
+        else:
+            frames = self._count_sets(sets)
         return [table_from_frame(frames[column_set(q)], self.cardinalities, q) for q in batch]
 
     def subset(self, rows: NDArray[np.int64]) -> DuckDBEngine:

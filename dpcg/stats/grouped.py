@@ -36,6 +36,7 @@ __all__ = [
     "Query",
     "check_queries",
     "chunk_sets",
+    "marginal_frame",
     "table_from_frame",
     "union_order",
 ]
@@ -129,6 +130,50 @@ def grouping_id(group: tuple[int, ...], union: Sequence[int]) -> int:
     width = len(union)
     members = set(group)
     return sum(1 << (width - 1 - k) for k, j in enumerate(union) if j not in members)
+
+
+#: Dense marginalisation (one weighted ``bincount``) while the marginal has at most
+#: ``max(DENSE_MIN, DENSE_PER_ROW * k)`` cells for ``k`` grouped rows; sparse above.
+DENSE_MIN = 1 << 16
+DENSE_PER_ROW = 4
+
+
+def marginal_frame(
+    frame: GroupedFrame, columns: tuple[int, ...], cardinalities: Sequence[int | None]
+) -> GroupedFrame:
+    """The grouped counts of ``columns`` (a subset of ``frame.columns``): the distinct
+    observed combinations and their summed counts, in increasing mixed-radix order.
+
+    One pass over the frame's ``k`` rows: a weighted ``bincount`` over the mixed-radix
+    key when the marginal has few cells, ``np.unique`` of the key otherwise. Sums of
+    integer counts in float64 are exact below ``2**53`` (see the module docstring)."""
+    if columns == frame.columns:
+        return frame
+    k = int(frame.counts.shape[0])
+    cards = [int(cardinalities[j] or 0) for j in columns]
+    cells = 1
+    for c in cards:
+        cells *= c
+    key = np.zeros(k, dtype=np.int64)
+    for j, c in zip(columns, cards, strict=True):
+        key *= c
+        key += frame.codes[j]
+    weights = frame.counts.astype(np.float64)
+    if cells <= max(DENSE_MIN, DENSE_PER_ROW * k):
+        summed = np.bincount(key, weights=weights, minlength=cells)
+        keys = np.flatnonzero(summed).astype(np.int64)
+        counts = np.rint(summed[keys]).astype(np.int64)
+    else:
+        keys, inverse = np.unique(key, return_inverse=True)
+        counts = np.rint(
+            np.bincount(inverse.reshape(-1), weights=weights, minlength=keys.shape[0])
+        ).astype(np.int64)
+    codes: dict[int, NDArray[np.int64]] = {}
+    rest = keys.copy()
+    for j, c in zip(reversed(columns), reversed(cards), strict=True):
+        codes[j] = rest % c
+        rest //= c
+    return GroupedFrame(columns, codes, counts)
 
 
 def table_from_frame(
