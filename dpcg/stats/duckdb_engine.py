@@ -108,6 +108,20 @@ def _pyarrow() -> Any:
     return pyarrow
 
 
+#: DuckDB errors whose text names files, tables or columns (never data values); the text
+#: of any other DuckDB error (e.g. a conversion error quoting a value) is not repeated.
+_NAMING_ERRORS = ("IOException", "CatalogException", "BinderException", "HTTPException")
+
+
+def _read_error(exc: Exception, where: str) -> DataValidationError:
+    """A :class:`DataValidationError` for a DuckDB failure reading ``where``."""
+    kind = type(exc).__name__
+    if kind in _NAMING_ERRORS:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
+        return DataValidationError(f"DuckDB could not read {where}: {first}")
+    return DataValidationError(f"DuckDB could not read {where} ({kind})")
+
+
 def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -242,9 +256,29 @@ class DuckDBEngine:
         joint_limit: int = JOINT_LIMIT,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
-        """A Parquet file, glob (``'lake/*.parquet'``) or list of files/globs."""
+        """A Parquet file, glob (``'lake/*.parquet'``) or list of files/globs.
+
+        ``memory_limit`` (e.g. ``"2GB"``) and ``threads`` are DuckDB settings, applied to
+        the connection (a given ``connection`` is changed for its whole session)."""
         patterns = [str(path)] if isinstance(path, str | os.PathLike) else [str(p) for p in path]
         con, own = cls._connect(connection, memory_limit, threads)
+        where = patterns[0] if len(patterns) == 1 else ", ".join(patterns)
+        try:
+            return cls._open_parquet(con, own, patterns, where, schema, joint_limit, sets_per_scan)
+        except _duckdb().Error as exc:
+            raise _read_error(exc, where) from None
+
+    @classmethod
+    def _open_parquet(
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        own: bool,
+        patterns: list[str],
+        where: str,
+        schema: Schema,
+        joint_limit: int,
+        sets_per_scan: int,
+    ) -> DuckDBEngine:
         files: list[str] = []
         for pattern in patterns:
             listed = con.execute("SELECT file FROM glob(?)", [pattern]).fetchall()
@@ -254,14 +288,10 @@ class DuckDBEngine:
             files.extend(found)
         files = sorted(set(files))
         file_list = "[" + ", ".join(_sql_string(f) for f in files) + "]"
-        where = patterns[0] if len(patterns) == 1 else ", ".join(patterns)
-        try:
-            meta = con.execute(
-                f"SELECT file_name, sum(num_rows) FROM parquet_file_metadata({file_list}) "
-                "GROUP BY file_name"
-            ).fetchall()
-        except Exception as exc:  # duckdb raises its own IOException / InvalidInputException
-            raise DataValidationError(f"cannot read Parquet {where}: {exc}") from None
+        meta = con.execute(
+            f"SELECT file_name, sum(num_rows) FROM parquet_file_metadata({file_list}) "
+            "GROUP BY file_name"
+        ).fetchall()
         rows_of = {str(f): int(c) for f, c in meta}
         offsets: list[tuple[str, int]] = []
         total = 0
@@ -358,7 +388,7 @@ class DuckDBEngine:
         try:
             return cls._from_sql(con, own, sql, schema, where, joint_limit, sets_per_scan)
         except _duckdb().Error as exc:
-            raise DataValidationError(f"cannot read CSV {where}: {exc}") from None
+            raise _read_error(exc, where) from None
 
     @classmethod
     def from_table(
@@ -396,16 +426,19 @@ class DuckDBEngine:
         if not kind:
             raise DataValidationError(f"{where}: no such table or view")
         is_table = str(kind[0][0]).upper() == "BASE TABLE"
-        return cls._from_sql(
-            con,
-            own,
-            f"SELECT * FROM {qualified}",
-            schema,
-            where,
-            joint_limit,
-            sets_per_scan,
-            table=qualified if is_table else None,
-        )
+        try:
+            return cls._from_sql(
+                con,
+                own,
+                f"SELECT * FROM {qualified}",
+                schema,
+                where,
+                joint_limit,
+                sets_per_scan,
+                table=qualified if is_table else None,
+            )
+        except duckdb.Error as exc:
+            raise _read_error(exc, where) from None
 
     @classmethod
     def from_relation(
@@ -423,11 +456,15 @@ class DuckDBEngine:
         scan order, which fixes the row order)."""
         k = next(_ids)
         view = f"__dpcg_rel_{k}"
-        relation.create_view(view, replace=True)
         con, _ = cls._connect(connection, memory_limit, threads)
-        return cls._from_sql(
-            con, False, f"SELECT * FROM {view}", schema, "relation", joint_limit, sets_per_scan
-        )
+        try:
+            relation.create_view(view, replace=True)
+            return cls._from_sql(
+                con, False, f"SELECT * FROM {view}", schema, "relation", joint_limit,
+                sets_per_scan,
+            )
+        except _duckdb().Error as exc:
+            raise _read_error(exc, "relation") from None
 
     # -- the TableEngine contract -----------------------------------------------------
     @property
@@ -496,10 +533,13 @@ class DuckDBEngine:
 
     def _fetch(self, sql: str) -> dict[str, NDArray[Any]]:
         self.scans += 1
-        relation = self._root.con.sql(sql)
-        # DuckDB 2 names it to_arrow_table; 1.x has arrow() (both return a pyarrow Table).
-        fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
-        table = fetch()
+        try:
+            relation = self._root.con.sql(sql)
+            # DuckDB 2 names it to_arrow_table; 1.x has arrow() (both: a pyarrow Table).
+            fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+            table = fetch()
+        except _duckdb().Error as exc:
+            raise _read_error(exc, self.where) from None
         return {
             name: np.asarray(table.column(name).to_numpy(zero_copy_only=False))
             for name in table.column_names

@@ -92,6 +92,8 @@ def main() -> None:
     out["level1"] = [time.perf_counter() - t, time.process_time() - c, len(level1)]
     if engine_name == "duckdb":
         scans = eng.scans
+        joint = eng._joint
+        out["joint_rows"] = None if joint is None else int(joint.counts.shape[0])
     out["scans"] = scans
     out["peak_rss_mb"] = _rss_mb()
     print(json.dumps(out))

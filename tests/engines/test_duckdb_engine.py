@@ -225,3 +225,17 @@ def test_bad_category_deep_in_a_large_file(tmp_path: Path) -> None:
     assert "700000" not in text
     assert "9" not in text.replace(str(path), "")
 
+
+
+def test_unreadable_sources_raise_the_projects_error(tmp_path: Path) -> None:
+    not_parquet = tmp_path / "x.parquet"
+    not_parquet.write_text("secret,values\n1,2\n")
+    for source in (str(tmp_path / "none-*.parquet"), str(not_parquet)):
+        with pytest.raises(DataValidationError) as info:
+            DuckDBEngine.from_parquet(source, SMALL)
+        assert "secret" not in str(info.value)
+    con = duckdb.connect()
+    with pytest.raises(DataValidationError, match="no such table"):
+        open_duckdb(con, SMALL, table="missing")
+    with pytest.raises(StatisticInputError):
+        open_duckdb(con, SMALL)  # a connection needs table=
