@@ -67,6 +67,7 @@ from dpcg.stats.grouped import (
     column_set,
     grouping_id,
     marginal_frame,
+    small_codes,
     table_from_frame,
     union_order,
 )
@@ -557,7 +558,7 @@ class DuckDBEngine:
         counts = got["n"].astype(np.int64)
         if counts.shape[0] > self._joint_limit:
             return None
-        codes = {j: got[f"c{j}"].astype(np.int64) for j in cols}
+        codes = {j: small_codes(got.pop(f"c{j}"), int(self.cardinalities[j] or 0)) for j in cols}
         return GroupedFrame(tuple(cols), codes, counts)
 
     def _count_sets(self, sets: list[tuple[int, ...]]) -> dict[tuple[int, ...], GroupedFrame]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,6 +38,7 @@ __all__ = [
     "check_queries",
     "chunk_sets",
     "marginal_frame",
+    "small_codes",
     "table_from_frame",
     "union_order",
 ]
@@ -47,10 +49,11 @@ Query = tuple[int, int, tuple[int, ...]]
 @dataclass(frozen=True)
 class GroupedFrame:
     """Distinct observed combinations of ``columns`` (codes, one int array per column, in
-    ``columns`` order) with their positive counts."""
+    ``columns`` order; any integer dtype, the smallest that holds the cardinality keeps a
+    cached joint small) with their positive counts."""
 
     columns: tuple[int, ...]
-    codes: Mapping[int, NDArray[np.int64]]
+    codes: Mapping[int, NDArray[np.integer[Any]]]
     counts: NDArray[np.int64]
 
 
@@ -168,12 +171,18 @@ def marginal_frame(
         counts = np.rint(
             np.bincount(inverse.reshape(-1), weights=weights, minlength=keys.shape[0])
         ).astype(np.int64)
-    codes: dict[int, NDArray[np.int64]] = {}
+    codes: dict[int, NDArray[np.integer[Any]]] = {}
     rest = keys.copy()
     for j, c in zip(reversed(columns), reversed(cards), strict=True):
         codes[j] = rest % c
         rest //= c
     return GroupedFrame(columns, codes, counts)
+
+
+def small_codes(values: NDArray[Any], cardinality: int) -> NDArray[np.integer[Any]]:
+    """Codes in the smallest unsigned dtype holding ``0..cardinality-1``."""
+    dtype = np.uint8 if cardinality <= 256 else np.uint16 if cardinality <= 65536 else np.int64
+    return np.asarray(values).astype(dtype)
 
 
 def table_from_frame(
