@@ -192,6 +192,7 @@ class DuckDBEngine:
         connection: duckdb.DuckDBPyConnection | None,
         memory_limit: str | None,
         threads: int | None,
+        temp_directory: str | os.PathLike[str] | None = None,
     ) -> tuple[duckdb.DuckDBPyConnection, bool]:
         duckdb = _duckdb()
         own = connection is None
@@ -203,6 +204,8 @@ class DuckDBEngine:
                 if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
                     raise StatisticInputError(f"threads must be a positive int, got {threads!r}")
                 con.execute(f"SET threads = {int(threads)}")
+            if temp_directory is not None:
+                con.execute(f"SET temp_directory = {_sql_string(str(temp_directory))}")
             con.execute("SET preserve_insertion_order = true")
         except duckdb.Error as exc:
             raise StatisticInputError(f"invalid DuckDB setting: {exc}") from None
@@ -253,16 +256,19 @@ class DuckDBEngine:
         *,
         memory_limit: str | None = None,
         threads: int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
         connection: duckdb.DuckDBPyConnection | None = None,
         joint_limit: int = JOINT_LIMIT,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
         """A Parquet file, glob (``'lake/*.parquet'``) or list of files/globs.
 
-        ``memory_limit`` (e.g. ``"2GB"``) and ``threads`` are DuckDB settings, applied to
-        the connection (a given ``connection`` is changed for its whole session)."""
+        ``memory_limit`` (e.g. ``"2GB"``), ``threads`` and ``temp_directory`` (where DuckDB
+        spills beyond the memory limit; DuckDB's default is ``.tmp`` in the working
+        directory) are DuckDB settings, applied to the connection (a given ``connection``
+        is changed for its whole session)."""
         patterns = [str(path)] if isinstance(path, str | os.PathLike) else [str(p) for p in path]
-        con, own = cls._connect(connection, memory_limit, threads)
+        con, own = cls._connect(connection, memory_limit, threads, temp_directory)
         where = patterns[0] if len(patterns) == 1 else ", ".join(patterns)
         try:
             return cls._open_parquet(con, own, patterns, where, schema, joint_limit, sets_per_scan)
@@ -371,6 +377,7 @@ class DuckDBEngine:
         delimiter: str = ",",
         memory_limit: str | None = None,
         threads: int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
         connection: duckdb.DuckDBPyConnection | None = None,
         joint_limit: int = JOINT_LIMIT,
         sets_per_scan: int = SETS_PER_SCAN,
@@ -381,7 +388,7 @@ class DuckDBEngine:
         where = str(path)
         if not Path(path).is_file():
             raise DataValidationError(f"cannot read {where}: no such file")
-        con, own = cls._connect(connection, memory_limit, threads)
+        con, own = cls._connect(connection, memory_limit, threads, temp_directory)
         sql = (
             f"SELECT * FROM read_csv({_sql_string(where)}, header = true, all_varchar = true, "
             f"delim = {_sql_string(delimiter)})"
@@ -400,6 +407,7 @@ class DuckDBEngine:
         *,
         memory_limit: str | None = None,
         threads: int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
         joint_limit: int = JOINT_LIMIT,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
@@ -415,7 +423,7 @@ class DuckDBEngine:
             con = database
             own = False
             where = f"table {table}"
-        con, _ = cls._connect(con, memory_limit, threads)
+        con, _ = cls._connect(con, memory_limit, threads, temp_directory)
         qualified = ".".join(quote_ident(part, "duckdb") for part in table.split("."))
         try:
             kind = con.execute(
@@ -450,6 +458,7 @@ class DuckDBEngine:
         *,
         memory_limit: str | None = None,
         threads: int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
         joint_limit: int = JOINT_LIMIT,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
@@ -457,7 +466,7 @@ class DuckDBEngine:
         scan order, which fixes the row order)."""
         k = next(_ids)
         view = f"__dpcg_rel_{k}"
-        con, _ = cls._connect(connection, memory_limit, threads)
+        con, _ = cls._connect(connection, memory_limit, threads, temp_directory)
         try:
             relation.create_view(view, replace=True)
             return cls._from_sql(
@@ -633,12 +642,17 @@ def open_duckdb(
     connection: duckdb.DuckDBPyConnection | None = None,
     memory_limit: str | None = None,
     threads: int | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
 ) -> DuckDBEngine:
     """A DuckDB engine for ``source``: a ``.parquet`` path or glob, a ``.csv`` file, a
     ``.duckdb``/``.db`` database file or an open connection (with ``table=``), or a DuckDB
     relation (with ``connection=``)."""
     duckdb = _duckdb()
-    opts: dict[str, Any] = {"memory_limit": memory_limit, "threads": threads}
+    opts: dict[str, Any] = {
+        "memory_limit": memory_limit,
+        "threads": threads,
+        "temp_directory": temp_directory,
+    }
     if isinstance(source, duckdb.DuckDBPyRelation):
         if connection is None:
             raise StatisticInputError("a DuckDB relation needs connection= (its connection)")

@@ -139,12 +139,16 @@ def test_query_errors(lake: tuple[Schema, np.ndarray, str]) -> None:
     assert engine.tables([]) == []
 
 
-def test_memory_limit_and_threads_options(lake: tuple[Schema, np.ndarray, str]) -> None:
+def test_memory_limit_and_threads_options(
+    lake: tuple[Schema, np.ndarray, str], tmp_path: Path
+) -> None:
     schema, codes, glob = lake
     con = duckdb.connect()
+    spill = tmp_path / "spill"
     engine = DuckDBEngine.from_parquet(
-        glob, schema, memory_limit="256MB", threads=1, connection=con
+        glob, schema, memory_limit="256MB", threads=1, temp_directory=spill, connection=con
     )
+    assert con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] == str(spill)
     limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     assert "MiB" in str(limit) or "MB" in str(limit)
     assert con.execute("SELECT current_setting('threads')").fetchall()[0][0] == 1
