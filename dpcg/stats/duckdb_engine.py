@@ -1,0 +1,680 @@
+"""DuckDB table engine: contingency tables counted where the data live, out of core.
+
+:class:`DuckDBEngine` reads a Parquet glob, a CSV file, a table of a DuckDB database (by
+name) or an existing DuckDB relation, and answers batches of ``(x, y, S)`` queries with
+the exact :class:`~dpcg.stats.contingency.StrataTable`\\ s that
+:func:`~dpcg.stats.contingency.contingency_table` returns on the same data (bit for bit).
+Only aggregates leave DuckDB; no row reaches Python. Memory is bounded by DuckDB's
+``memory_limit`` (spilling to its temporary directory beyond it).
+
+Public facts (PRIVACY.md): ``n`` (counted once, replace-one), the declared
+``cardinalities`` and ``names``. Everything else stays inside the engine until a table is
+handed to a primitive of ``accounting``.
+
+Counting strategy for one ``tables(queries)`` call (the output never depends on it):
+
+1. *Joint cache.* The first batch asks DuckDB for the joint counts of all discrete
+   columns (``GROUP BY`` every column, ``LIMIT joint_limit + 1``). If at most
+   ``joint_limit`` distinct rows exist they are kept (codes + counts, a few bytes per
+   distinct row) and every later query of every batch is a NumPy marginal of it: one scan
+   for the whole run. This is the "widest marginal" of the batch, taken once.
+2. *Grouping sets.* Otherwise each batch's distinct column sets are counted with
+   ``GROUP BY GROUPING SETS``, at most ``sets_per_scan`` sets per query (one scan each).
+
+Which branch runs affects speed and :attr:`DuckDBEngine.scans` only; it is a benchmark
+counter, not a release.
+
+Row order (for :meth:`DuckDBEngine.subset`): rows are numbered ``0..n-1`` once,
+
+* Parquet: files in increasing path order (the sorted glob expansion), rows in file order
+  within a file (DuckDB's ``file_row_number``); position = rows of earlier files +
+  ``file_row_number``;
+* a DuckDB table: its ``rowid`` order (insertion order); if the table has gaps in
+  ``rowid`` (deleted rows), or the source is a CSV file or a relation, it is copied once
+  into a temporary table in scan order and that table's ``rowid`` is used.
+
+``subset(rows)`` keeps the rows at those positions (a semi-join with the selected
+positions); see docs/privacy/engine-subsample.md for why a uniform without-replacement
+index set gives a uniform without-replacement sample of rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcg.data.schema import Categorical, Ordinal, Schema
+from dpcg.data.sql_validate import (
+    TypeClass,
+    Violation,
+    code_expression,
+    quote_ident,
+    raise_violations,
+    validation_plan,
+)
+from dpcg.errors import DataValidationError, MissingDependencyError, StatisticInputError
+from dpcg.stats.contingency import StrataTable
+from dpcg.stats.grouped import (
+    GroupedFrame,
+    check_queries,
+    chunk_sets,
+    column_set,
+    grouping_id,
+    marginal_frame,
+    small_codes,
+    table_from_frame,
+    union_order,
+)
+
+if TYPE_CHECKING:  # the optional dependency is imported lazily on purpose
+    import duckdb
+
+__all__ = ["DuckDBEngine", "open_duckdb"]
+
+#: Distinct joint rows kept in memory for the joint cache (about ``p + 8`` bytes each).
+JOINT_LIMIT = 2_000_000
+#: Grouping sets per ``GROUPING SETS`` query.
+SETS_PER_SCAN = 64
+#: ``GROUPING(...)`` is a bitmask of at most this many columns.
+MAX_UNION = 62
+
+_ids = itertools.count()
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb  # optional extra: deferred so the core install stays light
+    except ImportError:
+        raise MissingDependencyError(
+            "the DuckDB engine needs the optional packages 'duckdb' and 'pyarrow'; install "
+            "them with `pip install 'dpcg[duckdb]'`"
+        ) from None
+    return duckdb
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow  # optional extra (see _duckdb)
+    except ImportError:
+        raise MissingDependencyError(
+            "the DuckDB engine needs the optional package 'pyarrow'; install it with "
+            "`pip install 'dpcg[duckdb]'`"
+        ) from None
+    return pyarrow
+
+
+#: DuckDB errors whose text names files, tables or columns (never data values); the text
+#: of any other DuckDB error (e.g. a conversion error quoting a value) is not repeated.
+_NAMING_ERRORS = ("IOException", "CatalogException", "BinderException", "HTTPException")
+
+
+def _read_error(exc: Exception, where: str) -> DataValidationError:
+    """A :class:`DataValidationError` for a DuckDB failure reading ``where``."""
+    kind = type(exc).__name__
+    if kind in _NAMING_ERRORS:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
+        return DataValidationError(f"DuckDB could not read {where}: {first}")
+    return DataValidationError(f"DuckDB could not read {where} ({kind})")
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class _Root:
+    """What subsets share with the engine they came from: the connection, the numbered
+    source and the codes expressions."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        raw_view: str,
+        numbered_view: str,
+        code_sql: dict[int, str],
+        where: str,
+        own_connection: bool,
+    ) -> None:
+        self.con = con
+        self.raw_view = raw_view
+        self.numbered_view = numbered_view
+        self.code_sql = code_sql
+        self.where = where
+        self.own_connection = own_connection
+
+
+class DuckDBEngine:
+    """Contingency tables of a table that DuckDB reads (see the module docstring).
+
+    Build one with :meth:`from_parquet`, :meth:`from_csv`, :meth:`from_table`,
+    :meth:`from_relation` or :func:`open_duckdb`. The constructor validates the data
+    against the schema with one aggregate query before anything else (no budget is ever
+    spent on data that do not conform).
+    """
+
+    def __init__(
+        self,
+        root: _Root,
+        schema: Schema,
+        n: int,
+        codes_view: str,
+        positions: NDArray[np.int64] | None,
+        *,
+        joint_limit: int = JOINT_LIMIT,
+        sets_per_scan: int = SETS_PER_SCAN,
+    ) -> None:
+        self._root = root
+        self.schema = schema
+        self.n = int(n)
+        self.cardinalities: tuple[int | None, ...] = schema.cardinalities
+        self.names: tuple[str, ...] = schema.names
+        self._codes_view = codes_view
+        self._positions = positions
+        self._joint_limit = int(joint_limit)
+        self._sets_per_scan = max(1, int(sets_per_scan))
+        self._joint: GroupedFrame | None = None
+        self._joint_tried = False
+        #: SQL statements that read the data (validation, n, counts, subset selection).
+        self.scans = 0
+        #: ``(x, y, S)`` queries answered.
+        self.queries = 0
+
+    name = "duckdb"
+
+    # -- construction ------------------------------------------------------------------
+    @staticmethod
+    def _connect(
+        connection: duckdb.DuckDBPyConnection | None,
+        memory_limit: str | None,
+        threads: int | None,
+        temp_directory: str | os.PathLike[str] | None = None,
+    ) -> tuple[duckdb.DuckDBPyConnection, bool]:
+        duckdb = _duckdb()
+        own = connection is None
+        con = duckdb.connect(":memory:") if connection is None else connection
+        try:
+            if memory_limit is not None:
+                con.execute(f"SET memory_limit = {_sql_string(str(memory_limit))}")
+            if threads is not None:
+                if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                    raise StatisticInputError(f"threads must be a positive int, got {threads!r}")
+                con.execute(f"SET threads = {int(threads)}")
+            if temp_directory is not None:
+                con.execute(f"SET temp_directory = {_sql_string(str(temp_directory))}")
+            con.execute("SET preserve_insertion_order = true")
+        except duckdb.Error as exc:
+            raise StatisticInputError(f"invalid DuckDB setting: {exc}") from None
+        return con, own
+
+    @classmethod
+    def _finish(
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        own: bool,
+        schema: Schema,
+        raw_view: str,
+        numbered_view: str,
+        where: str,
+        file_column: str | None,
+        n: int | None,
+        joint_limit: int,
+        sets_per_scan: int,
+    ) -> DuckDBEngine:
+        if not isinstance(schema, Schema):
+            raise DataValidationError(
+                f"schema must be a dpcg.data.Schema, got {type(schema).__name__}"
+            )
+        described = con.execute(f"DESCRIBE SELECT * FROM {raw_view}").fetchall()
+        types = {str(row[0]): str(row[1]) for row in described}
+        scans = _validate(con, schema, raw_view, types, where, file_column)
+        code_sql: dict[int, str] = {}
+        tclasses: Mapping[str, TypeClass] = validation_plan(schema, types, where, "duckdb").types
+        for j, column in enumerate(schema):
+            if isinstance(column, Categorical | Ordinal):
+                code_sql[j] = code_expression(column, tclasses[column.name], "duckdb")
+        root = _Root(con, raw_view, numbered_view, code_sql, where, own)
+        codes_view = _codes_view(root, raw_view)
+        if n is None:
+            n = int(con.execute(f"SELECT count(*) FROM {raw_view}").fetchall()[0][0])
+            scans += 1
+        engine = cls(
+            root, schema, n, codes_view, None, joint_limit=joint_limit, sets_per_scan=sets_per_scan
+        )
+        engine.scans += scans
+        return engine
+
+    @classmethod
+    def from_parquet(
+        cls,
+        path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        schema: Schema,
+        *,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        connection: duckdb.DuckDBPyConnection | None = None,
+        joint_limit: int = JOINT_LIMIT,
+        sets_per_scan: int = SETS_PER_SCAN,
+    ) -> DuckDBEngine:
+        """A Parquet file, glob (``'lake/*.parquet'``) or list of files/globs.
+
+        ``memory_limit`` (e.g. ``"2GB"``), ``threads`` and ``temp_directory`` (where DuckDB
+        spills beyond the memory limit; DuckDB's default is ``.tmp`` in the working
+        directory) are DuckDB settings, applied to the connection (a given ``connection``
+        is changed for its whole session)."""
+        patterns = [str(path)] if isinstance(path, str | os.PathLike) else [str(p) for p in path]
+        con, own = cls._connect(connection, memory_limit, threads, temp_directory)
+        where = patterns[0] if len(patterns) == 1 else ", ".join(patterns)
+        try:
+            return cls._open_parquet(con, own, patterns, where, schema, joint_limit, sets_per_scan)
+        except _duckdb().Error as exc:
+            raise _read_error(exc, where) from None
+
+    @classmethod
+    def _open_parquet(
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        own: bool,
+        patterns: list[str],
+        where: str,
+        schema: Schema,
+        joint_limit: int,
+        sets_per_scan: int,
+    ) -> DuckDBEngine:
+        files: list[str] = []
+        for pattern in patterns:
+            listed = con.execute("SELECT file FROM glob(?)", [pattern]).fetchall()
+            found = [str(r[0]) for r in listed]
+            if not found:
+                raise DataValidationError(f"no Parquet file matches {pattern}")
+            files.extend(found)
+        files = sorted(set(files))
+        file_list = "[" + ", ".join(_sql_string(f) for f in files) + "]"
+        meta = con.execute(
+            f"SELECT file_name, sum(num_rows) FROM parquet_file_metadata({file_list}) "
+            "GROUP BY file_name"
+        ).fetchall()
+        rows_of = {str(f): int(c) for f, c in meta}
+        offsets: list[tuple[str, int]] = []
+        total = 0
+        for f in files:
+            offsets.append((f, total))
+            total += rows_of.get(f, 0)
+        k = next(_ids)
+        raw = f"__dpcg_raw_{k}"
+        numbered = f"__dpcg_numbered_{k}"
+        off = f"__dpcg_offsets_{k}"
+        values = ", ".join(f"({_sql_string(f)}, {o})" for f, o in offsets)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {off}(f VARCHAR, o BIGINT)")
+        con.execute(f"INSERT INTO {off} VALUES {values}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM read_parquet({file_list}, "
+            "filename = true, union_by_name = true)"
+        )
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {numbered} AS SELECT p.*, "
+            f"o.o + p.file_row_number AS __dpcg_row FROM read_parquet({file_list}, "
+            f"filename = true, file_row_number = true, union_by_name = true) p "
+            f"JOIN {off} o ON p.filename = o.f"
+        )
+        return cls._finish(
+            con, own, schema, raw, numbered, where, "filename", total, joint_limit, sets_per_scan
+        )
+
+    @classmethod
+    def _from_sql(
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        own: bool,
+        select_sql: str,
+        schema: Schema,
+        where: str,
+        joint_limit: int,
+        sets_per_scan: int,
+        table: str | None = None,
+    ) -> DuckDBEngine:
+        k = next(_ids)
+        raw = f"__dpcg_raw_{k}"
+        numbered = f"__dpcg_numbered_{k}"
+        if table is not None:
+            count, top = con.execute(f"SELECT count(*), max(rowid) FROM {table}").fetchall()[0]
+            if count == 0 or top == count - 1:
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM {table}")
+                con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW {numbered} AS "
+                    f"SELECT *, rowid AS __dpcg_row FROM {table}"
+                )
+                engine = cls._finish(
+                    con, own, schema, raw, numbered, where, None, int(count), joint_limit,
+                    sets_per_scan,
+                )
+                engine.scans += 1
+                return engine
+            select_sql = f"SELECT * FROM {table} ORDER BY rowid"
+        copy = f"__dpcg_copy_{k}"
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {copy} AS {select_sql}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM {copy}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {numbered} AS SELECT *, rowid AS __dpcg_row FROM {copy}"
+        )
+        engine = cls._finish(
+            con, own, schema, raw, numbered, where, None, None, joint_limit, sets_per_scan
+        )
+        engine.scans += 1
+        return engine
+
+    @classmethod
+    def from_csv(
+        cls,
+        path: str | os.PathLike[str],
+        schema: Schema,
+        *,
+        delimiter: str = ",",
+        memory_limit: str | None = None,
+        threads: int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        connection: duckdb.DuckDBPyConnection | None = None,
+        joint_limit: int = JOINT_LIMIT,
+        sets_per_scan: int = SETS_PER_SCAN,
+    ) -> DuckDBEngine:
+        """A CSV file with a header line; every field is read as text (as the in-memory
+        CSV reader does) and copied once into a temporary table (which spills to disk
+        beyond ``memory_limit``). For data larger than RAM prefer Parquet."""
+        where = str(path)
+        if not Path(path).is_file():
+            raise DataValidationError(f"cannot read {where}: no such file")
+        con, own = cls._connect(connection, memory_limit, threads, temp_directory)
+        sql = (
+            f"SELECT * FROM read_csv({_sql_string(where)}, header = true, all_varchar = true, "
+            f"delim = {_sql_string(delimiter)})"
+        )
+        try:
+            return cls._from_sql(con, own, sql, schema, where, joint_limit, sets_per_scan)
+        except _duckdb().Error as exc:
+            raise _read_error(exc, where) from None
+
+    @classmethod
+    def from_table(
+        cls,
+        database: duckdb.DuckDBPyConnection | str | os.PathLike[str],
+        table: str,
+        schema: Schema,
+        *,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        joint_limit: int = JOINT_LIMIT,
+        sets_per_scan: int = SETS_PER_SCAN,
+    ) -> DuckDBEngine:
+        """A table (or view) of a DuckDB database, given as an open connection or a
+        database file (opened read-only). ``table`` may be qualified (``schema.table``);
+        each part is quoted."""
+        duckdb = _duckdb()
+        if isinstance(database, str | os.PathLike):
+            con = duckdb.connect(str(database), read_only=True)
+            own = True
+            where = f"{database}:{table}"
+        else:
+            con = database
+            own = False
+            where = f"table {table}"
+        con, _ = cls._connect(con, memory_limit, threads, temp_directory)
+        qualified = ".".join(quote_ident(part, "duckdb") for part in table.split("."))
+        try:
+            kind = con.execute(
+                "SELECT table_type FROM information_schema.tables WHERE table_name = ?",
+                [table.split(".")[-1]],
+            ).fetchall()
+        except duckdb.Error as exc:  # pragma: no cover - catalogue always readable
+            raise DataValidationError(f"cannot read {where}: {exc}") from None
+        if not kind:
+            raise DataValidationError(f"{where}: no such table or view")
+        is_table = str(kind[0][0]).upper() == "BASE TABLE"
+        try:
+            return cls._from_sql(
+                con,
+                own,
+                f"SELECT * FROM {qualified}",
+                schema,
+                where,
+                joint_limit,
+                sets_per_scan,
+                table=qualified if is_table else None,
+            )
+        except duckdb.Error as exc:
+            raise _read_error(exc, where) from None
+
+    @classmethod
+    def from_relation(
+        cls,
+        relation: duckdb.DuckDBPyRelation,
+        schema: Schema,
+        connection: duckdb.DuckDBPyConnection,
+        *,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        joint_limit: int = JOINT_LIMIT,
+        sets_per_scan: int = SETS_PER_SCAN,
+    ) -> DuckDBEngine:
+        """An existing relation of ``connection`` (copied once into a temporary table in
+        scan order, which fixes the row order)."""
+        k = next(_ids)
+        view = f"__dpcg_rel_{k}"
+        con, _ = cls._connect(connection, memory_limit, threads, temp_directory)
+        try:
+            relation.create_view(view, replace=True)
+            return cls._from_sql(
+                con, False, f"SELECT * FROM {view}", schema, "relation", joint_limit,
+                sets_per_scan,
+            )
+        except _duckdb().Error as exc:
+            raise _read_error(exc, "relation") from None
+
+    # -- the TableEngine contract -----------------------------------------------------
+    @property
+    def where(self) -> str:
+        """The source (file, glob or table name): public, named in errors."""
+        return self._root.where
+
+    def tables(self, queries: Sequence[tuple[int, int, Sequence[int]]]) -> list[StrataTable]:
+        """The exact tables of a batch of ``(x, y, S)`` queries, in order."""
+        batch = check_queries(queries, self.cardinalities)
+        self.queries += len(batch)
+        if not batch:
+            return []
+        if self._joint is None and not self._joint_tried:
+            self._joint_tried = True
+            self._joint = self._count_joint()
+        sets = sorted({column_set(q) for q in batch})
+        if self._joint is not None:
+            joint = self._joint
+            frames = {s: marginal_frame(joint, s, self.cardinalities) for s in sets}
+        else:
+            frames = self._count_sets(sets)
+        return [table_from_frame(frames[column_set(q)], self.cardinalities, q) for q in batch]
+
+    def subset(self, rows: NDArray[np.int64]) -> DuckDBEngine:
+        """The engine restricted to the rows at positions ``rows`` of this engine's row
+        order (strictly increasing, as drawn by ``accounting``)."""
+        idx = np.asarray(rows)
+        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+            raise StatisticInputError("subset rows must be a 1-D integer array")
+        idx = idx.astype(np.int64, copy=False)
+        if idx.size and (int(idx[0]) < 0 or int(idx[-1]) >= self.n):
+            raise StatisticInputError(f"subset rows must lie in [0, {self.n})")
+        if idx.size > 1 and not bool(np.all(np.diff(idx) > 0)):
+            raise StatisticInputError("subset rows must be strictly increasing")
+        absolute = idx if self._positions is None else self._positions[idx]
+        pa = _pyarrow()
+        root = self._root
+        k = next(_ids)
+        sel = f"__dpcg_sel_{k}"
+        root.con.register(sel, pa.table({"pos": pa.array(absolute, type=pa.int64())}))
+        raw = f"__dpcg_subset_{k}"
+        root.con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * EXCLUDE (__dpcg_row) FROM "
+            f"{root.numbered_view} WHERE __dpcg_row IN (SELECT pos FROM {sel})"
+        )
+        codes_view = _codes_view(root, raw)
+        return DuckDBEngine(
+            root,
+            self.schema,
+            int(absolute.size),
+            codes_view,
+            np.array(absolute, dtype=np.int64),
+            joint_limit=self._joint_limit,
+            sets_per_scan=self._sets_per_scan,
+        )
+
+    def close(self) -> None:
+        """Close the connection if the engine opened it."""
+        if self._root.own_connection:
+            self._root.con.close()
+
+    # -- counting ---------------------------------------------------------------------
+    def _discrete(self) -> list[int]:
+        return [j for j, c in enumerate(self.cardinalities) if c is not None]
+
+    def _fetch(self, sql: str) -> dict[str, NDArray[Any]]:
+        self.scans += 1
+        try:
+            relation = self._root.con.sql(sql)
+            # DuckDB 2 names it to_arrow_table; 1.x has arrow() (both: a pyarrow Table).
+            fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+            table = fetch()
+        except _duckdb().Error as exc:
+            raise _read_error(exc, self.where) from None
+        return {
+            name: np.asarray(table.column(name).to_numpy(zero_copy_only=False))
+            for name in table.column_names
+        }
+
+    def _count_joint(self) -> GroupedFrame | None:
+        cols = self._discrete()
+        if not cols or self._joint_limit < 1:
+            return None
+        names = ", ".join(f"c{j}" for j in cols)
+        got = self._fetch(
+            f"SELECT {names}, count(*) AS n FROM {self._codes_view} GROUP BY ALL "
+            f"LIMIT {self._joint_limit + 1}"
+        )
+        counts = got["n"].astype(np.int64)
+        if counts.shape[0] > self._joint_limit:
+            return None
+        codes = {j: small_codes(got.pop(f"c{j}"), int(self.cardinalities[j] or 0)) for j in cols}
+        return GroupedFrame(tuple(cols), codes, counts)
+
+    def _count_sets(self, sets: list[tuple[int, ...]]) -> dict[tuple[int, ...], GroupedFrame]:
+        frames: dict[tuple[int, ...], GroupedFrame] = {}
+        for chunk in chunk_sets(sets, self._sets_per_scan, MAX_UNION):
+            union = union_order(chunk)
+            names = ", ".join(f"c{j}" for j in union)
+            groups = ", ".join("(" + ", ".join(f"c{j}" for j in s) + ")" for s in chunk)
+            got = self._fetch(
+                f"SELECT GROUPING({names}) AS g, {names}, count(*) AS n "
+                f"FROM {self._codes_view} GROUP BY GROUPING SETS ({groups})"
+            )
+            g = got["g"].astype(np.int64)
+            for s in chunk:
+                mask = g == grouping_id(s, union)
+                codes = {j: got[f"c{j}"][mask].astype(np.int64) for j in s}
+                frames[s] = GroupedFrame(s, codes, got["n"][mask].astype(np.int64))
+        return frames
+
+
+def _codes_view(root: _Root, raw: str) -> str:
+    k = next(_ids)
+    view = f"__dpcg_codes_{k}"
+    cols = ", ".join(f"{sql} AS c{j}" for j, sql in sorted(root.code_sql.items()))
+    if not cols:
+        cols = "1 AS __dpcg_none"
+    root.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {cols} FROM {raw}")
+    return view
+
+
+def _validate(
+    con: duckdb.DuckDBPyConnection,
+    schema: Schema,
+    raw_view: str,
+    types: dict[str, str],
+    where: str,
+    file_column: str | None,
+) -> int:
+    """Run the validation plan; raise on any violation. Returns the number of scans."""
+    plan = validation_plan(schema, types, where, "duckdb")
+    raise_violations(plan.catalogue)
+    if not plan.checks:
+        return 0
+    aggs = ", ".join(sql for _, _, sql in plan.checks)
+    if file_column is not None:
+        rows = con.execute(
+            f"SELECT {quote_ident(file_column, 'duckdb')}, {aggs} FROM {raw_view} "
+            f"GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        violations = [
+            Violation(col, rule, str(row[0]))
+            for row in rows
+            for (col, rule, _), hit in zip(plan.checks, row[1:], strict=True)
+            if hit
+        ]
+    else:
+        (row,) = con.execute(f"SELECT {aggs} FROM {raw_view}").fetchall()
+        violations = [
+            Violation(col, rule, where)
+            for (col, rule, _), hit in zip(plan.checks, row, strict=True)
+            if hit
+        ]
+    raise_violations(violations)
+    return 1
+
+
+def open_duckdb(
+    source: Any,
+    schema: Schema,
+    *,
+    table: str | None = None,
+    connection: duckdb.DuckDBPyConnection | None = None,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+) -> DuckDBEngine:
+    """A DuckDB engine for ``source``: a ``.parquet`` path or glob, a ``.csv`` file, a
+    ``.duckdb``/``.db`` database file or an open connection (with ``table=``), or a DuckDB
+    relation (with ``connection=``)."""
+    duckdb = _duckdb()
+    opts: dict[str, Any] = {
+        "memory_limit": memory_limit,
+        "threads": threads,
+        "temp_directory": temp_directory,
+    }
+    if isinstance(source, duckdb.DuckDBPyRelation):
+        if connection is None:
+            raise StatisticInputError("a DuckDB relation needs connection= (its connection)")
+        return DuckDBEngine.from_relation(source, schema, connection, **opts)
+    if isinstance(source, duckdb.DuckDBPyConnection):
+        if table is None:
+            raise StatisticInputError("a DuckDB connection needs table= (the table name)")
+        return DuckDBEngine.from_table(source, table, schema, **opts)
+    if isinstance(source, str | os.PathLike):
+        text = str(source).lower()
+        if table is not None or text.endswith((".duckdb", ".db")):
+            if table is None:
+                raise StatisticInputError("a DuckDB database file needs table= (the table name)")
+            return DuckDBEngine.from_table(source, table, schema, **opts)
+        if text.endswith((".csv", ".tsv")):
+            delim = "\t" if text.endswith(".tsv") else ","
+            return DuckDBEngine.from_csv(
+                source, schema, delimiter=delim, connection=connection, **opts
+            )
+        if text.endswith((".parquet", ".pq")) or "*" in text:
+            return DuckDBEngine.from_parquet(source, schema, connection=connection, **opts)
+    raise StatisticInputError(
+        f"cannot tell how DuckDB should read {source!r}: use a .parquet path or glob, a .csv "
+        "file, a DuckDB database (with table=), a connection (with table=) or a relation"
+    )

@@ -1,0 +1,58 @@
+"""Engine suites need the optional extras (skipped cleanly without them). The Spark
+cluster is one per test session (master + 2 workers on 127.0.0.1), started on first use
+by a Spark test and torn down at the end of the session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A SparkSession on a fresh standalone cluster (see tests/engines/spark_cluster.py)."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from tests.engines.spark_cluster import java_home, standalone_cluster
+
+    if java_home() is None:  # pragma: no cover - CI has Java 17
+        pytest.skip("Spark needs Java 17")
+    base = tmp_path_factory.mktemp("spark")
+    with standalone_cluster(base) as cluster:
+        keys = ("JAVA_HOME", "SPARK_HOME", "SPARK_LOCAL_IP", "SPARK_CONF_DIR")
+        saved = {k: os.environ.get(k) for k in (*keys, "PYSPARK_PYTHON")}
+        os.environ.update({k: cluster.env[k] for k in keys})
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        session = (
+            SparkSession.builder.master(cluster.url)
+            .appName("dpcg-engine-tests")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.memory", "512m")
+            .config("spark.executor.memory", "512m")
+            .config("spark.executor.cores", "1")
+            .config("spark.cores.max", "2")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.local.dir", str(base / "local"))
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("ERROR")
+        try:
+            assert session.sparkContext.master == cluster.url
+            yield session
+        finally:
+            session.stop()
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
