@@ -66,7 +66,7 @@ def main() -> None:
 
         codes = Dataset.from_parquet(path, schema).codes
         if engine_name == "bitset":
-            from dpcg.pc.fast_tables import BitsetTables
+            from dpcg.stats.bitset import BitsetTables
 
             bt = BitsetTables(codes, cards)
 
