@@ -14,8 +14,10 @@ dataclasses; a flag that does not belong to the chosen algorithm or test is an e
 (exit 2), never silently ignored. Every private run follows the one ledger policy of
 :mod:`dpcg.private.ledger` (durable ledger by default). ``result.json`` holds the graph
 (``nodes``, ``edges.directed``, ``edges.undirected``), ``tests.count``,
-``timing.seconds``, ``privacy`` (the guarantee, ``null`` for ``pc``; the other private
-keys are listed in :mod:`dpcg.private.run`) and, when the true graph is known,
+``timing.seconds`` (non-private runs only: a private run's timings are a side channel,
+written only to ``--diagnostics FILE``), ``privacy`` (the guarantee, ``null`` for
+``pc``; the other private keys are listed in :mod:`dpcg.private.run`) and, when the true
+graph is known,
 ``metrics`` (``skeleton_f1``, ``shd``, ...) against the true CPDAG.
 """
 
