@@ -329,10 +329,33 @@ class _CRTBase:
             raise CITestError("no generator for the model-X resamples")
         return self.generator
 
-    def queries(self, x: int, y: int, S: tuple[int, ...]) -> FloatArray:
-        """``|T_0|, ..., |T_m|`` for the query (draws the model-X resamples)."""
+    def check_sampler(self, x: int, S: tuple[int, ...]) -> ConditionalSampler:
+        """The query's sampler, checked on PUBLIC input only (two rows of ``Z`` at the
+        bounds' midpoints, a throw-away generator): a sampler of the wrong shape or
+        with non-finite output raises here, before any budget is charged, without
+        reading the data or drawing from the run's generator."""
         d = self.data
         sampler = _resolve_sampler(self.model, x, S)
+        idx = list(S)
+        mid = 0.5 * (d.lower[idx] + d.upper[idx])
+        z_pub = np.tile(mid, (2, 1))
+        mu = np.asarray(sampler.conditional_mean(z_pub), dtype=np.float64)
+        draws = np.asarray(sampler.sample(z_pub, self.m, np.random.default_rng(0)),
+                           dtype=np.float64)
+        if mu.shape != (2,) or draws.shape != (self.m, 2):
+            raise CITestError(
+                f"sampler returned shapes {mu.shape} and {draws.shape} for 2 rows; expected "
+                f"(2,) and ({self.m}, 2)")
+        if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(draws))):
+            raise CITestError("sampler returned non-finite values (on public input)")
+        return sampler
+
+    def queries(self, x: int, y: int, S: tuple[int, ...],
+                sampler: ConditionalSampler | None = None) -> FloatArray:
+        """``|T_0|, ..., |T_m|`` for the query (draws the model-X resamples)."""
+        d = self.data
+        if sampler is None:
+            sampler = _resolve_sampler(self.model, x, S)
         z_raw = np.clip(d.values[list(S)], d.lower[list(S), None], d.upper[list(S), None]).T
         x_raw = np.clip(d.values[x], d.lower[x], d.upper[x])
         scale = 2.0 / (d.upper[x] - d.lower[x])
@@ -421,13 +444,16 @@ class PrivCRTTest(_CRTBase):
         delta_t = self.sensitivity
         names = self.data.names
 
-        # The model-X resamples are drawn (and the sampler's output validated) before
-        # the release, so a broken sampler raises without spending budget; nothing
-        # computed here leaves this method except through the mechanism.
-        queries = self.queries(xi, yi, Si)
+        # Charge before compute: the sampler is checked on public input only (a broken
+        # sampler raises without spending budget), and the data are read -- the KRR fit,
+        # the model-X resamples, the statistics -- only inside ``compute``, which the
+        # session calls after the filter admitted and the ledger recorded the release.
+        # (A sampler that fails only on the real data then fails after the charge: the
+        # budget is spent, which is the safe side.)
+        sampler = self.check_sampler(xi, Si)
 
         def compute() -> FloatArray:
-            return rank_scores(queries, delta_t)
+            return rank_scores(self.queries(xi, yi, Si, sampler), delta_t)
 
         purpose = (
             f"PrivCRT rank {names[xi]} _||_ {names[yi]} | "

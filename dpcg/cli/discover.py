@@ -14,17 +14,23 @@ dataclasses; a flag that does not belong to the chosen algorithm or test is an e
 (exit 2), never silently ignored. Every private run follows the one ledger policy of
 :mod:`dpcg.private.ledger` (durable ledger by default). ``result.json`` holds the graph
 (``nodes``, ``edges.directed``, ``edges.undirected``), ``tests.count``,
-``timing.seconds``, ``privacy`` (the guarantee, ``null`` for ``pc``; the other private
-keys are listed in :mod:`dpcg.private.run`) and, when the true graph is known,
+``timing.seconds`` (non-private runs only: a private run's timings are a side channel,
+written only to ``--diagnostics FILE``), ``privacy`` (the guarantee, ``null`` for
+``pc``; the other private keys are listed in :mod:`dpcg.private.run`) and, when the true
+graph is known,
 ``metrics`` (``skeleton_f1``, ``shd``, ...) against the true CPDAG.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +49,8 @@ from dpcg.citests.registry import (
     tests,
 )
 from dpcg.data import Schema, load_table
-from dpcg.data.dataset import Dataset
+from dpcg.data.dataset import DataClippingWarning, Dataset
+from dpcg.data.readers import unsafe_debug_errors
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, DpcgError
 from dpcg.graph import CPDAG
@@ -51,9 +58,9 @@ from dpcg.metrics import compare
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import pc_stable
 from dpcg.pc.oracle import DSeparationOracle
-from dpcg.private.ledger import default_ledger_path, ledger_target
+from dpcg.private.ledger import DEFAULT_LEDGER_HELP, ledger_target
 from dpcg.private.registry import AnyAlgorithm, algorithms, get_algorithm
-from dpcg.private.run import discover_private
+from dpcg.private.run import diagnostics_json, discover_private
 
 DEFAULT_ROWS = 10_000
 #: ``--test`` of ``--algorithm pc`` when none is given
@@ -72,7 +79,7 @@ class Progress:
     """
 
     def __init__(self, stream: TextIO | None = None, *, delay: float = 1.0,
-                 label: str = "discover") -> None:
+                 label: str = "discover", show_time: bool = True) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.delay = delay
         self.label = label
@@ -81,6 +88,8 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval = 0.2 if self.tty else 5.0
         self.shown = False
+        #: False for a private run: elapsed time is a side channel, kept off the screen.
+        self.show_time = show_time
 
     def __call__(self, level: int, tests: int) -> None:
         now = time.monotonic()
@@ -88,7 +97,9 @@ class Progress:
         if elapsed < self.delay or now - self.last < self.interval:
             return
         self.last = now
-        msg = f"{self.label}: level {level}, {tests} tests, {elapsed:.1f} s"
+        msg = f"{self.label}: level {level}, {tests} tests"
+        if self.show_time:
+            msg += f", {elapsed:.1f} s"
         if self.tty:
             self.stream.write("\r" + msg.ljust(60))
         else:
@@ -177,7 +188,7 @@ def derived_flags() -> dict[str, DerivedFlag]:
 PRIVATE_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "noise_seed": "--noise-seed",
                  "ledger": "--ledger", "no_ledger": "--no-ledger",
                  "dataset_id": "--dataset-id", "lifetime_epsilon": "--lifetime-epsilon",
-                 "lifetime_delta": "--lifetime-delta"}
+                 "lifetime_delta": "--lifetime-delta", "ledger_key": "--ledger-key"}
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -229,8 +240,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "the ledger). Default: a secure random seed")
     led = p.add_argument_group("ledger (private algorithms only)")
     led.add_argument("--ledger", metavar="PATH", type=Path, default=None,
-                     help=f"record the run in this ledger file (default: "
-                          f"./{default_ledger_path()})")
+                     help=f"record the run in this ledger file (default: {DEFAULT_LEDGER_HELP})")
     led.add_argument("--no-ledger", action="store_true", dest="no_ledger",
                      help="keep the run's entries in memory only (experiments; nothing "
                           "durable)")
@@ -271,6 +281,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     out.add_argument("--include-tests", action="store_true",
                      help="list every CI test (x, y, S, statistic, p-value) in the JSON")
     out.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    out.add_argument("--diagnostics", type=Path, metavar="FILE",
+                     help="write the run's wall-clock timings here, marked 'not protected: "
+                          "side channel' (private runs keep timings out of the result)")
+    out.add_argument("--unsafe-debug-errors", action="store_true", dest="unsafe_debug_errors",
+                     help="LOCAL DEBUGGING ONLY: data errors and --clip quote the offending "
+                          "value, its row/line and counts (uncharged leaks of the data; "
+                          "printed on stderr only, never in a result or the ledger)")
+    led.add_argument("--ledger-key", type=Path, metavar="PATH", dest="ledger_key",
+                     default=None, help="private key file that signs the ledger's new heads "
+                                        "(default: $DPCG_LEDGER_KEY for a signed ledger)")
     p.set_defaults(func=run)
 
 
@@ -398,17 +418,93 @@ def _check_data(spec: TestSpec[Any], dataset: Dataset) -> None:
                           "discrete columns")
 
 
+def _outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The files this run writes, by flag."""
+    return [(flag, path) for flag, path in (("--out", args.out), ("--dot", args.dot),
+                                            ("--graphml", args.graphml),
+                                            ("--diagnostics", args.diagnostics))
+            if path is not None]
+
+
+def _check_writable(flag: str, path: Path) -> None:
+    """Pre-flight: ``path`` can be written atomically (a temp file created and removed in
+    its directory; an existing target must be a writable file). Raises before any budget
+    is reserved, so an unwritable output never costs a run."""
+    if path.is_dir():
+        raise DpcgError(f"{flag} {path}: is a directory (rule: outputs are files); "
+                        "nothing was run or charged")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise DpcgError(f"{flag} {path}: not writable; nothing was run or charged")
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise DpcgError(f"{flag} {path}: cannot create a file in {directory} "
+                        f"({exc.strerror or exc}); nothing was run or charged") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temp file in the same directory, flushed,
+    then ``os.replace`` (a reader never sees a half-written result)."""
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _ledger_line(extra: dict[str, Any]) -> str:
+    """One stderr line: where the run is recorded and the dataset's remaining lifetime
+    (public: a function of declared budgets only)."""
+    info = extra.get("ledger")
+    if not info:
+        return "ledger: none (--no-ledger: nothing durable, no lifetime enforced)"
+    rem = info.get("remaining_lifetime") or {}
+    return (f"ledger: {info['path']}; dataset {info['dataset_id']!r}: remaining lifetime "
+            f"epsilon={rem.get('epsilon', float('nan')):g}, "
+            f"delta={rem.get('delta', float('nan')):g} (after this run; the lifetime is per "
+            "ledger file and dataset id)")
+
+
+def _load_quietly(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | None]:
+    """:func:`_load` with the data layer's warnings (``--clip``) printed as one clean line
+    each; values, rows and counts only under ``--unsafe-debug-errors``."""
+    with unsafe_debug_errors(bool(getattr(args, "unsafe_debug_errors", False))), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DataClippingWarning)
+        loaded = _load(args)
+    for w in caught:
+        if issubclass(w.category, DataClippingWarning):
+            print(f"dpcg discover: note: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return loaded
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
     choice = _choose(args)
+    private_run = choice.algorithm is not None
+    for flag, path in _outputs(args):  # pre-flight: before any data is read or budget spent
+        _check_writable(flag, path)
     background = _background(args.background)
     t0 = time.perf_counter()
-    dataset, data_info, truth = _load(args)
+    dataset, data_info, truth = _load_quietly(args)
     load_seconds = time.perf_counter() - t0
     _check_data(choice.test, dataset)
     name = NONPRIVATE if choice.algorithm is None else choice.algorithm.name
-    progress = None if args.quiet else Progress(label=f"discover {name}/{choice.requested_test}")
+    progress = None if args.quiet else Progress(label=f"discover {name}/{choice.requested_test}",
+                                                show_time=not private_run)
     extra: dict[str, Any]
     try:
         if choice.algorithm is None:
@@ -427,7 +523,8 @@ def run(args: argparse.Namespace) -> int:
             target = ledger_target(
                 budget=Budget(args.epsilon, delta), no_ledger=args.no_ledger,
                 path=args.ledger, dataset_id=args.dataset_id, default_dataset_id=default_id,
-                lifetime_epsilon=args.lifetime_epsilon, lifetime_delta=args.lifetime_delta)
+                lifetime_epsilon=args.lifetime_epsilon, lifetime_delta=args.lifetime_delta,
+                signing_key=args.ledger_key)
             private = discover_private(
                 dataset, algo, epsilon=args.epsilon, delta=delta, test=choice.requested_test,
                 alpha=args.alpha, noise_seed=args.noise_seed, max_depth=args.max_depth,
@@ -446,7 +543,13 @@ def run(args: argparse.Namespace) -> int:
         "data": data_info,
     }
     doc.update(res.to_json(include_tests=args.include_tests))
-    doc["timing"]["load_seconds"] = load_seconds
+    diagnostics = diagnostics_json(res, load_seconds=load_seconds)
+    if private_run:
+        # Wall-clock timings vary with the data: a side channel, never in the result of
+        # a private run (only in --diagnostics FILE, marked as not protected).
+        doc.pop("timing", None)
+    else:
+        doc["timing"]["load_seconds"] = load_seconds
     if truth is not None:
         doc["metrics"] = compare(res.cpdag, CPDAG.from_dag(*truth))
     doc.update(extra)
@@ -455,13 +558,17 @@ def run(args: argparse.Namespace) -> int:
         if args.out is None:
             print(text)
         else:
-            args.out.write_text(text + "\n")
+            _write_atomic(args.out, text + "\n")
         if args.dot is not None:
-            args.dot.write_text(res.cpdag.to_dot())
+            _write_atomic(args.dot, res.cpdag.to_dot())
         if args.graphml is not None:
-            args.graphml.write_text(res.cpdag.to_graphml())
+            _write_atomic(args.graphml, res.cpdag.to_graphml())
+        if args.diagnostics is not None:
+            _write_atomic(args.diagnostics, json.dumps(diagnostics, indent=2) + "\n")
     except OSError as exc:
         raise DpcgError(f"cannot write output: {exc}") from None
+    if private_run:
+        print(_ledger_line(extra), file=sys.stderr)
     if not args.quiet:
         print(_summary(doc), file=sys.stderr)
     return 0
@@ -480,8 +587,9 @@ def _summary(doc: dict[str, Any]) -> str:
     src = doc["data"].get("dataset") or doc["data"].get("path")
     line = (f"{doc['algorithm']}/{doc['test']} on {src} ({doc['data']['rows']} rows): "
             f"{len(e['directed']) + len(e['undirected'])} edges ({len(e['directed'])} directed, "
-            f"{len(e['undirected'])} undirected), {doc['tests']['count']} tests in "
-            f"{doc['timing']['seconds']:.2f} s")
+            f"{len(e['undirected'])} undirected), {doc['tests']['count']} tests")
+    if "timing" in doc:  # non-private runs only (a private run's timing is a side channel)
+        line += f" in {doc['timing']['seconds']:.2f} s"
     if "metrics" in doc:
         line += f"; skeleton F1 {doc['metrics']['skeleton_f1']:.3f}, SHD {doc['metrics']['shd']}"
     if doc.get("budget_exhausted"):

@@ -20,21 +20,28 @@ encoding all come from the schema.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcg.data.readers import check_schema, csv_columns, pandas_columns, parquet_columns
+from dpcg.data.readers import (
+    check_schema,
+    csv_columns,
+    debug_detail,
+    pandas_columns,
+    parquet_columns,
+)
 from dpcg.data.schema import Categorical, Continuous, Ordinal, Schema
 from dpcg.errors import DataValidationError, DpcgError
 
-__all__ = ["MISSING_TOKENS", "DataClippingWarning", "Dataset", "code_dtype"]
+__all__ = ["MISSING_TOKENS", "DataClippingWarning", "Dataset", "code_dtype", "in_file"]
 
 #: Strings read as "missing" (unless a column declares them as a category).
 MISSING_TOKENS = frozenset({"", "NA", "N/A", "NaN", "nan", "NAN", "null", "NULL", "None"})
@@ -58,10 +65,31 @@ def code_dtype(cardinalities: Sequence[int]) -> np.dtype[np.unsignedinteger[Any]
 
 
 def _where(row: int, line_offset: int | None) -> str:
+    """Row (and line) of an offending entry: only ever passed to :func:`debug_detail`."""
     text = f"row {row}"
     if line_offset is not None:
         text += f" (line {row + line_offset})"
     return text
+
+
+#: Error messages name the column and the rule, never a value, a row or a count (those
+#: appear only under ``unsafe_debug_errors``; see docs/privacy/threat-model.md).
+_MISSING_RULE = "a value is missing (rule: no missing values; declare the token as a category " \
+    "if it is one)"
+
+
+@contextlib.contextmanager
+def in_file(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Name the file in a :class:`DataValidationError` raised inside the block (the
+    message names the column and the rule; this adds which file)."""
+    where = str(path)
+    try:
+        yield
+    except DataValidationError as exc:
+        text = str(exc)
+        if text.startswith(where):
+            raise
+        raise DataValidationError(f"{where}: {text}") from None
 
 
 def _readonly(array: NDArray[Any]) -> NDArray[Any]:
@@ -94,8 +122,8 @@ def _label_strings(raw: NDArray[Any], name: str, line_offset: int | None) -> NDA
     if missing.any():
         row = int(np.argmax(missing))
         raise DataValidationError(
-            f"column {name!r}: missing value ({raw[row]!r}) at {_where(row, line_offset)}"
-        )
+            f"column {name!r}: {_MISSING_RULE}"
+            + debug_detail(f"{raw[row]!r} at {_where(row, line_offset)}"))
     if raw.dtype.kind == "f":
         if np.all(raw == np.floor(raw)) and np.all(np.abs(raw) < 2.0**53):
             return raw.astype(np.int64).astype(str)
@@ -159,14 +187,13 @@ def encode_label_strings(
 def _raise_unknown(
     column: Categorical | Ordinal, value: str, row: int, line_offset: int | None
 ) -> None:
+    detail = debug_detail(f"value {value!r} at {_where(row, line_offset)}")
     if value in MISSING_TOKENS:
-        raise DataValidationError(
-            f"column {column.name!r}: missing value {value!r} at {_where(row, line_offset)}"
-        )
+        raise DataValidationError(f"column {column.name!r}: {_MISSING_RULE}" + detail)
     raise DataValidationError(
-        f"column {column.name!r}: value {value!r} at {_where(row, line_offset)} is not "
-        f"one of the declared categories {list(column.labels)}"
-    )
+        f"column {column.name!r}: a value is not one of the declared categories "
+        f"{list(column.labels)} (rule: categorical values must be declared in the schema)"
+        + detail)
 
 
 def parse_float_strings(
@@ -178,17 +205,15 @@ def parse_float_strings(
     except ValueError:
         pass
     for row, item in enumerate(values):
+        detail = debug_detail(f"value {item!r} at {_where(row, line_offset)}")
         if item in MISSING_TOKENS:
-            raise DataValidationError(
-                f"column {column.name!r}: missing value {item!r} at {_where(row, line_offset)}"
-            )
+            raise DataValidationError(f"column {column.name!r}: {_MISSING_RULE}" + detail)
         try:
             float(item)
         except ValueError:
             raise DataValidationError(
-                f"column {column.name!r}: value {item!r} at {_where(row, line_offset)} is not "
-                "a number"
-            ) from None
+                f"column {column.name!r}: a value is not a number (rule: continuous "
+                "columns hold numbers)" + detail) from None
     raise DataValidationError(f"column {column.name!r}: values are not numeric")  # pragma: no cover
 
 
@@ -219,24 +244,23 @@ def validate_codes(
         if bad.any():
             row = int(np.argmax(bad))
             raise DataValidationError(
-                f"column {name!r}: missing value (nan) at {_where(row, line_offset)}"
-            )
+                f"column {name!r}: {_MISSING_RULE}"
+                + debug_detail(f"nan at {_where(row, line_offset)}"))
         frac = arr != np.floor(arr)
         if frac.any():
             row = int(np.argmax(frac))
             raise DataValidationError(
-                f"column {name!r}: code {arr[row]!r} at {_where(row, line_offset)} "
-                "is not an integer"
-            )
+                f"column {name!r}: a code is not an integer (rule: encoded codes are "
+                "integers)" + debug_detail(f"code {arr[row]!r} at {_where(row, line_offset)}"))
     card = column.cardinality
     out_of_range = (arr < 0) | (arr >= card)
     if out_of_range.any():
         row = int(np.argmax(out_of_range))
         value = arr[row].item()
         raise DataValidationError(
-            f"column {name!r}: code {value!r} at {_where(row, line_offset)} is outside "
-            f"0..{card - 1} (the column has {card} declared categories)"
-        )
+            f"column {name!r}: a code is outside 0..{card - 1} (rule: codes index the "
+            f"{card} declared categories)"
+            + debug_detail(f"code {value!r} at {_where(row, line_offset)}"))
     return arr.astype(dtype)
 
 
@@ -262,8 +286,8 @@ def encode_continuous(
         if missing.any():
             row = int(np.argmax(missing))
             raise DataValidationError(
-                f"column {name!r}: missing value {arr[row]!r} at {_where(row, line_offset)}"
-            )
+                f"column {name!r}: {_MISSING_RULE}"
+                + debug_detail(f"{arr[row]!r} at {_where(row, line_offset)}"))
         try:
             values = arr.astype(np.float64)
         except (TypeError, ValueError):
@@ -286,18 +310,19 @@ def check_bounds(
     if nan.any():
         row = int(np.argmax(nan))
         raise DataValidationError(
-            f"column {name!r}: missing value (nan) at {_where(row, line_offset)}"
-        )
+            f"column {name!r}: {_MISSING_RULE}"
+            + debug_detail(f"nan at {_where(row, line_offset)}"))
     outside = (values < column.lower) | (values > column.upper)
     n_out = int(np.count_nonzero(outside))
     if n_out and not clip:
         row = int(np.argmax(outside))
         raise DataValidationError(
-            f"column {name!r}: value {values[row]!r} at {_where(row, line_offset)} is outside "
-            f"the declared bounds [{column.lower!r}, {column.upper!r}] ({n_out} value(s) "
-            "out of bounds); fix the data or the schema, or load with clip=True to clip "
-            "to the bounds"
-        )
+            f"column {name!r}: a value is outside the declared bounds "
+            f"[{column.lower!r}, {column.upper!r}] (rule: continuous values lie within "
+            "their bounds); fix the data or the schema, or load with clip=True to clip to "
+            "the bounds"
+            + debug_detail(f"value {values[row]!r} at {_where(row, line_offset)}; "
+                           f"{n_out} value(s) out of bounds"))
     if n_out:
         values = np.clip(values, column.lower, column.upper)
     return np.ascontiguousarray(values, dtype=np.float64), n_out
@@ -312,7 +337,8 @@ def _find_non_numeric(arr: NDArray[Any], name: str, line_offset: int | None) -> 
             float(item)
         except (TypeError, ValueError):
             raise DataValidationError(
-                f"column {name!r}: value {item!r} at {_where(row, line_offset)} is not a number"
+                f"column {name!r}: a value is not a number (rule: continuous columns hold "
+                "numbers)" + debug_detail(f"value {item!r} at {_where(row, line_offset)}")
             ) from None
     raise DataValidationError(f"column {name!r}: values are not numeric")  # pragma: no cover
 
@@ -543,7 +569,9 @@ class Dataset:
             arrays.append(arr)
         lengths = {len(arr) for arr in arrays}
         if len(lengths) != 1:
-            raise DataValidationError(f"columns have different lengths: {sorted(lengths)}")
+            raise DataValidationError("columns have different lengths (rule: one value per "
+                                      "row in every column)"
+                                      + debug_detail(f"lengths {sorted(lengths)}"))
         n = lengths.pop()
         if n == 0:
             raise DataValidationError("empty table: no rows")
@@ -574,10 +602,16 @@ class Dataset:
                 disc.append(encode_label_strings(data, col, dtype, line_offset=line_offset))
             else:
                 disc.append(encode_labels(data, col, dtype, line_offset=line_offset))
-        if clipped:
-            detail = ", ".join(f"{name!r}: {k}" for name, k in clipped.items())
+        if clip and cont:
+            # THAT clipping was applied, never how much, nor in which column anything was
+            # clipped: the warning is the same whatever the data (a count would be an
+            # uncharged counting query; docs/privacy/threat-model.md).
+            names = [col.name for col in schema if isinstance(col, Continuous)]
             warnings.warn(
-                f"clip=True: clipped values to the declared bounds ({detail})",
+                f"clip=True: continuous column(s) {names} clipped to their declared bounds "
+                "(how many values were clipped is not reported: it would be an uncharged "
+                "count)" + debug_detail(", ".join(f"{k!r}: {v}" for k, v in clipped.items())
+                                        or "nothing clipped"),
                 DataClippingWarning,
                 stacklevel=3,
             )
@@ -623,7 +657,8 @@ class Dataset:
         """Read a CSV file (see :func:`dpcg.data.loaders.read_csv`)."""
         columns, first_line = csv_columns(
             path, check_schema(schema), header=header, delimiter=delimiter)
-        return cls.from_columns(columns, schema, clip=clip, line_offset=first_line)
+        with in_file(path):
+            return cls.from_columns(columns, schema, clip=clip, line_offset=first_line)
 
     @classmethod
     def from_pandas(cls, df: Any, schema: Schema, *, clip: bool = False) -> Dataset:
@@ -635,8 +670,9 @@ class Dataset:
         cls, path: str | os.PathLike[str], schema: Schema, *, clip: bool = False
     ) -> Dataset:
         """Read a Parquet file (see :func:`dpcg.data.loaders.read_parquet`)."""
-        return cls.from_columns(parquet_columns(path, check_schema(schema)), schema,
-                                clip=clip)
+        columns = parquet_columns(path, check_schema(schema))
+        with in_file(path):
+            return cls.from_columns(columns, schema, clip=clip)
 
     # -- output ------------------------------------------------------------------------
     def to_csv(self, path: str | os.PathLike[str], *, header: bool = True) -> None:

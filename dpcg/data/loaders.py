@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcg.data.dataset import Dataset
+from dpcg.data.dataset import Dataset, in_file
 from dpcg.data.readers import match_header
 from dpcg.data.schema import Schema
 from dpcg.errors import DataValidationError
@@ -71,7 +71,8 @@ def load_table(
             array = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise DataValidationError(f"cannot read {path}: {exc}") from None
-        return Dataset.from_numpy(array, schema, clip=clip)
+        with in_file(path):
+            return Dataset.from_numpy(array, schema, clip=clip)
     raise DataValidationError(
         f"cannot tell the format of {path}: use a .csv, .tsv, .parquet or .npy file"
     )

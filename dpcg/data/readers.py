@@ -13,12 +13,14 @@ mismatch -- unknown columns, missing columns, duplicate header names -- is an er
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
 import importlib
 import io
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,7 +31,35 @@ from numpy.typing import NDArray
 from dpcg.data.schema import Schema
 from dpcg.errors import DataValidationError, MissingDependencyError
 
-__all__ = ["check_schema", "csv_columns", "match_header", "pandas_columns", "parquet_columns"]
+__all__ = ["check_schema", "csv_columns", "debug_detail", "match_header", "pandas_columns",
+           "parquet_columns", "unsafe_debug_errors"]
+
+#: Whether error messages may quote the data (cell values, row/line numbers, counts).
+#: Off by default: an error message is an uncharged release (docs/privacy/threat-model.md).
+_UNSAFE_DEBUG: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "dpcg_unsafe_debug_errors", default=False)
+
+
+@contextlib.contextmanager
+def unsafe_debug_errors(enabled: bool = True) -> Iterator[None]:
+    """Within this block, data errors quote the offending value, its row/line and counts.
+
+    LOCAL DEBUGGING ONLY: such a message is computed from the data and is not charged to
+    any budget (``dpcg discover --unsafe-debug-errors``). Never forward it to anyone the
+    data is protected from; nothing it prints reaches ``result.json`` or the ledger.
+    """
+    token = _UNSAFE_DEBUG.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _UNSAFE_DEBUG.reset(token)
+
+
+def debug_detail(text: str) -> str:
+    """``" [unsafe debug: text]"`` under :func:`unsafe_debug_errors`, else ``""`` (a
+    message built from the data -- a value, a row or line number, a count -- only
+    appears when the user asked for it locally)."""
+    return f" [unsafe debug: {text}]" if _UNSAFE_DEBUG.get() else ""
 
 
 def check_schema(schema: object) -> Schema:
@@ -44,17 +74,25 @@ def match_header(header: Sequence[str], schema: Schema, where: str) -> list[int]
     seen: dict[str, int] = {}
     for pos, name in enumerate(header):
         if name in seen:
-            raise DataValidationError(f"{where}: column {name!r} appears twice in the header")
+            shown = repr(name) if name in schema.names else "a column not in the schema"
+            raise DataValidationError(
+                f"{where}: {shown} appears twice in the header (rule: every column once)"
+                + debug_detail(f"column {name!r}"))
         seen[name] = pos
     unknown = [name for name in header if name not in schema.names]
     missing = [name for name in schema.names if name not in seen]
     if unknown or missing:
+        # Declared names are public; names the file has but the schema does not are not
+        # quoted (nor counted) unless the user asked for unsafe debug errors.
         parts = []
         if unknown:
-            parts.append(f"unknown column(s) {unknown} (not in the schema)")
+            parts.append("the header has column(s) the schema does not declare"
+                         + debug_detail(f"{unknown}"))
         if missing:
-            parts.append(f"missing column(s) {missing} (declared in the schema)")
-        raise DataValidationError(f"{where}: header does not match the schema: " + "; ".join(parts))
+            parts.append(f"declared column(s) {missing} are missing from the header")
+        raise DataValidationError(f"{where}: header does not match the schema (rule: the "
+                                  "header names exactly the declared columns): "
+                                  + "; ".join(parts))
     return [seen[name] for name in schema.names]
 
 
@@ -81,7 +119,8 @@ def csv_columns(
     except OSError as exc:
         raise DataValidationError(f"cannot read {where}: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise DataValidationError(f"{where} is not UTF-8 text: {exc}") from None
+        raise DataValidationError(f"{where} is not UTF-8 text (rule: CSV files are UTF-8)"
+                                  + debug_detail(str(exc))) from None
     if len(delimiter) != 1 or delimiter in '"\r\n':
         raise DataValidationError(f"delimiter must be one character, got {delimiter!r}")
     fields, counts = _split(text, delimiter, where)
@@ -105,8 +144,9 @@ def csv_columns(
     if ragged.any():
         row = int(np.argmax(ragged))
         raise DataValidationError(
-            f"{where}: line {row + first_line} has {int(counts[row])} field(s), expected {width}"
-        )
+            f"{where}: a line does not have {width} field(s) (rule: every line has one field "
+            "per declared column)"
+            + debug_detail(f"line {row + first_line} has {int(counts[row])} field(s)"))
     columns = [body[pos::width] for pos in order]
     return columns, first_line
 
@@ -137,8 +177,8 @@ def _split(text: str, delimiter: str, where: str) -> tuple[list[str], NDArray[np
         rows = list(reader)
     except csv.Error as exc:
         raise DataValidationError(
-            f"{where}: malformed CSV at line {reader.line_num}: {exc}"
-        ) from None
+            f"{where}: malformed CSV (rule: RFC 4180 quoting)"
+            + debug_detail(f"line {reader.line_num}: {exc}")) from None
     while rows and not rows[-1]:
         rows.pop()
     counts = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
@@ -171,8 +211,8 @@ def pandas_columns(df: Any, schema: Schema) -> list[NDArray[Any]]:
         if missing.any():
             row = int(np.argmax(missing))
             raise DataValidationError(
-                f"column {schema.names[j]!r}: missing value at row {row}"
-            )
+                f"column {schema.names[j]!r}: a value is missing (rule: no missing values)"
+                + debug_detail(f"row {row}"))
         kind = series.dtype.kind if isinstance(series.dtype, np.dtype) else "O"
         arrays.append(series.to_numpy() if kind in "iufb" else series.to_numpy(dtype=object))
     return arrays
@@ -210,6 +250,8 @@ def parquet_columns(path: str | os.PathLike[str], schema: Schema) -> list[NDArra
         if chunked.null_count:
             mask = np.asarray(chunked.is_null().to_numpy(zero_copy_only=False), dtype=bool)
             row = int(np.argmax(mask))
-            raise DataValidationError(f"column {schema.names[j]!r}: missing value at row {row}")
+            raise DataValidationError(
+                f"{where}: column {schema.names[j]!r}: a value is missing (rule: no missing "
+                "values)" + debug_detail(f"row {row}"))
         arrays.append(np.asarray(chunked.to_numpy(zero_copy_only=False)))
     return arrays

@@ -1,15 +1,19 @@
 """The ledger policy of every private run, in one place.
 
-* :func:`default_ledger_path`: where a run is recorded when no ``--ledger`` is given
-  (the ONLY place that knows the default location).
+* :func:`default_ledger_path`: where a run is recorded when no ``--ledger`` is given:
+  :func:`accounting.ledger.default_ledger_path` (per user: ``$DPCG_LEDGER``, else the
+  XDG data directory), never the working directory.
 * :func:`ledger_target`: the policy the CLI applies to every private algorithm: a durable
   ledger by default, ``--no-ledger`` for a throw-away in-memory run, ``--dataset-id``
   (required for ``--data``; a bundled sample defaults to its public recipe), and the
   lifetime budget ``--lifetime-epsilon/--lifetime-delta`` of a dataset id the ledger does
   not know yet (default: this run's budget).
-* :func:`register_dataset_if_new`: the ONLY function that registers a dataset id.
-* :func:`open_session`: the run's :class:`~accounting.session.Session`, recorded in the
-  ledger (or in memory), wrapped in a recorder that counts entries by mechanism.
+* :func:`register_dataset_if_new`: the ONLY function that registers a dataset id (one
+  ``BEGIN IMMEDIATE`` transaction: :meth:`Ledger.ensure_dataset`).
+* :func:`open_session`: pre-flight (signing key, relation, lifetime >= the run's budget:
+  nothing is written when one fails), then the run's
+  :class:`~accounting.session.Session`, recorded in the ledger (or in memory), wrapped in
+  a recorder that counts entries by mechanism.
 """
 
 from __future__ import annotations
@@ -23,21 +27,26 @@ from accounting.costs import Budget
 from accounting.entries import EntryDraft, JSONValue, RunRecorder
 from accounting.errors import AccountingError
 from accounting.ledger import Ledger
+from accounting.ledger import default_ledger_path as _user_default_ledger
 from accounting.memory import InMemoryRecorder
 from accounting.relations import Relation
 from accounting.session import Session
 from dpcg.errors import AlgorithmError
 
-__all__ = ["DEFAULT_LEDGER", "CountingRecorder", "LedgerTarget", "SessionHandle",
+__all__ = ["DEFAULT_LEDGER_HELP", "CountingRecorder", "LedgerTarget", "SessionHandle",
            "default_ledger_path", "ledger_target", "open_session", "register_dataset_if_new"]
 
-#: File name of the default ledger (see :func:`default_ledger_path`).
-DEFAULT_LEDGER = "dpcg-ledger.sqlite"
+#: Where the default ledger is, in words (``--ledger`` help, docs).
+DEFAULT_LEDGER_HELP = ("$DPCG_LEDGER, else $XDG_DATA_HOME/dpcg/ledger.sqlite, else "
+                       "~/.local/share/dpcg/ledger.sqlite: one file per user")
 
 
 def default_ledger_path() -> Path:
-    """The ledger a private run writes when the user names none: ``./dpcg-ledger.sqlite``."""
-    return Path(DEFAULT_LEDGER)
+    """The ledger a private run writes when the user names none: the per-user file of
+    :func:`accounting.ledger.default_ledger_path` (its directory is created, mode 0700).
+    The lifetime of a dataset id is enforced per (ledger file, dataset id): a per-user
+    default makes it per user, whatever the working directory."""
+    return _user_default_ledger()
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,9 @@ class LedgerTarget:
     #: The user declared ``lifetime`` (then a registered id with another lifetime is an
     #: error instead of the lifetime being ignored).
     lifetime_explicit: bool = False
+    #: Private key file that signs the new ledger heads (``--ledger-key``; None: the
+    #: ledger's own policy, ``$DPCG_LEDGER_KEY`` for a bound ledger).
+    signing_key: Path | None = None
 
     def __post_init__(self) -> None:
         if self.path is not None and (
@@ -70,7 +82,8 @@ IN_MEMORY = LedgerTarget()
 def ledger_target(*, budget: Budget, no_ledger: bool = False, path: Path | None = None,
                   dataset_id: str | None = None, default_dataset_id: str | None = None,
                   lifetime_epsilon: float | None = None,
-                  lifetime_delta: float | None = None) -> LedgerTarget:
+                  lifetime_delta: float | None = None,
+                  signing_key: Path | None = None) -> LedgerTarget:
     """THE ledger policy of a private run (the same for every algorithm).
 
     ``default_dataset_id`` is the public recipe of a bundled sample (``None`` for a
@@ -79,7 +92,8 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False, path: Path | None 
     if no_ledger:
         given = [flag for flag, v in (("--ledger", path), ("--dataset-id", dataset_id),
                                       ("--lifetime-epsilon", lifetime_epsilon),
-                                      ("--lifetime-delta", lifetime_delta)) if v is not None]
+                                      ("--lifetime-delta", lifetime_delta),
+                                      ("--ledger-key", signing_key)) if v is not None]
         if given:
             raise AlgorithmError(f"--no-ledger: {', '.join(given)} only apply to a run "
                                  "recorded in a ledger")
@@ -95,19 +109,23 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False, path: Path | None 
                       budget.delta if lifetime_delta is None else lifetime_delta)
     explicit = lifetime_epsilon is not None or lifetime_delta is not None
     return LedgerTarget(default_ledger_path() if path is None else Path(path), dataset_id,
-                        lifetime, explicit)
+                        lifetime, explicit,
+                        None if signing_key is None else Path(signing_key))
 
 
 def register_dataset_if_new(ledger: Ledger, dataset_id: str, lifetime: Budget,
                             relation: Relation, description: str = "", *,
-                            explicit: bool = False) -> None:
+                            explicit: bool = False, for_run: Budget | None = None) -> None:
     """Register ``dataset_id`` with ``lifetime`` unless the ledger knows it already (the
     lifetime of a registered dataset is never changed: an ``explicit`` lifetime that
-    differs from the registered one is an error, not silently ignored)."""
-    if not ledger.has_dataset(dataset_id):
-        ledger.register_dataset(dataset_id, lifetime, relation, description=description)
-        return
-    if explicit:
+    differs from the registered one is an error, not silently ignored).
+
+    Check and insert are one transaction (:meth:`Ledger.ensure_dataset`): concurrent
+    first runs never fail spuriously. With ``for_run``, a run of that budget that cannot
+    fit (new lifetime or remaining lifetime too small) raises
+    :class:`~accounting.errors.BudgetExceededError` and nothing is registered.
+    """
+    if explicit and ledger.has_dataset(dataset_id):
         known = ledger.dataset(dataset_id).lifetime
         if (known.epsilon_exact, known.delta_exact) != (lifetime.epsilon_exact,
                                                         lifetime.delta_exact):
@@ -116,6 +134,7 @@ def register_dataset_if_new(ledger: Ledger, dataset_id: str, lifetime: Budget,
                 f"registered with lifetime (epsilon={float(known.epsilon):g}, "
                 f"delta={float(known.delta):g}); a registered lifetime never changes "
                 "(drop the lifetime flags)")
+    ledger.ensure_dataset(dataset_id, lifetime, relation, description, for_run=for_run)
 
 
 class CountingRecorder:
@@ -185,44 +204,69 @@ class SessionHandle:
     target: LedgerTarget = field(default=IN_MEMORY)
     #: The open ledger (``None`` in memory); :meth:`close` closes it once the run is over.
     ledger: Ledger | None = None
+    #: The dataset's remaining lifetime ``(epsilon, delta)`` after the run (read by
+    #: :meth:`close`; public: a function of declared budgets only).
+    remaining: tuple[float, float] | None = None
 
     @property
     def run_id(self) -> str:
         return self.recorder.run_id
 
     def close(self, status: str) -> None:
-        """Close the session's run with ``status``, then the ledger connection (never
-        left to the garbage collector: see ``accounting.ledger.store._OPEN_FILES``)."""
+        """Close the session's run with ``status``, read the dataset's remaining lifetime,
+        then close the ledger connection (never left to the garbage collector: see
+        ``accounting.ledger.store._OPEN_FILES``)."""
         try:
             self.session.close(status=status)
+            if self.ledger is not None and self.target.dataset_id is not None:
+                info = self.ledger.dataset(self.target.dataset_id)
+                self.remaining = (float(info.remaining_epsilon), float(info.remaining_delta))
         finally:
             if self.ledger is not None:
                 self.ledger.close()
 
 
+#: The relations an algorithm supports unless it declares ``relations``.
+DEFAULT_RELATIONS: tuple[Relation, ...] = (Relation.REPLACE_ONE,)
+
+
 def open_session(budget: Budget, rule: str, target: LedgerTarget = IN_MEMORY, *,
                  relation: Relation = Relation.REPLACE_ONE, seed: int | None = None,
-                 description: str = "") -> SessionHandle:
+                 description: str = "",
+                 relations: Sequence[Relation] = DEFAULT_RELATIONS,
+                 algorithm: str = "this algorithm") -> SessionHandle:
     """A session for one run: in memory, or recorded in the ledger of ``target``.
 
-    With a ledger, a dataset id the ledger does not know yet is registered with
+    With a ledger, everything checkable without spending is checked before the run is
+    reserved, and a failed check writes nothing: the signing key a write needs
+    (:meth:`Ledger.check_signing`), the dataset's relation against ``relations`` (the
+    relations the algorithm's sensitivities are declared under), the session's
+    parameters, and that the run's budget fits the dataset's (remaining or new)
+    lifetime. A dataset id the ledger does not know yet is then registered with
     ``target.lifetime`` (default: this run's budget; register it beforehand with
-    ``dpcg ledger init`` to declare it explicitly).
+    ``dpcg ledger init`` to declare it explicitly) in the same transaction as the check.
     """
+    supported = tuple(Relation.parse(r) for r in relations)
     if target.path is None:
+        _check_relation(relation, supported, algorithm, None)
         recorder = CountingRecorder(InMemoryRecorder(budget=budget, rule=rule,
                                                      relation=relation))
         session = Session(budget, rule=rule, relation=relation, recorder=recorder, seed=seed)
         return SessionHandle(session, recorder)
     assert target.dataset_id is not None  # LedgerTarget checks it
-    led = Ledger.open(target.path, create=True)
+    led = Ledger.open(target.path, create=True, signing_key=target.signing_key)
     try:
+        # -- pre-flight: nothing below writes until ensure_dataset's check passed.
+        led.check_signing()
+        run_relation = (led.dataset(target.dataset_id).relation
+                        if led.has_dataset(target.dataset_id) else relation)
+        _check_relation(run_relation, supported, algorithm, target.dataset_id)
+        Session(budget, rule=rule, relation=run_relation, seed=seed)  # validation only
         register_dataset_if_new(led, target.dataset_id,
                                 budget if target.lifetime is None else target.lifetime,
-                                relation, description, explicit=target.lifetime_explicit)
+                                run_relation, description, explicit=target.lifetime_explicit,
+                                for_run=budget)
         # As accounting.ledger.session_for_run, with a counting wrapper around the run.
-        run_relation = led.dataset(target.dataset_id).relation
-        Session(budget, rule=rule, relation=run_relation, seed=seed)  # validation only
         run = led.open_run(target.dataset_id, budget, rule, seed_explicit=seed is not None,
                            description=description)
         recorder = CountingRecorder(run)
@@ -236,3 +280,14 @@ def open_session(budget: Budget, rule: str, target: LedgerTarget = IN_MEMORY, *,
         led.close()
         raise
     return SessionHandle(session, recorder, target, led)
+
+
+def _check_relation(relation: Relation, supported: tuple[Relation, ...], algorithm: str,
+                    dataset_id: str | None) -> None:
+    if relation in supported:
+        return
+    where = "" if dataset_id is None else f"dataset {dataset_id!r} is declared under "
+    raise AlgorithmError(
+        f"relation: {where}the {relation.value} relation, but {algorithm} declares its "
+        f"sensitivities under {', '.join(r.value for r in supported)} only; nothing was "
+        "reserved (use a dataset id declared under a supported relation)")

@@ -11,9 +11,17 @@ reference, the spent budget and the plan.
 ``privacy`` (the guarantee: ``epsilon``, ``delta``, ``relation``, ``rule``; ``null`` for
 a non-private run), ``guarantee`` (the same object, kept for readers of older files),
 ``spent`` (``epsilon``, ``delta``, ``rho`` and ``exact`` fractions), ``ledger``
-(``path``, ``run_id``, ``dataset_id``; ``null`` in memory), ``budget_exhausted``,
-``plan`` (the algorithm's public plan and what it used), ``mechanisms`` (entries by
-mechanism kind) and ``message``.
+(``path``, ``run_id``, ``dataset_id``, ``remaining_lifetime``; ``null`` in memory),
+``budget_exhausted``, ``plan`` (the algorithm's public plan and what it used),
+``mechanisms`` (entries by mechanism kind) and ``message``.
+
+Release allow-list (``tests/hardening/test_allow_list.py``, ``docs/privacy/threat-model.md``):
+every field is public (declared schema, ``n``, hyper-parameters, the guarantee, names,
+the plan fixed from public information, declared budgets) or post-processing of the
+outputs of charged primitives (the graph, the sepsets, the test records). Wall-clock
+timings are a side channel that varies with the data: :meth:`PrivateResult.to_json`
+leaves them out; :meth:`PrivateResult.diagnostics` returns them, marked as not
+protected, for a user who asks (``dpcg discover --diagnostics FILE``).
 """
 
 from __future__ import annotations
@@ -31,10 +39,11 @@ from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import PCResult, pc_stable
 from dpcg.private.contract import RunSettings, ScoreCache
-from dpcg.private.ledger import IN_MEMORY, LedgerTarget, open_session
+from dpcg.private.ledger import DEFAULT_RELATIONS, IN_MEMORY, LedgerTarget, open_session
 from dpcg.private.registry import AnyAlgorithm, get_algorithm
 
-__all__ = ["PrivateResult", "discover_private", "run_private"]
+__all__ = ["NOT_PROTECTED", "PrivateResult", "diagnostics_json", "discover_private",
+           "released_pc_json", "run_private"]
 
 Progress = Callable[[int, int], None]
 
@@ -78,10 +87,36 @@ class PrivateResult:
         }
 
     def to_json(self, *, include_tests: bool = False) -> dict[str, Any]:
+        """The released fields (no timings: see :meth:`diagnostics`)."""
         out: dict[str, Any] = {"algorithm": self.algorithm, "test": self.test}
-        out.update(self.pc.to_json(include_tests=include_tests))
+        out.update(released_pc_json(self.pc, include_tests=include_tests))
         out.update(self.extra())
         return out
+
+    def diagnostics(self) -> dict[str, Any]:
+        """NOT protected by the guarantee: wall-clock timings of the run (they vary with
+        the data: a side channel). For the operator's own profiling only."""
+        return diagnostics_json(self.pc)
+
+
+#: The marker of every diagnostics document (``dpcg discover --diagnostics FILE``).
+NOT_PROTECTED = ("not protected: side channel. These values are measured on the data "
+                 "and are NOT covered by the run's differential-privacy guarantee; do not "
+                 "release them (docs/privacy/threat-model.md)")
+
+
+def released_pc_json(pc: PCResult, *, include_tests: bool = False) -> dict[str, Any]:
+    """The engine's JSON of a private run, without its wall-clock ``timing``."""
+    out = pc.to_json(include_tests=include_tests)
+    out.pop("timing", None)
+    return out
+
+
+def diagnostics_json(pc: PCResult, **extra: float) -> dict[str, Any]:
+    """The run's timings under the :data:`NOT_PROTECTED` marker."""
+    timing: dict[str, float] = {"seconds": pc.seconds, "test_seconds": pc.test_seconds}
+    timing.update(extra)
+    return {"protected": False, "warning": NOT_PROTECTED, "timing": timing}
 
 
 def _algorithm(algorithm: str | AnyAlgorithm) -> AnyAlgorithm:
@@ -116,9 +151,13 @@ def run_private(
         raise AlgorithmError(f"ledger: expected a LedgerTarget, got {type(ledger).__name__}")
     plan = algo.plan(params, settings, source)
     budget = settings.budget()
+    # Pre-flight inside open_session (signing key, relation, lifetime >= budget) before
+    # the run is reserved; every input above was validated without touching the ledger.
     handle = open_session(budget, plan.rule, ledger, relation=settings.relation,
                           seed=settings.noise_seed,
-                          description=description or f"dpcg {algo.name}/{settings.test}")
+                          description=description or f"dpcg {algo.name}/{settings.test}",
+                          relations=getattr(algo, "relations", DEFAULT_RELATIONS),
+                          algorithm=f"--algorithm {algo.name}")
     session = handle.session
     status = "error"
     try:
@@ -141,8 +180,11 @@ def run_private(
                  "relation": Relation.parse(g.relation).value, "rule": str(g.rule)}
     ledger_info = None
     if ledger.path is not None:
+        remaining = None
+        if handle.remaining is not None:
+            remaining = {"epsilon": handle.remaining[0], "delta": handle.remaining[1]}
         ledger_info = {"path": str(ledger.path), "run_id": handle.run_id,
-                       "dataset_id": ledger.dataset_id}
+                       "dataset_id": ledger.dataset_id, "remaining_lifetime": remaining}
     plan_info: dict[str, Any] = dict(plan.describe())
     plan_info.update(algo.usage(tester))
     return PrivateResult(

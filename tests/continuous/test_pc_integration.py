@@ -110,6 +110,7 @@ def test_cli_private_ci_pc_durable_ledger_lifetime_and_verify(
     ds.to_csv(data)
     schema.write_text(ds.schema.to_json())
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPCG_LEDGER", "dpcg-ledger.sqlite")  # the per-user default
     argv = ["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
             "private-ci-pc", "--epsilon", "2", "--plan-size", "4", "--noise-seed", "1",
             "--dataset-id", "sem4", "--lifetime-epsilon", "3", "--quiet", "--out", "r.json"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -16,7 +17,17 @@ from dpcg.data import (
     Schema,
     code_dtype,
 )
+from dpcg.data.readers import unsafe_debug_errors
 from dpcg.errors import DataValidationError, DpcgError, SchemaError
+
+
+@pytest.fixture(autouse=True)
+def _unsafe_debug_errors() -> Iterator[None]:
+    """These tests check the detail of data errors, which only the local-only unsafe debug
+    mode prints (the default, redacted messages: tests/hardening/test_redaction.py)."""
+    with unsafe_debug_errors():
+        yield
+
 
 
 def discrete_schema() -> Schema:
@@ -161,11 +172,21 @@ def test_continuous_values_and_bounds() -> None:
     np.testing.assert_array_equal(clipped.column("x"), [0.5, -1.0])
 
 
-def test_no_warning_when_nothing_clipped() -> None:
+def test_clip_warning_does_not_depend_on_the_data() -> None:
+    """Default mode: the same warning whether or not anything was clipped (THAT clipping
+    is applied, never how much: a count would be an uncharged counting query)."""
     schema = Schema([Continuous("x", -1.0, 1.0)])
+    texts = []
+    for table in ([[0.0]], [[5.0]], [[5.0], [-7.0], [0.5]]):
+        with unsafe_debug_errors(False), pytest.warns(DataClippingWarning) as rec:
+            Dataset.from_numpy(np.array(table), schema, clip=True)
+        texts.append(str(rec[0].message))
+    assert len(set(texts)) == 1
+    assert "1" not in texts[0]
+    assert "2" not in texts[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        Dataset.from_numpy(np.array([[0.0]]), schema, clip=True)
+        Dataset.from_numpy(np.array([[0.0]]), schema)
 
 
 @pytest.mark.parametrize(

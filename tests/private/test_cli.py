@@ -50,6 +50,7 @@ def test_user_data_without_dataset_id_is_refused(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPCG_LEDGER", "dpcg-ledger.sqlite")
     assert main(["datasets", "sample", "cancer", "--rows", "300", "--seed", "1", "--out",
                  "t.csv", "--schema-out", "s.json"]) == 0
     code = main(["discover", "--data", "t.csv", "--schema", "s.json", "--algorithm",
@@ -62,12 +63,14 @@ def test_user_data_without_dataset_id_is_refused(tmp_path: Path,
 def test_private_runs_are_recorded_by_default(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    """No --ledger: the run goes to ./dpcg-ledger.sqlite under the bundled sample's
+    """No --ledger: the run goes to the per-user default ledger ($DPCG_LEDGER here) under
+    the bundled sample's
     declared id; the lifetime budget (default: the first run's budget) then refuses a
     second run without writing anything."""
     from accounting.ledger import Ledger
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPCG_LEDGER", "dpcg-ledger.sqlite")
     args = ["discover", "--dataset", "cancer", "--rows", "500", "--algorithm", "laplace-pc",
             "--test", "kendall-z", "--epsilon", "1", "--quiet", "--out", "r.json"]
     assert main(args) == 0
@@ -100,6 +103,7 @@ def test_lifetime_budget_for_a_new_dataset_id(tmp_path: Path,
 
 def test_no_ledger_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPCG_LEDGER", "dpcg-ledger.sqlite")
     assert main(["discover", "--dataset", "cancer", "--rows", "500", "--algorithm",
                  "laplace-pc", "--test", "kendall-z", "--epsilon", "1", "--no-ledger",
                  "--quiet", "--out", "r.json"]) == 0

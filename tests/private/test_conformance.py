@@ -32,7 +32,7 @@ from dpcg.datasets import load_network
 from dpcg.datasets.sem import random_sem
 from dpcg.pc.engine import pc_stable
 from dpcg.private import nonprivate_pc
-from dpcg.private.ledger import DEFAULT_LEDGER, LedgerTarget
+from dpcg.private.ledger import LedgerTarget
 from dpcg.private.registry import AnyAlgorithm, algorithms, get_algorithm
 from dpcg.private.run import PrivateResult, discover_private
 from tests.private.toy_algorithm import TOY, ToyParams, registered
@@ -46,6 +46,9 @@ ALL = [*algorithms(), TOY.name]
 #: reads a subsample), em-pc (it decides whole levels by the exponential mechanism, not
 #: test by test) and curate (a coin decides the band around the threshold).
 REPRODUCES_PC = ("laplace-pc", "svt-pc", "private-ci-pc", TOY.name)
+
+#: The default ledger of these tests ($DPCG_LEDGER, relative to the test directory).
+DEFAULT_LEDGER = "dpcg-ledger.sqlite"
 
 
 @pytest.fixture(autouse=True)
@@ -191,11 +194,13 @@ def test_same_result_shape_and_the_ledger_verifies(name: str, tmp_path: Path,
     path = tmp_path / "ledger.sqlite"
     res = _run(name, tmp_path, LedgerTarget(path, "shape"))
     doc = res.to_json()
-    assert set(doc) == set(res.pc.to_json()) | PRIVATE_KEYS
+    # no wall-clock timing in a private result (a side channel: res.diagnostics())
+    assert set(doc) == (set(res.pc.to_json()) - {"timing"}) | PRIVATE_KEYS
+    assert set(res.diagnostics()["timing"]) == {"seconds", "test_seconds"}
     assert doc["privacy"] == doc["guarantee"]
     assert set(doc["privacy"]) == {"epsilon", "delta", "relation", "rule"}
     assert set(doc["spent"]) == {"exact", "epsilon", "delta", "rho"}
-    assert set(doc["ledger"]) == {"path", "run_id", "dataset_id"}
+    assert set(doc["ledger"]) == {"path", "run_id", "dataset_id", "remaining_lifetime"}
     assert isinstance(doc["plan"], dict)
     assert "rule" in doc["plan"]
     assert main(["ledger", "verify", str(path)]) == 0
@@ -207,6 +212,7 @@ def test_cli_records_in_the_durable_ledger_by_default(
 ) -> None:
     algo = get_algorithm(name)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPCG_LEDGER", DEFAULT_LEDGER)  # the per-user default, here
     if _is_continuous(algo):
         _, data, schema = _continuous(tmp_path.parent / "shared")
         source = ["--data", str(data), "--schema", str(schema), "--dataset-id", "sem4"]

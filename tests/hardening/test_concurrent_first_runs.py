@@ -1,0 +1,48 @@
+"""16 concurrent first runs on a new dataset id (issue 19, item 3 wired into every private
+run): registration and the lifetime check are one transaction, so no run fails with a
+spurious DuplicateDatasetError and exactly the admitted runs are charged."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from pathlib import Path
+
+from accounting.costs import Budget
+from accounting.ledger import Ledger
+from tests.hardening.helpers import row_counts
+
+RUNS, LIFETIME = 16, 5
+
+
+def _one(path: str) -> str:
+    from accounting.errors import AccountingError
+    from dpcg.datasets import load_network
+    from dpcg.private import discover
+    from dpcg.private.ledger import LedgerTarget
+
+    data = load_network("cancer").sample(300, 0)
+    target = LedgerTarget(Path(path), "shared-new-id", Budget(LIFETIME, 1e-5), True)
+    try:
+        discover(data, "laplace-pc", epsilon=1.0, delta=1e-6, ledger=target, max_depth=0,
+                 seed=1)
+    except AccountingError as exc:
+        return type(exc).__name__
+    return "ok"
+
+
+def test_concurrent_first_runs(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    Ledger.open(path, create=True).close()
+    with mp.get_context("fork").Pool(8) as pool:
+        outcomes = pool.map(_one, [str(path)] * RUNS)
+    assert outcomes.count("ok") == LIFETIME
+    assert set(outcomes) == {"ok", "BudgetExceededError"}  # never DuplicateDatasetError
+    counts = row_counts(path)
+    assert counts["datasets"] == 1
+    assert counts["runs"] == LIFETIME
+    led = Ledger.open(path)
+    try:
+        assert led.verify().ok
+        assert led.dataset("shared-new-id").remaining_epsilon == 0
+    finally:
+        led.close()
