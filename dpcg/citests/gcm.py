@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from scipy.special import ndtr
 
 from dpcg.citests.base import CIResult, validate_query
+from dpcg.data.dataset import Dataset
 from dpcg.errors import CITestError
 from dpcg.regression import LAMBDA_FLOOR, KernelRidge, KRRFactor
 
@@ -136,7 +137,7 @@ class ContinuousData:
         return cls(values=v, lower=lo, upper=hi, names=nm, scaled=rescale(v, lo, hi))
 
     @classmethod
-    def from_dataset(cls, dataset: Any) -> ContinuousData:
+    def from_dataset(cls, dataset: Dataset) -> ContinuousData:
         """From a :class:`dpcg.data.Dataset` with an all-continuous schema."""
         columns = list(dataset.schema.columns)
         bounds = []

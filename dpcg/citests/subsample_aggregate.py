@@ -19,14 +19,16 @@ smooth-sensitivity median is proven for, so the release is ``(eps, delta)``-DP
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import chi2 as _chi2
 
+from accounting.mechanisms import SmoothSensitivityMedian
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.gcm import check_alpha, check_epsilon
+from dpcg.data.dataset import Dataset
 from dpcg.errors import CITestError
 from dpcg.stats.contingency import stratum_index, table_from_codes
 from dpcg.stats.discrete import degrees_of_freedom, g2_statistic
@@ -85,7 +87,7 @@ class SubsampleAggregateGTest:
 
     def __init__(
         self,
-        dataset: Any,
+        dataset: Dataset,
         session: Session,
         epsilon: float,
         delta: float,
@@ -117,9 +119,7 @@ class SubsampleAggregateGTest:
         )
         self.session = session
 
-    def mechanism(self) -> Any:
-        from accounting.mechanisms import SmoothSensitivityMedian
-
+    def mechanism(self) -> SmoothSensitivityMedian:
         return SmoothSensitivityMedian(epsilon=self.epsilon, delta=self.delta, lower=0.0,
                                        upper=1.0)
 
