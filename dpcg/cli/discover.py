@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from accounting.costs import Budget
+from dpcg.api import result_document
 from dpcg.citests.registry import (
     NoOptions,
     TestContext,
@@ -47,7 +48,6 @@ from dpcg.data.dataset import Dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, DpcgError
 from dpcg.graph import CPDAG
-from dpcg.metrics import compare
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import pc_stable
 from dpcg.pc.oracle import DSeparationOracle
@@ -438,18 +438,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    doc: dict[str, Any] = {
-        "algorithm": name,
-        "test": choice.requested_test,
-        "alpha": args.alpha,
-        "max_depth": args.max_depth,
-        "data": data_info,
-    }
-    doc.update(res.to_json(include_tests=args.include_tests))
-    doc["timing"]["load_seconds"] = load_seconds
-    if truth is not None:
-        doc["metrics"] = compare(res.cpdag, CPDAG.from_dag(*truth))
-    doc.update(extra)
+    doc = result_document(algorithm=name, test=choice.requested_test, alpha=args.alpha,
+                          max_depth=args.max_depth, data=data_info, pc=res, extra=extra,
+                          truth=None if truth is None else CPDAG.from_dag(*truth),
+                          include_tests=args.include_tests, load_seconds=load_seconds)
     text = json.dumps(doc, indent=2, default=_json_default)
     try:
         if args.out is None:
