@@ -152,17 +152,39 @@ class DiscoveryResult:
 # ------------------------------------------------------------------ data
 
 
-def _schema(schema: object) -> Schema:
+def load_schema(schema: object, *, private: bool) -> Schema:
+    """The run's schema from a :class:`~dpcg.data.Schema`, its dict or a JSON file.
+
+    A draft (``dpcg schema draft``: it still has its ``"_draft"`` field) is accepted for
+    non-private PC only: nothing is released, so a schema computed from the data is
+    harmless there. A private algorithm needs the owner's declared schema (the draft is
+    refused, saying how to declare it)."""
+    from dpcg.data.draft import DRAFT_KEY
     from dpcg.data.schema import Schema
 
     if isinstance(schema, Schema):
         return schema
-    if isinstance(schema, Mapping):
-        return Schema.from_dict(schema)
     if isinstance(schema, str | os.PathLike):
-        return Schema.from_json(schema)
+        try:
+            text = Path(schema).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SchemaError(f"schema: cannot read {schema} ({exc.strerror or exc}); pass "
+                              "the path of a schema JSON (draft one with `dpcg schema "
+                              "draft FILE`)") from None
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"schema: {schema} is not JSON ({exc})") from None
+    if isinstance(schema, Mapping):
+        if not private and DRAFT_KEY in schema:
+            schema = {k: v for k, v in schema.items() if k != DRAFT_KEY}
+        return Schema.from_dict(schema)
     raise SchemaError(f"schema: expected a dpcg.data.Schema, a dict or a JSON file path, got "
                       f"{type(schema).__name__}")
+
+
+def _schema(schema: object, private: bool = True) -> Schema:
+    return load_schema(schema, private=private)
 
 
 def _infer(header: Sequence[str], columns: Sequence[Any], source: str) -> Schema:
@@ -204,14 +226,14 @@ def _as_dataset(data: object, schema: object, columns: Sequence[str] | None,
         if not path.exists():
             raise DataValidationError(f"data: no such file {path}; pass a CSV/Parquet path, "
                                       "a pandas DataFrame, a NumPy array or a Dataset")
-        declared = _schema(schema) if schema is not None else draft_schema(
+        declared = _schema(schema, private) if schema is not None else draft_schema(
             path, min_count=1).declared()
         ds = load_table(path, declared, clip=clip)
         return ds, {"source": "file", "path": str(path), "rows": int(ds.n)}
     if _is_pandas(data):
         frame: Any = data
         if schema is not None:
-            ds = Dataset.from_pandas(frame, _schema(schema), clip=clip)
+            ds = Dataset.from_pandas(frame, _schema(schema, private), clip=clip)
         else:
             names = [str(c) for c in frame.columns]
             cells = [np.asarray(frame[c].astype(str).to_numpy(), dtype=str)
@@ -220,7 +242,7 @@ def _as_dataset(data: object, schema: object, columns: Sequence[str] | None,
         return ds, {"source": "dataframe", "rows": int(ds.n)}
     if isinstance(data, np.ndarray):
         if schema is not None:
-            ds = Dataset.from_numpy(data, _schema(schema), clip=clip)
+            ds = Dataset.from_numpy(data, _schema(schema, private), clip=clip)
             return ds, {"source": "array", "rows": int(ds.n)}
         if data.ndim != 2:
             raise DataValidationError(f"data: expected a 2-D (n, p) array, got shape "

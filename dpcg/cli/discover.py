@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from accounting.costs import Budget
-from dpcg.api import result_document
+from dpcg.api import load_schema, result_document
 from dpcg.citests.registry import (
     NoOptions,
     TestContext,
@@ -49,7 +49,7 @@ from dpcg.cli.discover_args import (
     PRIVATE_FLAGS,
     derived_flags,
 )
-from dpcg.data import Schema, load_table
+from dpcg.data import load_table
 from dpcg.data.dataset import Dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, DpcgError
@@ -154,7 +154,7 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | No
     if args.seed is not None:
         raise DataValidationError("--seed only applies to --dataset (it seeds the sample); "
                                   "the privacy noise is seeded with --noise-seed")
-    schema = Schema.from_json(args.schema)
+    schema = load_schema(args.schema, private=args.algorithm != NONPRIVATE)
     dataset = load_table(args.data, schema, clip=args.clip)
     info = {"source": "file", "path": str(args.data), "schema": str(args.schema),
             "rows": int(dataset.n)}
