@@ -82,7 +82,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             continue
         module = importlib.import_module(module_name)
         if module_name == "dpcg.cli.discover_args":
-            module.register(sub, help_only=help_only)
+            module.register(sub, help_only=help_only, argv=argv)
         else:
             module.register(sub)
     return parser

@@ -21,7 +21,7 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,16 @@ class DerivedFlag:
 
 
 def derived_flags() -> dict[str, DerivedFlag]:
+    """The derived flags by flag name: from the manifest when it is current (then without
+    their argparse ``type``: what :mod:`dpcg.cli.discover` needs to check which flags
+    apply), else :func:`live_derived_flags`."""
+    found = _from_manifest()
+    if found is not None:
+        return {d.flag: d for d in found[1]}
+    return live_derived_flags()
+
+
+def live_derived_flags() -> dict[str, DerivedFlag]:
     """Every option field of every registered private algorithm's ``Params`` and every
     registered test's options, as one flag each (a flag shared by several owners must
     have the same field name and type everywhere). Imports every plugin module."""
@@ -123,12 +133,15 @@ def plugin_digest() -> str:
 
 def manifest_data() -> dict[str, Any]:
     """What :data:`MANIFEST` holds, derived live (imports every plugin)."""
+    from dpcg.citests.registry import option_infos, tests
     from dpcg.private.registry import algorithms
 
     flags = [{"flag": d.flag, "dest": d.dest, "help": d.help, "metavar": d.metavar,
               "switch": d.switch, "algorithms": list(d.algorithms), "tests": list(d.tests)}
-             for d in derived_flags().values()]
-    return {"digest": plugin_digest(), "algorithms": list(algorithms()), "flags": flags}
+             for d in live_derived_flags().values()]
+    with_options = [name for name, spec in tests().items() if option_infos(spec.options)]
+    return {"digest": plugin_digest(), "algorithms": list(algorithms()),
+            "tests": with_options, "flags": flags}
 
 
 def write_manifest(path: Path = MANIFEST) -> None:
@@ -137,15 +150,22 @@ def write_manifest(path: Path = MANIFEST) -> None:
 
 def _from_manifest() -> tuple[list[str], list[DerivedFlag]] | None:
     """The algorithm names and flags of the manifest, or ``None`` when they could be
-    stale (plugins changed or already loaded: derive them live)."""
-    if "dpcg.private.registry" in sys.modules or "dpcg.citests.registry" in sys.modules:
-        return None
+    stale: a plugin source changed, or an algorithm (or a test with options) the
+    manifest does not know is registered in this process (derive them live)."""
     try:
         data = json.loads(MANIFEST.read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("digest") != plugin_digest():
         return None
+    algos = sys.modules.get("dpcg.private.registry")
+    if algos is not None and set(algos._ALGORITHMS) - set(data["algorithms"]):
+        return None
+    specs = sys.modules.get("dpcg.citests.registry")
+    if specs is not None:
+        for name, spec in specs._TESTS.items():
+            if name not in data["tests"] and specs.option_infos(spec.options):
+                return None
     flags = [DerivedFlag(f["flag"], f["dest"], f["help"], None, f["metavar"],
                          tuple(f["algorithms"]), tuple(f["tests"]), bool(f["switch"]))
              for f in data["flags"]]
@@ -155,7 +175,7 @@ def _from_manifest() -> tuple[list[str], list[DerivedFlag]] | None:
 def _live() -> tuple[list[str], list[DerivedFlag]]:
     from dpcg.private.registry import algorithms
 
-    return list(algorithms()), list(derived_flags().values())
+    return list(algorithms()), list(live_derived_flags().values())
 
 
 # ------------------------------------------------------------------ the parser
@@ -165,12 +185,26 @@ def _live() -> tuple[list[str], list[DerivedFlag]]:
 HANDLER = "dpcg.cli.discover:run"
 
 
+def _names_derived(argv: Sequence[str], flags: list[DerivedFlag], core: set[str]) -> bool:
+    """Does ``argv`` name a derived flag (or an abbreviation argparse would expand)?"""
+    for word in argv:
+        if not word.startswith("--"):
+            continue
+        name = word.split("=", 1)[0]
+        if name in core:
+            continue
+        if any(d.flag.startswith(name) for d in flags):
+            return True
+    return False
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
-             help_only: bool = False) -> None:
-    """Add ``dpcg discover``. ``help_only``: the parser is only used to print help (its
-    derived flags may come from the manifest, without their argparse types)."""
-    found = _from_manifest() if help_only else None
-    algo_names, flags = found if found is not None else _live()
+             help_only: bool = False, argv: Sequence[str] | None = None) -> None:
+    """Add ``dpcg discover``. With ``argv`` (the command line to parse) or ``help_only``,
+    the derived flags come from the manifest when it is current and no derived flag is
+    given (they are then never parsed, so their types are not needed); otherwise they
+    are derived live with their types."""
+    found = _from_manifest() if help_only or argv is not None else None
     p: argparse.ArgumentParser = subparsers.add_parser(
         "discover",
         help="learn a causal graph (CPDAG) from data",
@@ -202,10 +236,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
     src.add_argument("--clip", action="store_true",
                      help="clip out-of-bounds continuous values to the schema bounds")
     algo = p.add_argument_group("algorithm and CI test")
-    names = ", ".join([NONPRIVATE, *algo_names])
-    algo.add_argument("--algorithm", default=NONPRIVATE, metavar="NAME",
-                      help=f"discovery algorithm: {names} (default pc, non-private); see "
-                           "--list")
+    listed = found[0] if found is not None else []
+    algo_action = algo.add_argument(
+        "--algorithm", default=NONPRIVATE, metavar="NAME",
+        help=f"discovery algorithm: {', '.join([NONPRIVATE, *listed])} (default pc, "
+             "non-private); see --list")
     algo.add_argument("--test", default=None, metavar="NAME",
                       help="conditional-independence test (default: the algorithm's own, g2 "
                            "for pc, kendall-split for the private discrete family, privgcm "
@@ -246,6 +281,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
     led.add_argument("--lifetime-delta", type=float, dest="lifetime_delta", metavar="D",
                      default=None,
                      help="lifetime delta for a new dataset id (default: this run's delta)")
+    if found is not None and not help_only and _names_derived(
+            argv or (), found[1], set(p._option_string_actions)):
+        found = None
+    algo_names, flags = found if found is not None else _live()
+    if found is None:  # the --algorithm help lists the live names
+        names = ", ".join([NONPRIVATE, *algo_names])
+        algo_action.help = (f"discovery algorithm: {names} (default pc, non-private); see "
+                            "--list")
     groups: dict[str, argparse._ArgumentGroup] = {}
     core = {a.dest for a in p._actions}
     for d in flags:
