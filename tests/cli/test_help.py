@@ -73,3 +73,18 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) 
                  "report"):
         assert name in out
     assert "dpcg schema draft" in out
+
+
+def test_nonprivate_run_loads_no_other_plugin(tmp_path: Path) -> None:
+    """A pc/g2 run imports the non-private tests only (lazy discovery): neither
+    scipy.stats nor the private algorithms."""
+    code = f"""
+import sys
+from dpcg.cli import main
+assert main(["discover", "--dataset", "asia", "--rows", "200", "--quiet",
+             "--out", {str(tmp_path / 'r.json')!r}]) == 0
+print(sorted(m for m in ("scipy.stats", "dpcg.citests.gcm", "dpcg.private.laplace_pc",
+                         "dpcg.private.api") if m in sys.modules))
+"""
+    assert _run(code).strip() == "[]"
+    assert (tmp_path / "r.json").exists()
