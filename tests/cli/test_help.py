@@ -42,7 +42,9 @@ def test_manifest_is_current() -> None:
     `python -m dpcg.cli.discover_args` after editing a plugin)."""
     import json
 
-    assert json.loads(MANIFEST.read_text()) == manifest_data()
+    assert json.loads(MANIFEST.read_text()) == manifest_data(), (
+        "dpcg/cli/discover_flags.json is stale (a plugin under dpcg/private or dpcg/citests "
+        "changed): regenerate it with `python -m dpcg.cli.discover_args` and commit it")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["discover", "--help"], ["datasets", "--help"]])
