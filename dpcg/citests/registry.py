@@ -17,7 +17,8 @@ a ``dpcg discover`` flag (``--field-name``) derived by the CLI. ``build`` gets a
 session (:mod:`dpcg.private.private_ci_pc`).
 
 :func:`tests` imports every module of :mod:`dpcg.citests` once (package scan, so a new
-test module registers itself without any other file being edited).
+test module registers itself without any other file being edited); :func:`get_test`
+imports only the usual module first and scans when the name is not there.
 """
 
 from __future__ import annotations
@@ -199,7 +200,21 @@ def tests() -> dict[str, TestSpec[Any]]:
     return dict(sorted(_TESTS.items()))
 
 
+#: Modules :func:`get_test` imports before scanning the whole package (the common
+#: non-private tests: a G^2 run then loads neither scipy.stats nor the kernel tests).
+_FIRST = ("dpcg.citests.nonprivate",)
+
+
 def get_test(name: str) -> TestSpec[Any]:
+    """The test ``name``: its usual module is imported first, the whole package only
+    when the name is not found there (lazy discovery)."""
+    if name in _TESTS:
+        return _TESTS[name]
+    if not _scanned:
+        for module in _FIRST:
+            importlib.import_module(module)
+        if name in _TESTS:
+            return _TESTS[name]
     specs = tests()
     if name not in specs:
         raise CITestError(f"unknown --test {name!r}; choose from {sorted(specs)}")

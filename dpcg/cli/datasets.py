@@ -7,8 +7,8 @@ Examples::
     dpcg datasets show asia
     dpcg datasets random --nodes 50 --max-parents 3 --cardinality 2-5 --seed 1 --out r.bif
     dpcg discover --dataset random:nodes=50,max_parents=3,card=2-5,seed=1,conc=1 --test g2
-    dpcg datasets sample alarm --rows 100000 --seed 1 --out alarm.csv --schema-out alarm.json
-    dpcg discover --data alarm.csv --schema alarm.json --test g2 --out result.json
+    dpcg datasets sample alarm --rows 100000 --out alarm.csv   # seed 0; alarm.schema.json
+    dpcg discover --data alarm.csv --schema alarm.schema.json --test g2 --out result.json
 
 The sampled CSV has a header line with the node names (BIF order) and the BIF state
 names as values; the schema JSON declares every column categorical with the states in
@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from dpcg.errors import DataValidationError
+
+#: Rows of `dpcg datasets sample` when --rows is not given.
+SAMPLE_ROWS = 10_000
 
 
 def register(subparsers: Any) -> None:
@@ -46,15 +49,24 @@ def register(subparsers: Any) -> None:
     p_show.add_argument("--json", action="store_true", help="print JSON instead of text")
     p_show.set_defaults(func=_show)
 
-    p_sample = sub.add_parser("sample", help="forward-sample a network to a CSV file")
+    p_sample = sub.add_parser(
+        "sample", help="forward-sample a network to a CSV file (and its schema beside it)",
+        description="Forward-sample a bundled network to FILE, and write its declared "
+                    "schema beside it (FILE with the suffix .schema.json) for "
+                    "`dpcg discover --data FILE --schema ...`.")
     p_sample.add_argument("name", help="network name (see `dpcg datasets list`)")
-    p_sample.add_argument("--rows", type=int, required=True, metavar="N", help="number of rows")
-    p_sample.add_argument("--seed", type=int, required=True, metavar="S",
-                          help="random seed (the sample is a deterministic function of it)")
+    p_sample.add_argument("--rows", type=int, default=SAMPLE_ROWS, metavar="N",
+                          help=f"number of rows (default {SAMPLE_ROWS})")
+    p_sample.add_argument("--seed", type=int, default=0, metavar="S",
+                          help="random seed (default 0; the sample is a deterministic "
+                               "function of it)")
     p_sample.add_argument("--out", type=Path, required=True, metavar="FILE",
                           help="CSV file to write (header = node names)")
     p_sample.add_argument("--schema-out", type=Path, metavar="FILE",
-                          help="also write the schema JSON (all columns categorical)")
+                          help="where to write the schema JSON (all columns categorical; "
+                               "default: beside --out, FILE.schema.json)")
+    p_sample.add_argument("--no-schema", action="store_true",
+                          help="write the CSV only")
     p_sample.set_defaults(func=_sample)
 
     p_random = sub.add_parser(
@@ -79,6 +91,12 @@ def register(subparsers: Any) -> None:
                           help="also write the network as BIF (.bif, or gzip if FILE ends in .gz)")
     p_random.add_argument("--json", action="store_true", help="print the summary as JSON")
     p_random.set_defaults(func=_random)
+
+
+def schema_path_for(out: Path) -> Path:
+    """Where ``dpcg datasets sample --out FILE`` writes the schema: ``FILE.schema.json``
+    (``asia.csv`` -> ``asia.schema.json``)."""
+    return out.with_name(out.stem + ".schema.json")
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -148,11 +166,16 @@ def _sample(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     data = net.sample(args.rows, args.seed)
     t1 = time.perf_counter()
+    if args.no_schema and args.schema_out is not None:
+        raise DataValidationError("--no-schema and --schema-out contradict each other; "
+                                  "drop one")
+    schema_out = None if args.no_schema else (
+        args.schema_out if args.schema_out is not None else schema_path_for(args.out))
     data.to_csv(args.out)
-    if args.schema_out is not None:
-        data.schema.to_json(args.schema_out)
+    if schema_out is not None:
+        data.schema.to_json(schema_out)
     t2 = time.perf_counter()
-    extra = f" and schema to {args.schema_out}" if args.schema_out is not None else ""
+    extra = f" and its schema to {schema_out}" if schema_out is not None else ""
     print(
         f"sampled {args.rows} rows of {net.name} (seed {args.seed}) in {t1 - t0:.2f} s; "
         f"wrote {args.out}{extra} in {t2 - t1:.2f} s",

@@ -31,12 +31,12 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from accounting.costs import Budget
+from dpcg.api import load_schema, result_document
 from dpcg.citests.registry import (
     NoOptions,
     TestContext,
@@ -48,27 +48,25 @@ from dpcg.citests.registry import (
     register_test,
     tests,
 )
-from dpcg.data import Schema, load_table
+from dpcg.cli.discover_args import (
+    DEFAULT_ROWS,
+    DEFAULT_TEST,
+    NONPRIVATE,
+    PRIVATE_FLAGS,
+    derived_flags,
+)
+from dpcg.data import load_table
 from dpcg.data.dataset import DataClippingWarning, Dataset
 from dpcg.data.readers import unsafe_debug_errors
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, DpcgError
 from dpcg.graph import CPDAG
-from dpcg.metrics import compare
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import pc_stable
 from dpcg.pc.oracle import DSeparationOracle
-from dpcg.private.ledger import DEFAULT_LEDGER_HELP, ledger_target
+from dpcg.private.ledger import ledger_target
 from dpcg.private.registry import AnyAlgorithm, algorithms, get_algorithm
 from dpcg.private.run import diagnostics_json, discover_private
-
-DEFAULT_ROWS = 10_000
-#: ``--test`` of ``--algorithm pc`` when none is given
-DEFAULT_TEST = "g2"
-#: The non-private algorithm.
-NONPRIVATE = "pc"
-#: ``delta`` of the discrete private family when ``--delta`` is not given (shown in help).
-DEFAULT_DELTA_HELP = "1e-6 for the discrete family, 0 for private-ci-pc"
 
 
 class Progress:
@@ -129,171 +127,6 @@ register_test(TestSpec(
     description="d-separation oracle on the true DAG (bundled networks only; no data used)"))
 
 
-# ------------------------------------------------------------------ derived flags
-
-
-@dataclass(frozen=True)
-class DerivedFlag:
-    """One flag derived from option fields: who declares it, and how to parse it."""
-
-    flag: str
-    dest: str
-    help: str
-    type: Callable[[str], object] | None
-    metavar: str | None
-    algorithms: tuple[str, ...]
-    tests: tuple[str, ...]
-
-    @property
-    def owners(self) -> str:
-        parts = []
-        if self.algorithms:
-            parts.append("--algorithm " + ", ".join(self.algorithms))
-        if self.tests:
-            parts.append("--test " + ", ".join(self.tests))
-        return "; ".join(parts)
-
-
-def derived_flags() -> dict[str, DerivedFlag]:
-    """Every option field of every registered private algorithm's ``Params`` and every
-    registered test's options, as one flag each (a flag shared by several owners must
-    have the same field name and type everywhere)."""
-    found: dict[str, DerivedFlag] = {}
-
-    def add(owner_kind: str, owner: str, cls: type) -> None:
-        for info in option_infos(cls):
-            old = found.get(info.flag)
-            if old is None:
-                old = DerivedFlag(info.flag, info.name, info.help, info.type, info.metavar,
-                                  (), ())
-            elif old.dest != info.name or old.type != info.type:
-                raise DpcgError(f"{info.flag}: declared as {old.dest} and as {info.name} "
-                                f"(by {owner}) with different meanings")
-            if owner_kind == "algorithm":
-                old = DerivedFlag(old.flag, old.dest, old.help, old.type, old.metavar,
-                                  tuple(sorted((*old.algorithms, owner))), old.tests)
-            else:
-                old = DerivedFlag(old.flag, old.dest, old.help, old.type, old.metavar,
-                                  old.algorithms, tuple(sorted((*old.tests, owner))))
-            found[info.flag] = old
-
-    for algo in algorithms().values():
-        add("algorithm", algo.name, algo.params)
-    for spec in tests().values():
-        add("test", spec.name, spec.options)
-    return found
-
-
-#: Flags of the privacy budget and the ledger: private algorithms only.
-PRIVATE_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "noise_seed": "--noise-seed",
-                 "ledger": "--ledger", "no_ledger": "--no-ledger",
-                 "dataset_id": "--dataset-id", "lifetime_epsilon": "--lifetime-epsilon",
-                 "lifetime_delta": "--lifetime-delta", "ledger_key": "--ledger-key"}
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "discover",
-        help="learn a causal graph (CPDAG) from data",
-        description="Learn a CPDAG with PC-stable or a private variant. Options of an "
-                    "algorithm or test other than the chosen ones are errors.",
-    )
-    src = p.add_argument_group("data (one of --dataset or --data)")
-    src.add_argument("--dataset", metavar="NAME",
-                     help="bundled network to sample from (see `dpcg datasets`)")
-    src.add_argument("--data", metavar="FILE", type=Path,
-                     help="your table (.csv/.tsv/.parquet/.npy); needs --schema")
-    src.add_argument("--schema", metavar="FILE", type=Path, help="schema JSON for --data")
-    src.add_argument("--rows", type=int, default=None,
-                     help=f"rows to sample from --dataset (default {DEFAULT_ROWS})")
-    src.add_argument("--seed", type=int, default=None,
-                     help="seed for sampling --dataset (default 0); the privacy noise is "
-                          "seeded with --noise-seed")
-    src.add_argument("--clip", action="store_true",
-                     help="clip out-of-bounds continuous values to the schema bounds")
-    algo = p.add_argument_group("algorithm and CI test")
-    names = ", ".join([NONPRIVATE, *algorithms()])
-    algo.add_argument("--algorithm", default=NONPRIVATE, metavar="NAME",
-                      help=f"discovery algorithm: {names} (default pc); see --list")
-    algo.add_argument("--test", default=None, metavar="NAME",
-                      help="conditional-independence test (default: the algorithm's own, g2 "
-                           "for pc, kendall-split for the private discrete family, privgcm "
-                           "for private-ci-pc); see --list")
-    algo.add_argument("--alpha", type=float, default=0.05,
-                      help="significance level of the CI tests (default 0.05)")
-    algo.add_argument("--max-depth", type=int, default=None,
-                      help="largest conditioning-set size (default: no limit)")
-    algo.add_argument("--background", type=Path, metavar="FILE",
-                      help="background knowledge JSON: required_edges, forbidden_edges, "
-                           "required_orientations, forbidden_orientations (lists of pairs)")
-    algo.add_argument("--list", action="store_true",
-                      help="list the registered algorithms and CI tests, then exit")
-    budget = p.add_argument_group("privacy budget (private algorithms only)")
-    budget.add_argument("--epsilon", type=float, default=None,
-                        help="TOTAL privacy budget epsilon of the run (required)")
-    budget.add_argument("--delta", type=float, default=None,
-                        help=f"TOTAL privacy budget delta (default {DEFAULT_DELTA_HELP}; "
-                             "0 forces pure DP)")
-    budget.add_argument("--noise-seed", type=int, dest="noise_seed", metavar="S",
-                        default=None,
-                        help="seed the privacy noise (reproducible runs; marked as seeded in "
-                             "the ledger). Default: a secure random seed")
-    led = p.add_argument_group("ledger (private algorithms only)")
-    led.add_argument("--ledger", metavar="PATH", type=Path, default=None,
-                     help=f"record the run in this ledger file (default: {DEFAULT_LEDGER_HELP})")
-    led.add_argument("--no-ledger", action="store_true", dest="no_ledger",
-                     help="keep the run's entries in memory only (experiments; nothing "
-                          "durable)")
-    led.add_argument("--dataset-id", metavar="ID", dest="dataset_id", default=None,
-                     help="declared id of the dataset in the ledger (required for --data; "
-                          "bundled data defaults to bundled:NAME:rows=N:seed=S)")
-    led.add_argument("--lifetime-epsilon", type=float, dest="lifetime_epsilon", metavar="E",
-                     default=None,
-                     help="lifetime epsilon of a dataset id the ledger does not know yet "
-                          "(default: this run's epsilon); an error for a registered id")
-    led.add_argument("--lifetime-delta", type=float, dest="lifetime_delta", metavar="D",
-                     default=None,
-                     help="lifetime delta for a new dataset id (default: this run's delta)")
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    core = {a.dest for a in p._actions}
-    for d in derived_flags().values():
-        if d.dest in core:
-            raise DpcgError(f"{d.flag}: the option field {d.dest!r} of {d.owners} clashes "
-                            "with a dpcg discover option; rename the field")
-        kind = "algorithm" if d.algorithms else "test"
-        title = f"{kind} options (apply to {d.owners})"
-        if title not in groups:
-            groups[title] = p.add_argument_group(title)
-        kwargs: dict[str, Any] = {"dest": d.dest, "default": argparse.SUPPRESS,
-                                  "help": d.help}
-        if d.type is None:
-            kwargs["action"] = "store_true"
-        else:
-            kwargs["type"] = d.type
-            if d.metavar is not None:
-                kwargs["metavar"] = d.metavar
-        groups[title].add_argument(d.flag, **kwargs)
-    out = p.add_argument_group("output")
-    out.add_argument("--out", type=Path, metavar="FILE",
-                     help="write result JSON here (default: print it to stdout)")
-    out.add_argument("--dot", type=Path, metavar="FILE", help="also write Graphviz DOT")
-    out.add_argument("--graphml", type=Path, metavar="FILE", help="also write GraphML")
-    out.add_argument("--include-tests", action="store_true",
-                     help="list every CI test (x, y, S, statistic, p-value) in the JSON")
-    out.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
-    out.add_argument("--diagnostics", type=Path, metavar="FILE",
-                     help="write the run's wall-clock timings here, marked 'not protected: "
-                          "side channel' (private runs keep timings out of the result)")
-    out.add_argument("--unsafe-debug-errors", action="store_true", dest="unsafe_debug_errors",
-                     help="LOCAL DEBUGGING ONLY: data errors and --clip quote the offending "
-                          "value, its row/line and counts (uncharged leaks of the data; "
-                          "printed on stderr only, never in a result or the ledger)")
-    led.add_argument("--ledger-key", type=Path, metavar="PATH", dest="ledger_key",
-                     default=None, help="private key file that signs the ledger's new heads "
-                                        "(default: $DPCG_LEDGER_KEY for a signed ledger)")
-    p.set_defaults(func=run)
-
-
 def _list() -> int:
     algos, specs = algorithms(), tests()
     width = max(len(name) for name in [NONPRIVATE, *algos, *specs]) + 2
@@ -332,7 +165,7 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | No
     if args.seed is not None:
         raise DataValidationError("--seed only applies to --dataset (it seeds the sample); "
                                   "the privacy noise is seeded with --noise-seed")
-    schema = Schema.from_json(args.schema)
+    schema = load_schema(args.schema, private=args.algorithm != NONPRIVATE)
     dataset = load_table(args.data, schema, clip=args.clip)
     info = {"source": "file", "path": str(args.data), "schema": str(args.schema),
             "rows": int(dataset.n)}
@@ -535,24 +368,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    doc: dict[str, Any] = {
-        "algorithm": name,
-        "test": choice.requested_test,
-        "alpha": args.alpha,
-        "max_depth": args.max_depth,
-        "data": data_info,
-    }
-    doc.update(res.to_json(include_tests=args.include_tests))
+    doc = result_document(algorithm=name, test=choice.requested_test, alpha=args.alpha,
+                          max_depth=args.max_depth, data=data_info, pc=res, extra=extra,
+                          truth=None if truth is None else CPDAG.from_dag(*truth),
+                          include_tests=args.include_tests, load_seconds=load_seconds)
     diagnostics = diagnostics_json(res, load_seconds=load_seconds)
-    if private_run:
-        # Wall-clock timings vary with the data: a side channel, never in the result of
-        # a private run (only in --diagnostics FILE, marked as not protected).
-        doc.pop("timing", None)
-    else:
-        doc["timing"]["load_seconds"] = load_seconds
-    if truth is not None:
-        doc["metrics"] = compare(res.cpdag, CPDAG.from_dag(*truth))
-    doc.update(extra)
     text = json.dumps(doc, indent=2, default=_json_default)
     try:
         if args.out is None:

@@ -21,12 +21,30 @@ Proof notes: ``docs/privacy/algorithm-*.md``; user guide: ``docs/choosing.md``.
 
 from __future__ import annotations
 
-from dpcg.private.api import discover, nonprivate_pc
-from dpcg.private.contract import PrivateAlgorithm, RunSettings
-from dpcg.private.ledger import LedgerTarget
-from dpcg.private.registry import algorithms, get_algorithm, register_algorithm
-from dpcg.private.run import PrivateResult, discover_private, run_private
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpcg.private.api import discover, nonprivate_pc
+    from dpcg.private.contract import PrivateAlgorithm, RunSettings
+    from dpcg.private.ledger import LedgerTarget
+    from dpcg.private.registry import algorithms, get_algorithm, register_algorithm
+    from dpcg.private.run import PrivateResult, discover_private, run_private
 
 __all__ = ["LedgerTarget", "PrivateAlgorithm", "PrivateResult", "RunSettings", "algorithms",
            "discover", "discover_private", "get_algorithm", "nonprivate_pc",
            "register_algorithm", "run_private"]
+
+#: Where each exported name lives: loaded on first use, so that importing one module of
+#: the package (e.g. the registry) does not import every algorithm and scipy.stats.
+_HOME = {"discover": "api", "nonprivate_pc": "api", "PrivateAlgorithm": "contract",
+         "RunSettings": "contract", "LedgerTarget": "ledger", "algorithms": "registry",
+         "get_algorithm": "registry", "register_algorithm": "registry",
+         "PrivateResult": "run", "discover_private": "run", "run_private": "run"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'dpcg.private' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"dpcg.private.{home}"), name)

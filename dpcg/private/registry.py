@@ -3,12 +3,14 @@
 Each algorithm module of :mod:`dpcg.private` ends with
 ``register_algorithm(ALGORITHM)``. :func:`algorithms` imports every module of the
 package once (a package scan, so a seventh algorithm is one new module: nothing else is
-edited) and returns the registered objects by name.
+edited) and returns the registered objects by name; :func:`get_algorithm` imports only
+the module named after the algorithm first.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from typing import Any
 
@@ -55,6 +57,21 @@ def algorithms() -> dict[str, AnyAlgorithm]:
 
 
 def get_algorithm(name: str) -> AnyAlgorithm:
+    """The algorithm ``name``: the module ``dpcg.private.<name with _ for ->`` is
+    imported first (the convention of the package), the whole package only when the
+    name is not found there (lazy discovery)."""
+    if name in _ALGORITHMS:
+        return _ALGORITHMS[name]
+    module = "dpcg.private." + name.replace("-", "_")
+    if not _scanned and all(part.isidentifier() for part in module.split(".")):
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            importlib.import_module(module)
+            if name in _ALGORITHMS:
+                return _ALGORITHMS[name]
     found = algorithms()
     if name not in found:
         raise AlgorithmError(f"algorithm: unknown private algorithm {name!r}; choose from "

@@ -62,7 +62,9 @@ def row_counts(path: Path) -> dict[str, int]:
 
 def raw(argv: list[str]) -> int:
     """Run a subcommand's handler without ``main``'s error printing (to see the type)."""
-    from dpcg.cli import build_parser
+    from dpcg.cli import build_parser, handler_of
 
-    args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    args = build_parser(argv).parse_args(argv)
+    func = handler_of(args)
+    assert func is not None, argv
+    return int(func(args))

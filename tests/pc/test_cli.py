@@ -189,9 +189,8 @@ def test_help_groups_say_what_they_belong_to(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     for title in ("data (one of --dataset or --data)", "algorithm and CI test",
                   "privacy budget (private algorithms only)", "ledger (private algorithms only)",
-                  "algorithm options (apply to --algorithm laplace-pc, priv-pc, private-ci-pc, "
-                  "svt-pc)", "algorithm options (apply to --algorithm curate)",
-                  "test options (apply to --test privcrt)", "output"):
+                  "options of --algorithm laplace-pc, priv-pc, private-ci-pc, svt-pc",
+                  "options of --algorithm curate", "options of --test privcrt", "output"):
         assert title in out
 
 
