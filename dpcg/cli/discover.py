@@ -70,46 +70,40 @@ from dpcg.private.run import diagnostics_json, discover_private
 
 
 class Progress:
-    """A dependency-free progress line on stderr, shown only once a run passes ``delay``.
-
-    On a terminal the line is rewritten in place (at most every 0.2 s); otherwise a
-    line is printed at most every 5 s.
-    """
+    """The progress line on stderr, drawn by tqdm (the optional ``progress`` extra; no
+    progress line without it), shown only once a run passes ``delay`` seconds and
+    redrawn at most every ``interval`` seconds (default 0.2 s on a terminal, 5 s
+    otherwise). ``show_time=False`` (private runs) leaves the elapsed time off the
+    screen: it is a side channel (docs/privacy/threat-model.md)."""
 
     def __init__(self, stream: TextIO | None = None, *, delay: float = 1.0,
-                 label: str = "discover", show_time: bool = True) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.delay = delay
-        self.label = label
-        self.start = time.monotonic()
-        self.last = 0.0
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.interval = 0.2 if self.tty else 5.0
-        self.shown = False
-        #: False for a private run: elapsed time is a side channel, kept off the screen.
-        self.show_time = show_time
+                 label: str = "discover", show_time: bool = True,
+                 interval: float | None = None) -> None:
+        self._bar: Any = None
+        try:
+            # Deferred on purpose: an optional extra, and `dpcg --help` must stay fast.
+            from tqdm import tqdm
+        except ImportError:
+            return
+        out = stream if stream is not None else sys.stderr
+        tty = bool(getattr(out, "isatty", lambda: False)())
+        every = (0.2 if tty else 5.0) if interval is None else interval
+        fmt = "{desc}: {postfix}" + (" [{elapsed}]" if show_time else "")
+        self._bar = tqdm(file=out, desc=label, postfix="starting", bar_format=fmt,
+                         delay=delay, mininterval=every, miniters=1, leave=False,
+                         dynamic_ncols=tty)
 
     def __call__(self, level: int, tests: int) -> None:
-        now = time.monotonic()
-        elapsed = now - self.start
-        if elapsed < self.delay or now - self.last < self.interval:
+        bar = self._bar
+        if bar is None:
             return
-        self.last = now
-        msg = f"{self.label}: level {level}, {tests} tests"
-        if self.show_time:
-            msg += f", {elapsed:.1f} s"
-        if self.tty:
-            self.stream.write("\r" + msg.ljust(60))
-        else:
-            self.stream.write(msg + "\n")
-        self.stream.flush()
-        self.shown = True
+        bar.set_postfix_str(f"level {level}, {tests} tests", refresh=False)
+        bar.update(max(tests - bar.n, 0))
 
     def close(self) -> None:
-        if self.shown and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 # ------------------------------------------------------------------ dsep (CLI-only test)

@@ -213,18 +213,25 @@ def test_bundled_dataset_with_dsep_gives_metrics(tmp_path: Path) -> None:
 
 
 def test_progress_waits_then_prints() -> None:
+    """tqdm draws the line once the run passes ``delay``; before, nothing is printed."""
+    pytest.importorskip("tqdm")
     stream = io.StringIO()
-    p = Progress(stream, delay=0.0)
+    p = Progress(stream, delay=0.0, interval=0.0)
     p(0, 5)
-    p(1, 6)  # throttled (non-tty: at most every 5 s)
+    p(1, 6)
     p.close()
-    lines = stream.getvalue().splitlines()
-    assert lines == [lines[0]]
-    assert "level 0, 5 tests" in lines[0]
+    assert "level 0, 5 tests" in stream.getvalue()
+    assert "level 1, 6 tests" in stream.getvalue()
     silent = io.StringIO()
     q = Progress(silent, delay=60.0)
     q(0, 1)
     assert silent.getvalue() == ""
+    private = io.StringIO()
+    r = Progress(private, delay=0.0, interval=0.0, show_time=False)
+    r(0, 3)
+    r.close()
+    assert "level 0, 3 tests" in private.getvalue()
+    assert "00:00" not in private.getvalue()  # no elapsed time for a private run
 
 
 def test_bench_without_suite_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
