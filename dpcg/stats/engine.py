@@ -266,3 +266,6 @@ register_engine(EngineSpec(
     from_codes=NumpyEngine,
     description="in memory: bitset tables for small tables, bincount for the others",
 ))
+
+# The out-of-core engines register themselves (their packages load only when used).
+from dpcg.stats import engine_specs as _engine_specs  # noqa: E402, F401
