@@ -42,6 +42,7 @@ from dpcg.citests.registry import (
     register_test,
     tests,
 )
+from dpcg.cli.engines import add_engine_arguments, load_with_engine
 from dpcg.data import Schema, load_table
 from dpcg.data.dataset import Dataset
 from dpcg.datasets import load_network
@@ -193,6 +194,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     src.add_argument("--data", metavar="FILE", type=Path,
                      help="your table (.csv/.tsv/.parquet/.npy); needs --schema")
     src.add_argument("--schema", metavar="FILE", type=Path, help="schema JSON for --data")
+    add_engine_arguments(src)  # --engine, --spark-master, --memory-limit (dpcg.cli.engines)
     src.add_argument("--rows", type=int, default=None,
                      help=f"rows to sample from --dataset (default {DEFAULT_ROWS})")
     src.add_argument("--seed", type=int, default=None,
@@ -404,9 +406,10 @@ def run(args: argparse.Namespace) -> int:
     choice = _choose(args)
     background = _background(args.background)
     t0 = time.perf_counter()
-    dataset, data_info, truth = _load(args)
+    dataset, data_info, truth = load_with_engine(args, choice.algorithm, _load)  # engines
     load_seconds = time.perf_counter() - t0
-    _check_data(choice.test, dataset)
+    if isinstance(dataset, Dataset):  # a table engine: the private source checks its columns
+        _check_data(choice.test, dataset)
     name = NONPRIVATE if choice.algorithm is None else choice.algorithm.name
     progress = None if args.quiet else Progress(label=f"discover {name}/{choice.requested_test}")
     extra: dict[str, Any]
