@@ -55,6 +55,9 @@ def register(subparsers: Any) -> None:
                           help="CSV file to write (header = node names)")
     p_sample.add_argument("--schema-out", type=Path, metavar="FILE",
                           help="also write the schema JSON (all columns categorical)")
+    p_sample.add_argument("--format", choices=("csv", "parquet"), default=None,
+                          help="output format (default: parquet for --out *.parquet, else "
+                               "csv); parquet is streamed in chunks")
     p_sample.set_defaults(func=_sample)
 
     p_random = sub.add_parser(
@@ -140,10 +143,13 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
+    from dpcg.cli.sample_parquet import sample_format, sample_parquet
     from dpcg.datasets import load_network
 
     if args.rows < 1:
         raise DataValidationError(f"--rows must be a positive integer, got {args.rows}")
+    if sample_format(args) == "parquet":  # streamed in chunks (dpcg.cli.sample_parquet)
+        return sample_parquet(args)
     net = load_network(args.name)
     t0 = time.perf_counter()
     data = net.sample(args.rows, args.seed)
