@@ -7,6 +7,7 @@ declares categories ``0..c-1``, in row order, so a subsample's row indices selec
 same rows on every engine. The optional packages are imported only when an engine is
 built (``dpcg[duckdb]``, ``dpcg[spark]``): the core install stays light.
 
+:mod:`dpcg.stats.engine` registers them (this module does not import it: no circle).
 Spark's ``from_codes`` runs on a local session (:func:`local_spark`, ``local[1]`` unless
 ``DPCG_SPARK_MASTER`` names another master), started once per process and reused.
 """
@@ -22,7 +23,6 @@ from numpy.typing import NDArray
 
 from dpcg.data.schema import Categorical, Schema
 from dpcg.errors import MissingDependencyError, StatisticInputError
-from dpcg.stats.engine import EngineSpec, register_engine
 
 if TYPE_CHECKING:  # optional extras, imported lazily
     from dpcg.stats.duckdb_engine import DuckDBEngine
@@ -106,15 +106,3 @@ def spark_from_codes(codes: NDArray[np.integer], cardinalities: Sequence[int],
     rows = [tuple(int(v) for v in row) for row in arr.T.tolist()]
     df = spark.createDataFrame(rows, ddl).coalesce(1)
     return SparkEngine.from_dataframe(df, schema, where="codes")
-
-
-register_engine(EngineSpec(
-    name="duckdb",
-    from_codes=duckdb_from_codes,
-    description="embedded DuckDB, out of core: GROUP BY / GROUPING SETS, batched per round",
-))
-register_engine(EngineSpec(
-    name="spark",
-    from_codes=spark_from_codes,
-    description="Spark DataFrame aggregations, batched per round; tables collected to the driver",
-))
