@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpcg.bench import SUITES, continuous, pc, private
+from dpcg.bench import SUITES, continuous, engines, pc, private
 
 __all__ = ["SUITES", "register"]
 
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "and regenerates docs/benchmarks.md.",
     )
     sub = parser.add_subparsers(dest="suite", metavar="SUITE")
-    for suite in (pc, private, continuous):  # the order of SUITES
+    for suite in (pc, private, continuous, engines):  # the order of SUITES
         suite.register(sub)
 
     def no_suite(args: argparse.Namespace) -> int:
