@@ -5,7 +5,7 @@ each row count; on each engine two workloads: Laplace-PC (``epsilon = 1``, seede
 in-memory ledger) and non-private PC with the G-test (the ``cmi`` score ``n CMI = G^2/2``
 against ``chi2_{1-alpha}(df)/2``, alpha 0.05). Every measurement runs in a fresh Python
 process (``python -m dpcg.bench.engines --one ...``) so that its peak RSS
-(``ru_maxrss``) is its own; the Spark measurement also reads the JVM's peak RSS
+(``VmHWM``) is its own; the Spark measurement also reads the JVM's peak RSS
 (``VmHWM`` of the gateway process, local mode). Reported: wall and CPU time (the numpy
 engine's includes loading the Parquet file into memory; DuckDB and Spark include building
 the engine, i.e. schema validation and counting ``n``), peak RSS, the engine's
@@ -35,16 +35,24 @@ ENGINES = ("numpy", "duckdb", "spark")
 WORKLOADS = ("laplace-pc", "pc-g2")
 
 
-def _jvm_peak_kib(engine: Any) -> int | None:
+def _peak_kib(pid: int | str) -> int | None:
+    """``VmHWM`` of a process (its own peak RSS; ``ru_maxrss`` would include the parent's
+    peak at fork time on Linux)."""
     try:
-        gateway = engine._spark.sparkContext._gateway
-        pid = int(gateway.proc.pid)
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1])
-    except Exception:  # best effort (not local mode, no /proc)
+    except OSError:
         return None
     return None
+
+
+def _jvm_peak_kib(engine: Any) -> int | None:
+    try:
+        pid = int(engine._spark.sparkContext._gateway.proc.pid)
+    except Exception:  # best effort (not local mode)
+        return None
+    return _peak_kib(pid)
 
 
 def measure_one(engine_name: str, workload: str, parquet: str, schema_path: str,
@@ -74,11 +82,13 @@ def measure_one(engine_name: str, workload: str, parquet: str, schema_path: str,
         n_tests = pcr.n_tests
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
-    ru = resource.getrusage(resource.RUSAGE_SELF)
+    own = _peak_kib("self")
+    peak = own / 1024.0 if own is not None else (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
     out: dict[str, Any] = {
         "engine": engine_name, "workload": workload, "rows": int(data.n),
         "wall_s": wall, "cpu_s": cpu, "load_s": load,
-        "peak_rss_mib": ru.ru_maxrss / 1024.0, "tests": int(n_tests), "edges": edges,
+        "peak_rss_mib": peak, "tests": int(n_tests), "edges": edges,
         "scans": getattr(data, "scans", None), "queries": getattr(data, "queries", None),
     }
     if engine_name == "spark":
@@ -170,9 +180,10 @@ def _main(args: argparse.Namespace) -> int:
         if not pq_path.exists():
             write_sample_parquet("alarm", rows, pq_path, seed=1)
         for engine in engines:
-            if engine == "numpy" and rows > args.numpy_max:
+            cap = {"numpy": args.numpy_max, "spark": args.spark_max}.get(engine)
+            if cap is not None and rows > cap:
                 results.append({"engine": engine, "workload": "*", "rows_requested": rows,
-                                "error": f"skipped (numpy only up to {args.numpy_max:,} rows)"})
+                                "error": f"not run (--{engine}-max {cap:,})"})
                 continue
             for workload in WORKLOADS:
                 r = _child(engine, workload, str(pq_path), str(schema), args.timeout,
@@ -199,6 +210,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--engines", default=",".join(ENGINES), help="comma-separated engines")
     p.add_argument("--numpy-max", type=int, default=10**7,
                    help="largest row count run on the in-memory numpy engine")
+    p.add_argument("--spark-max", type=int, default=10**8,
+                   help="largest row count run on the spark engine")
     p.add_argument("--memory-limit", default="2GB", help="DuckDB memory_limit")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
     p.add_argument("--workdir", default=".bench-engines", help="where the Parquet files go")
