@@ -18,7 +18,8 @@ Guarantees (PRIVACY.md; docs/scale.md):
 * Only ``accounting`` draws noise; Priv-PC's subsample rows come from an ``accounting``
   primitive and the engine only selects them (:meth:`TableEngine.subset`).
 * The ledger records which engine computed the statistics: the run's description
-  (hashed with the run record) ends with ``engine=NAME`` (:func:`run_description`).
+  (hashed with the run record) ends with ``engine=NAME`` (:func:`run_description`); a
+  description without it is the in-memory ``numpy`` engine (as in older ledgers).
 
 Which engine by default (:func:`default_engine_name`) is a *public* decision: a Parquet
 glob or directory (or ``FILE.duckdb:TABLE``) goes to DuckDB, and so does a file larger than
@@ -121,8 +122,13 @@ def engine_name_of(data: object) -> str:
 
 
 def run_description(algorithm: str, test: str, data: object) -> str:
-    """The ledger run's description: ``dpcg ALGORITHM/TEST engine=NAME``."""
-    return f"dpcg {algorithm}/{test} engine={engine_name_of(data)}"
+    """The ledger run's description: ``dpcg ALGORITHM/TEST engine=NAME`` for an
+    out-of-core engine; ``dpcg ALGORITHM/TEST`` (as in every ledger written before the
+    engines) for the in-memory ``numpy`` engine, so its ledgers stay byte-identical."""
+    name = engine_name_of(data)
+    if name == DEFAULT_ENGINE:
+        return f"dpcg {algorithm}/{test}"
+    return f"dpcg {algorithm}/{test} engine={name}"
 
 
 def check_engine_algorithm(data: object, algorithm: object) -> None:
