@@ -146,17 +146,20 @@ def _markdown(results: list[dict[str, Any]], rows_list: list[int], cpus: int) ->
             f"{_fmt(r['cpu_s'])} | {_fmt(r['load_s'])} | {_fmt(r['peak_rss_mib'], '.0f')} | "
             f"{_fmt(r.get('jvm_peak_rss_mib'), '.0f')} | {_fmt(r.get('scans'))} | "
             f"{_fmt(r.get('queries'))} | {r['tests']} |")
-    lines += ["", "Growth exponent in rows (slope of log wall time vs log rows):", ""]
+    lines += ["", "Growth exponent in rows (slope of log time vs log rows; on a loaded "
+              "machine the CPU exponent is the comparable one):", ""]
     done = False
     for engine in ENGINES:
         for workload in WORKLOADS:
-            pts = sorted((r["rows"], r["wall_s"]) for r in results
+            pts = sorted((r["rows"], r["wall_s"], r["cpu_s"]) for r in results
                          if r.get("engine") == engine and r.get("workload") == workload
                          and "error" not in r)
             if len(pts) >= 2:
-                (n0, w0), (n1, w1) = pts[0], pts[-1]
+                (n0, w0, c0), (n1, w1, c1) = pts[0], pts[-1]
                 k = math.log(w1 / w0) / math.log(n1 / n0)
-                lines.append(f"* {engine} / {workload}: {k:.2f} ({n0:,} -> {n1:,} rows)")
+                kc = math.log(c1 / c0) / math.log(n1 / n0)
+                lines.append(f"* {engine} / {workload}: wall {k:.2f}, CPU {kc:.2f} "
+                             f"({n0:,} -> {n1:,} rows)")
                 done = True
     if not done:
         lines.append(f"* not measured: only one row count ({rows_list}) completed per engine")
