@@ -67,6 +67,9 @@ def register(subparsers: Any) -> None:
                                "default: beside --out, FILE.schema.json)")
     p_sample.add_argument("--no-schema", action="store_true",
                           help="write the CSV only")
+    p_sample.add_argument("--format", choices=("csv", "parquet"), default=None,
+                          help="output format (default: parquet for --out *.parquet, else "
+                               "csv); parquet is streamed in chunks")
     p_sample.set_defaults(func=_sample)
 
     p_random = sub.add_parser(
@@ -158,10 +161,13 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
+    from dpcg.cli.sample_parquet import sample_format, sample_parquet
     from dpcg.datasets import load_network
 
     if args.rows < 1:
         raise DataValidationError(f"--rows must be a positive integer, got {args.rows}")
+    if sample_format(args) == "parquet":  # streamed in chunks (dpcg.cli.sample_parquet)
+        return sample_parquet(args)
     net = load_network(args.name)
     t0 = time.perf_counter()
     data = net.sample(args.rows, args.seed)

@@ -55,6 +55,7 @@ from dpcg.cli.discover_args import (
     PRIVATE_FLAGS,
     derived_flags,
 )
+from dpcg.cli.engines import load_with_engine
 from dpcg.data import load_table
 from dpcg.data.dataset import DataClippingWarning, Dataset
 from dpcg.data.readers import unsafe_debug_errors
@@ -326,9 +327,10 @@ def run(args: argparse.Namespace) -> int:
         _check_writable(flag, path)
     background = _background(args.background)
     t0 = time.perf_counter()
-    dataset, data_info, truth = _load_quietly(args)
+    dataset, data_info, truth = load_with_engine(args, choice.algorithm, _load_quietly)
     load_seconds = time.perf_counter() - t0
-    _check_data(choice.test, dataset)
+    if isinstance(dataset, Dataset):  # a table engine: the private source checks its columns
+        _check_data(choice.test, dataset)
     name = NONPRIVATE if choice.algorithm is None else choice.algorithm.name
     progress = None if args.quiet else Progress(label=f"discover {name}/{choice.requested_test}",
                                                 show_time=not private_run)

@@ -110,6 +110,22 @@ def live_derived_flags() -> dict[str, DerivedFlag]:
     return found
 
 
+def add_engine_arguments(group: argparse._ArgumentGroup) -> None:
+    """The table-engine options of ``dpcg discover`` (docs/scale.md; the engine names are
+    checked when the run starts, so building the parser imports no engine)."""
+    group.add_argument("--engine", metavar="NAME", default=None,
+                       help="where the statistics of --data are counted (private discrete "
+                            "runs): numpy (in memory), duckdb (out of core; the default for a "
+                            "Parquet glob/directory, FILE.duckdb:TABLE, or a file larger than "
+                            "a quarter of RAM), spark")
+    group.add_argument("--spark-master", metavar="URL", default=None,
+                       help="Spark master for --engine spark (default local[2])")
+    group.add_argument("--memory-limit", metavar="SIZE", default=None,
+                       help="DuckDB memory_limit for --engine duckdb (e.g. 2GB)")
+    group.add_argument("--duckdb-table", metavar="TABLE", default=None,
+                       help="read TABLE of the DuckDB database --data FILE.duckdb")
+
+
 #: Flags of the privacy budget and the ledger: private algorithms only.
 PRIVATE_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "noise_seed": "--noise-seed",
                  "ledger": "--ledger", "no_ledger": "--no-ledger",
@@ -235,6 +251,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
                           "seeded with --noise-seed")
     src.add_argument("--clip", action="store_true",
                      help="clip out-of-bounds continuous values to the schema bounds")
+    add_engine_arguments(src)
     algo = p.add_argument_group("algorithm and CI test")
     listed = found[0] if found is not None else []
     algo_action = algo.add_argument(

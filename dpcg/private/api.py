@@ -21,19 +21,22 @@ from accounting.costs import Budget
 from dpcg.citests.private import ThresholdCITest, source_for_dataset
 from dpcg.citests.registry import make_options
 from dpcg.data.dataset import Dataset
+from dpcg.data.schema import Schema
 from dpcg.errors import AlgorithmError
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import PCResult, pc_stable
 from dpcg.private.contract import ScoreCache
+from dpcg.private.engines import resolve_engine
 from dpcg.private.ledger import IN_MEMORY, LedgerTarget
 from dpcg.private.registry import get_algorithm
 from dpcg.private.run import PrivateResult, discover_private
+from dpcg.stats.engine import TableEngine
 
 __all__ = ["discover", "nonprivate_pc"]
 
 
 def discover(
-    dataset: Dataset,
+    dataset: Dataset | TableEngine | object,
     algorithm: str = "laplace-pc",
     test: str | None = None,
     epsilon: float = 1.0,
@@ -51,6 +54,10 @@ def discover(
     background: BackgroundKnowledge | None = None,
     cache: ScoreCache | None = None,
     lifetime: Budget | None = None,
+    engine: object = None,
+    schema: Schema | None = None,
+    spark_master: str | None = None,
+    memory_limit: str | None = None,
     **options: object,
 ) -> PrivateResult:
     """Learn a CPDAG with the registered private algorithm ``algorithm``.
@@ -62,7 +69,14 @@ def discover(
     algorithm's own options (its ``Params`` fields: ``plan_size``, ``test_epsilon``,
     ``rule``, ``cutoff``, ``tweak``, ``m``, ``beta1``, ``beta2``) are keywords; an option
     the algorithm does not have is an error. ``threshold`` is the score tests' option.
+
+    Engines (docs/scale.md): ``engine`` is ``"numpy"``, ``"duckdb"``, ``"spark"`` or an
+    open DuckDB connection; ``dataset`` may then be a path/Parquet glob/``DB.duckdb:TABLE``
+    (with ``schema``), a DuckDB relation or table name, a Spark DataFrame, or a
+    :class:`~dpcg.stats.engine.TableEngine` (:func:`dpcg.private.engines.resolve_engine`).
     """
+    dataset = resolve_engine(dataset, engine, schema=schema, spark_master=spark_master,
+                             memory_limit=memory_limit)
     algo = get_algorithm(algorithm)
     given = {k: v for k, v in (("plan_size", plan_size), ("test_epsilon", test_epsilon),
                                ("rule", rule), *options.items()) if v is not None}

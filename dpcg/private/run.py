@@ -39,8 +39,10 @@ from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import PCResult, pc_stable
 from dpcg.private.contract import RunSettings, ScoreCache
+from dpcg.private.engines import check_engine_algorithm, run_description
 from dpcg.private.ledger import DEFAULT_RELATIONS, IN_MEMORY, LedgerTarget, open_session
 from dpcg.private.registry import AnyAlgorithm, get_algorithm
+from dpcg.stats.engine import TableEngine
 
 __all__ = ["NOT_PROTECTED", "PrivateResult", "diagnostics_json", "discover_private",
            "released_pc_json", "run_private"]
@@ -200,7 +202,7 @@ def _spent_dict(cost: Cost) -> dict[str, Any]:
 
 
 def discover_private(
-    dataset: Dataset,
+    dataset: Dataset | TableEngine,
     algorithm: str | AnyAlgorithm,
     *,
     epsilon: float,
@@ -241,6 +243,8 @@ def discover_private(
     if not isinstance(params, algo.params):
         raise AlgorithmError(f"params: {algo.name} takes {algo.params.__name__}, got "
                              f"{type(params).__name__}")
-    source = algo.source(dataset, settings, test_options, cache)
+    check_engine_algorithm(dataset, algo)  # engines: the discrete family (docs/scale.md)
+    source = algo.source(dataset, settings, test_options, cache)  # type: ignore[arg-type]
     return run_private(algo, source, tuple(str(n) for n in dataset.names), settings, params,
-                       ledger=ledger, background=background, progress=progress)
+                       ledger=ledger, background=background, progress=progress,
+                       description=run_description(algo.name, resolved, dataset))

@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 from dpcg.errors import StatisticInputError
 from dpcg.stats.bitset import BitsetTables
 from dpcg.stats.contingency import StrataTable, contingency_table
+from dpcg.stats.engine_specs import duckdb_from_codes, spark_from_codes
 
 __all__ = [
     "DEFAULT_ENGINE",
@@ -265,4 +266,16 @@ register_engine(EngineSpec(
     name="numpy",
     from_codes=NumpyEngine,
     description="in memory: bitset tables for small tables, bincount for the others",
+))
+
+# The out-of-core engines (their optional packages load only when an engine is built).
+register_engine(EngineSpec(
+    name="duckdb",
+    from_codes=duckdb_from_codes,
+    description="embedded DuckDB, out of core: GROUP BY / GROUPING SETS, batched per round",
+))
+register_engine(EngineSpec(
+    name="spark",
+    from_codes=spark_from_codes,
+    description="Spark DataFrame aggregations, batched per round; tables collected to the driver",
 ))

@@ -124,7 +124,8 @@ class SparkEngine:
         self._spark = spark
         self.schema = schema
         self.n = int(n)
-        self.cardinalities: tuple[int | None, ...] = schema.cardinalities
+        #: Declared cardinalities (``None``: a continuous column).
+        self._declared: tuple[int | None, ...] = schema.cardinalities
         self.names: tuple[str, ...] = schema.names
         self._numbered = numbered
         self._codes = codes
@@ -144,6 +145,12 @@ class SparkEngine:
     def scans(self) -> int:
         """Alias of :attr:`jobs` (the DuckDB engine's counter name)."""
         return self.jobs
+
+    @property
+    def cardinalities(self) -> tuple[int, ...]:
+        """Declared number of categories of each column (public; ``0`` marks a continuous
+        column, which no query may name)."""
+        return tuple(0 if c is None else int(c) for c in self._declared)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -270,7 +277,7 @@ class SparkEngine:
     # -- the TableEngine contract -----------------------------------------------------
     def tables(self, queries: Sequence[tuple[int, int, Sequence[int]]]) -> list[StrataTable]:
         """The exact tables of a batch of ``(x, y, S)`` queries, in order."""
-        batch = check_queries(queries, self.cardinalities)
+        batch = check_queries(queries, self._declared)
         self.queries += len(batch)
         if not batch:
             return []
@@ -280,10 +287,10 @@ class SparkEngine:
         sets = sorted({column_set(q) for q in batch})
         if self._joint is not None:
             joint = self._joint
-            frames = {s: marginal_frame(joint, s, self.cardinalities) for s in sets}
+            frames = {s: marginal_frame(joint, s, self._declared) for s in sets}
         else:
             frames = self._count_sets(sets)
-        return [table_from_frame(frames[column_set(q)], self.cardinalities, q) for q in batch]
+        return [table_from_frame(frames[column_set(q)], self._declared, q) for q in batch]
 
     def subset(self, rows: NDArray[np.int64]) -> SparkEngine:
         """The engine restricted to the rows at positions ``rows`` of this engine's row
@@ -324,7 +331,7 @@ class SparkEngine:
 
     # -- counting ---------------------------------------------------------------------
     def _discrete(self) -> list[int]:
-        return [j for j, c in enumerate(self.cardinalities) if c is not None]
+        return [j for j, c in enumerate(self._declared) if c is not None]
 
     def _count_joint(self) -> GroupedFrame | None:
         cols = self._discrete()
@@ -336,7 +343,7 @@ class SparkEngine:
         counts = got["count"].astype(np.int64)
         if counts.shape[0] > self._joint_limit:
             return None
-        codes = {j: small_codes(got.pop(f"c{j}"), int(self.cardinalities[j] or 0)) for j in cols}
+        codes = {j: small_codes(got.pop(f"c{j}"), int(self._declared[j] or 0)) for j in cols}
         return GroupedFrame(tuple(cols), codes, counts)
 
     def _count_sets(self, sets: list[tuple[int, ...]]) -> dict[tuple[int, ...], GroupedFrame]:

@@ -36,6 +36,23 @@ from dpcg.stats.engine import (
 )
 
 ENGINES = engine_names()
+#: Engines with a JVM or a database behind them take longer per example: fewer examples.
+SLOW = frozenset({"spark"})
+_EXTRAS = {"duckdb": ("duckdb", "pyarrow"), "spark": ("pyspark", "pyarrow")}
+
+
+def _available(name: str) -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in _EXTRAS.get(name, ()))
+
+
+def _engines(*, slow: bool | None = None) -> list[object]:
+    """The registered engines as parameters (skipped without their optional extras);
+    ``slow`` selects the slow or the fast ones."""
+    return [pytest.param(n, marks=pytest.mark.skipif(not _available(n),
+                                                     reason=f"{n}: optional extra missing"))
+            for n in ENGINES if slow is None or (n in SLOW) == slow]
 
 Case = tuple[NDArray[np.uint8], tuple[int, ...], list[Query]]
 
@@ -85,10 +102,21 @@ def test_registry_lists_numpy_first() -> None:
         register_engine(EngineSpec("numpy", NumpyEngine, "again"))
 
 
-@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("name", _engines(slow=False))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_cases())
 def test_batches_equal_contingency_tables(name: str, case: Case) -> None:
+    _check_batches(name, case)
+
+
+@pytest.mark.parametrize("name", _engines(slow=True))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases())
+def test_batches_equal_contingency_tables_slow(name: str, case: Case) -> None:
+    _check_batches(name, case)
+
+
+def _check_batches(name: str, case: Case) -> None:
     codes, cards, queries = case
     engine = _build(name, codes, cards)
     assert isinstance(engine, TableEngine)
@@ -107,11 +135,23 @@ def test_batches_equal_contingency_tables(name: str, case: Case) -> None:
     assert engine.tables([]) == []
 
 
-@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("name", _engines(slow=False))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_cases(), data=st.data())
 def test_subsample_from_the_accounting_draw(name: str, case: Case,
                                             data: st.DataObject) -> None:
+    _check_subsample(name, case, data)
+
+
+@pytest.mark.parametrize("name", _engines(slow=True))
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases(), data=st.data())
+def test_subsample_from_the_accounting_draw_slow(name: str, case: Case,
+                                                 data: st.DataObject) -> None:
+    _check_subsample(name, case, data)
+
+
+def _check_subsample(name: str, case: Case, data: st.DataObject) -> None:
     codes, cards, queries = case
     n = codes.shape[1]
     m = data.draw(st.integers(1, n - 1))
@@ -135,7 +175,7 @@ def test_subsample_from_the_accounting_draw(name: str, case: Case,
         _assert_same(t, contingency_table(part[:, inner], cards, x, y, S))
 
 
-@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("name", _engines())
 def test_subsample_rows_are_the_sieves_own(name: str) -> None:
     """Through a real session: the rows the engine counts on are the indices the
     ``accounting`` primitive drew (``SparseVectorRun.indices``), nothing else."""
@@ -166,7 +206,7 @@ def test_subsample_rows_are_the_sieves_own(name: str) -> None:
 SCORES = ("kendall-split", "kendall-z", "kendall-p", "cmi")
 
 
-@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("name", _engines())
 @pytest.mark.parametrize("score", SCORES)
 def test_sources_on_every_engine_agree(name: str, score: str) -> None:
     """A StatisticSource on any engine gives the numpy source's scores bit for bit,

@@ -1,0 +1,115 @@
+"""Private discovery on every registered table engine (dpcg.stats.engine): for the same
+data and noise seed, numpy, duckdb and spark (local) give identical graphs, identical
+results and identical ledgers -- apart from the engine recorded with the run -- for every
+discrete private algorithm, and the ledger names the engine and verifies."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from accounting.ledger import Ledger
+from dpcg.data import Categorical, Dataset, Schema
+from dpcg.errors import AlgorithmError
+from dpcg.private import discover
+from dpcg.private.common import DiscreteAlgorithm
+from dpcg.private.engines import engine_name_of, resolve_engine
+from dpcg.private.registry import algorithms
+from dpcg.stats.engine import engine_names, get_engine
+from tests.stats.test_engines import _engines
+
+DISCRETE = tuple(n for n, a in algorithms().items() if isinstance(a, DiscreteAlgorithm))
+_ENTRY = ("kind", "mechanism", "params", "sensitivity", "relation", "cost", "purpose",
+          "seed_explicit", "data")
+_ENGINE = re.compile(r" engine=[a-z0-9_-]+")
+
+
+def _dataset() -> Dataset:
+    rng = np.random.default_rng(17)
+    n, cards = 1500, (2, 3, 2, 3, 2)
+    codes = np.empty((len(cards), n), dtype=np.int64)
+    codes[0] = rng.integers(0, 2, n)
+    codes[1] = np.where(rng.random(n) < 0.7, codes[0], rng.integers(0, 3, n))
+    codes[2] = rng.integers(0, 2, n)
+    codes[3] = np.where(rng.random(n) < 0.6, (codes[1] + codes[2]) % 3, rng.integers(0, 3, n))
+    codes[4] = np.where(rng.random(n) < 0.7, codes[3] % 2, rng.integers(0, 2, n))
+    schema = Schema([Categorical(f"v{j}", [f"c{k}" for k in range(c)])
+                     for j, c in enumerate(cards)])
+    return Dataset.from_codes(codes.astype(np.uint8), schema)
+
+
+_DS = _dataset()
+
+
+def _run(algorithm: str, engine: str, tmp: Path) -> tuple[dict[str, Any], list[list[Any]], str]:
+    data = resolve_engine(_DS, engine)
+    assert engine_name_of(data) == engine
+    path = tmp / f"{algorithm}-{engine}.sqlite"
+    res = discover(data, algorithm=algorithm, epsilon=2.0, seed=5, ledger=path,
+                   dataset_id="eq", max_depth=2)
+    out = res.to_json(include_tests=True)
+    out.pop("ledger")
+    out = json.loads(json.dumps(out, default=str))
+    for key in ("seconds", "timing"):
+        out.pop(key, None)
+    con = sqlite3.connect(path)
+    try:
+        rows = [[_ENGINE.sub("", v) if isinstance(v, str) else v for v in r]
+                for r in con.execute(f"SELECT {', '.join(_ENTRY)} FROM entries ORDER BY seq")]
+        (desc,) = con.execute("SELECT description FROM runs").fetchone()
+    finally:
+        con.close()
+    assert Ledger.open(path).verify().ok
+    return out, rows, str(desc)
+
+
+@pytest.fixture(scope="module")
+def numpy_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("numpy-runs")
+    return {a: _run(a, "numpy", tmp) for a in DISCRETE}
+
+
+@pytest.mark.parametrize("engine", [p for p in _engines()
+                                    if getattr(p, "values", ("numpy",))[0] != "numpy"])
+@pytest.mark.parametrize("algorithm", DISCRETE)
+def test_every_engine_gives_the_numpy_run(engine: str, algorithm: str, tmp_path: Path,
+                                          numpy_runs: dict[str, Any]) -> None:
+    want, want_rows, want_desc = numpy_runs[algorithm]
+    got, rows, desc = _run(algorithm, engine, tmp_path)
+    assert "engine=" not in want_desc  # numpy: the description of older ledgers
+    assert desc.endswith(f"engine={engine}")
+    assert got == want  # graph, tests, spent, guarantee, plan, mechanisms
+    assert rows == want_rows  # every ledger entry (the engine field aside)
+    assert len(rows) > 0
+
+
+def test_the_registry_covers_three_engines() -> None:
+    assert {"numpy", "duckdb", "spark"} <= set(engine_names())
+    assert len(DISCRETE) == 5
+
+
+def test_a_continuous_algorithm_refuses_an_engine_uncharged(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    eng = get_engine("duckdb").from_codes(_DS.codes, [2, 3, 2, 3, 2], list(_DS.names))
+    path = tmp_path / "l.sqlite"
+    with pytest.raises(AlgorithmError, match="engine"):
+        discover(eng, algorithm="private-ci-pc", epsilon=1.0, ledger=path, dataset_id="x")
+    if path.exists():
+        con = sqlite3.connect(path)
+        try:
+            assert con.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+        finally:
+            con.close()
+
+
+def test_bad_engine_options_are_refused() -> None:
+    with pytest.raises(AlgorithmError, match="unknown table engine"):
+        resolve_engine(_DS, "no-such")
+    with pytest.raises(AlgorithmError, match="memory_limit"):
+        resolve_engine(_DS, "spark", memory_limit="1GB")
