@@ -59,12 +59,18 @@ def load_with_engine(args: argparse.Namespace, algorithm: object,
     for ``--data`` (or for a bundled ``--dataset`` sample with ``--engine``). The engine
     validates the data against the schema here, before any budget is involved.
     Returns ``(Dataset or TableEngine, data info, truth)``."""
-    from dpcg.private.common import DiscreteAlgorithm
+    private_discrete = False
+    if algorithm is not None:
+        # Deferred on purpose: the private family loads scipy.stats; a non-private run
+        # (algorithm None) must not pay for it (CLI start-up, tests/cli/test_help.py).
+        from dpcg.private.common import DiscreteAlgorithm
 
-    private_discrete = isinstance(algorithm, DiscreteAlgorithm)
+        private_discrete = isinstance(algorithm, DiscreteAlgorithm)
     if args.data is not None and args.dataset is None and args.schema is not None:
         if args.rows is not None or args.seed is not None:
             return load(args)  # its own error for --rows/--seed with --data
+        if not private_discrete and not _given(args):
+            return load(args)  # non-private, no engine option: in memory (a draft is fine)
         schema = Schema.from_json(args.schema)
         engine = engine_for_args(args, schema, private_discrete)
         if engine is not None:
