@@ -215,7 +215,11 @@ class DuckDBEngine:
                 con.execute(f"SET temp_directory = {_sql_string(str(temp_directory))}")
             con.execute("SET preserve_insertion_order = true")
         except duckdb.Error as exc:
-            raise StatisticInputError(f"invalid DuckDB setting: {exc}") from None
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StatisticInputError(
+                f"invalid DuckDB setting (memory_limit={memory_limit!r}, threads={threads!r}, "
+                f"temp_directory={temp_directory!r}): {first}"
+            ) from None
         return con, own
 
     @classmethod
@@ -423,7 +427,12 @@ class DuckDBEngine:
         each part is quoted."""
         duckdb = _duckdb()
         if isinstance(database, str | os.PathLike):
-            con = duckdb.connect(str(database), read_only=True)
+            if not Path(database).is_file():
+                raise DataValidationError(f"cannot read {database}: no such DuckDB database file")
+            try:
+                con = duckdb.connect(str(database), read_only=True)
+            except duckdb.Error as exc:
+                raise _read_error(exc, str(database)) from None
             own = True
             where = f"{database}:{table}"
         else:
@@ -461,7 +470,7 @@ class DuckDBEngine:
         cls,
         relation: duckdb.DuckDBPyRelation,
         schema: Schema,
-        connection: duckdb.DuckDBPyConnection,
+        connection: duckdb.DuckDBPyConnection | None = None,
         *,
         memory_limit: str | None = None,
         threads: int | None = None,
@@ -469,13 +478,33 @@ class DuckDBEngine:
         joint_limit: int = JOINT_LIMIT,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
-        """An existing relation of ``connection`` (copied once into a temporary table in
-        scan order, which fixes the row order)."""
+        """An existing relation of ``connection`` (default: DuckDB's default connection,
+        the one ``duckdb.sql(...)`` uses), copied once into a temporary table in scan
+        order, which fixes the row order. A relation of another connection needs that
+        connection (refused otherwise, naming the fix)."""
         k = next(_ids)
         view = f"__dpcg_rel_{k}"
+        given = connection is not None
+        if connection is None:
+            connection = _duckdb().default_connection()
         con, _ = cls._connect(connection, memory_limit, threads, temp_directory)
         try:
-            relation.create_view(view, replace=True)
+            try:
+                relation.create_view(view, replace=True)
+            except _duckdb().Error:
+                if not given:
+                    raise
+                # a read-only database accepts temporary views only: the relation's own
+                # SQL on the connection the caller says it belongs to
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {relation.sql_query()}")
+            visible = con.execute(
+                "SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [view]
+            ).fetchall()[0][0]
+            if not visible:
+                raise StatisticInputError(
+                    "the DuckDB relation belongs to another connection than the one given "
+                    "(or the default one): pass its connection (engine=connection)"
+                )
             return cls._from_sql(
                 con, False, f"SELECT * FROM {view}", schema, "relation", joint_limit,
                 sets_per_scan,
