@@ -15,6 +15,17 @@ records every release in the ledger chosen by THE ledger policy of
 default ledger unless ``ledger=`` names another file, or ``ledger=dpcg.NO_LEDGER`` for a
 throw-away in-memory experiment.
 
+Data that do not fit in memory stay where they are (docs/scale.md): ``engine=`` counts
+the contingency tables with DuckDB (out of core) or Spark (distributed) and only the
+small tables reach Python::
+
+    res = dpcg.discover("lake/*.parquet", engine="duckdb", schema="schema.json",
+                        algorithm="laplace-pc", epsilon=1.0, dataset_id="lake",
+                        memory_limit="2GB")
+    res = dpcg.discover(con.sql("SELECT * FROM events"), schema=s)   # a DuckDB relation
+    res = dpcg.discover(con, table="events", schema=s)                # a DuckDB table
+    res = dpcg.discover(spark.read.parquet("s3://lake/"), schema=s)   # a Spark DataFrame
+
 Every algorithm returns a :class:`DiscoveryResult`; :meth:`DiscoveryResult.to_json` is
 the document ``dpcg discover`` writes to ``result.json`` (both are built by
 :func:`result_document`). The expert layers (:mod:`dpcg.pc`, :mod:`dpcg.citests`,
@@ -262,14 +273,122 @@ def _as_dataset(data: object, schema: object, columns: Sequence[str] | None,
         ds = Dataset.from_numpy(data, _infer([str(c) for c in columns], cells, "the array"),
                                 clip=clip)
         return ds, {"source": "array", "rows": int(ds.n)}
-    if hasattr(data, "count") and hasattr(data, "names") and not isinstance(data, Mapping):
-        raise DataValidationError(
-            "data: a table engine relation is not accepted by dpcg.discover yet; load it "
-            "as a dpcg.data.Dataset (or use dpcg.citests.private.StatisticSource.from_engine "
-            "with the expert layers)")
     raise DataValidationError(
         f"data: cannot use a {type(data).__name__}; pass a pandas DataFrame, a NumPy array "
-        "(with schema= or columns=), a CSV/Parquet path or a dpcg.data.Dataset")
+        "(with schema= or columns=), a CSV/Parquet path, a dpcg.data.Dataset, a DuckDB "
+        "relation or connection (with table=), or a Spark DataFrame")
+
+
+#: ``dpcg.discover`` options that choose or configure a table engine.
+_ENGINE_OPTIONS = ("engine", "table", "spark_master", "memory_limit")
+
+
+def _wants_engine(data: object, engine: object, table: str | None,
+                  spark_master: str | None, memory_limit: str | None,
+                  private_discrete: bool) -> bool:
+    """Is ``data`` read by an out-of-core engine (``duckdb``/``spark``)? Public: decided
+    from the arguments, the path and the file size, never from data values."""
+    from dpcg.private.engines import default_engine_name, is_engine_data
+    from dpcg.stats.engine import DEFAULT_ENGINE
+
+    if is_engine_data(data):
+        return True
+    if isinstance(engine, str):
+        if engine != DEFAULT_ENGINE:
+            return True
+    elif engine is not None:
+        return True  # a DuckDB connection
+    if table is not None or spark_master is not None or memory_limit is not None:
+        return engine != DEFAULT_ENGINE or _refuse_numpy_options(
+            table, spark_master, memory_limit)
+    if isinstance(data, str | os.PathLike) and engine is None:
+        text = str(data)
+        if not Path(text).is_file():  # a glob, a directory, FILE.duckdb:TABLE
+            return default_engine_name(text) != DEFAULT_ENGINE
+        return private_discrete and default_engine_name(text) != DEFAULT_ENGINE
+    return False
+
+
+def _refuse_numpy_options(table: str | None, spark_master: str | None,
+                          memory_limit: str | None) -> bool:
+    given = [n for n, v in (("table", table), ("spark_master", spark_master),
+                            ("memory_limit", memory_limit)) if v is not None]
+    raise AlgorithmError(f"{', '.join(given)}: engine='numpy' reads the data in memory; "
+                         "these options apply to the duckdb/spark engines")
+
+
+def _as_engine(data: object, schema: object, engine: object, table: str | None,
+               spark_master: str | None, memory_limit: str | None,
+               private: bool, columns: Sequence[str] | None = None,
+               clip: bool = False) -> tuple[Any, dict[str, Any]]:
+    """The table engine that reads ``data`` (it validates the data against the schema
+    when it is built: before any budget is involved) and the run's data description."""
+    from dpcg.data.dataset import Dataset
+    from dpcg.private.engines import engine_name_of, resolve_engine
+    from dpcg.stats.engine import TableEngine
+
+    if columns is not None or clip:
+        given = [n for n, v in (("columns", columns is not None), ("clip", clip)) if v]
+        raise AlgorithmError(f"{', '.join(given)}: apply to data read in memory (engine "
+                             "numpy); a table engine reads the columns the schema declares "
+                             "and never clips")
+
+    declared = None
+    if not isinstance(data, TableEngine | Dataset):
+        if schema is None:
+            raise SchemaError(
+                "schema: a table engine reads the data where they live and needs their "
+                "DECLARED schema (schema=: a Schema, dict or JSON file; draft one with "
+                "`dpcg schema draft FILE`)")
+        declared = _schema(schema, private)
+    elif schema is not None:
+        raise SchemaError("schema: a Dataset or a table engine carries its schema already; "
+                          "drop schema=")
+    got = resolve_engine(data, engine, schema=declared, spark_master=spark_master,
+                         memory_limit=memory_limit, table=table)
+    name = engine_name_of(got)
+    if isinstance(got, Dataset):  # engine numpy
+        return got, {"source": "dataset" if isinstance(data, Dataset) else "file",
+                     "rows": int(got.n)}
+    info: dict[str, Any] = {"source": _source_kind(data), "rows": int(got.n),
+                            "engine": name}
+    if isinstance(data, str | os.PathLike):
+        info["path"] = str(data)
+        if table is not None:
+            info["table"] = table
+    elif table is not None:
+        info["table"] = table
+    return got, info
+
+
+def _source_kind(data: object) -> str:
+    from dpcg.stats.engine import TableEngine
+
+    module = type(data).__module__.lstrip("_")
+    if isinstance(data, str | os.PathLike):
+        return "file"
+    if isinstance(data, TableEngine):
+        return "engine"
+    if module.startswith("pyspark"):
+        return "spark-dataframe"
+    if "Relation" in type(data).__name__:
+        return "duckdb-relation"
+    if module.startswith("duckdb"):
+        return "duckdb-table"
+    return "dataset"
+
+
+def _check_engine_test(name: str, kind: str, private: bool, engine_name: str) -> None:
+    """Table engines count discrete columns; non-private PC runs the tests of
+    :data:`dpcg.private.engines.ENGINE_TESTS` there."""
+    from dpcg.private.engines import ENGINE_TESTS
+
+    if kind == "continuous":
+        raise CITestError(f"test {name!r} needs continuous data; the {engine_name} engine "
+                          "counts discrete columns (choose a discrete test)")
+    if not private and name not in ENGINE_TESTS:
+        raise CITestError(f"test {name!r} reads the rows in memory (engine numpy); on the "
+                          f"{engine_name} engine choose one of {list(ENGINE_TESTS)}")
 
 
 # ------------------------------------------------------------------ discover
@@ -307,6 +426,10 @@ def discover(
     max_depth: int | None = None,
     columns: Sequence[str] | None = None,
     clip: bool = False,
+    engine: object = None,
+    table: str | None = None,
+    spark_master: str | None = None,
+    memory_limit: str | None = None,
     **options: object,
 ) -> DiscoveryResult:
     """Learn a causal graph (CPDAG) from ``data``.
@@ -324,6 +447,23 @@ def discover(
     there, ``ledger=dpcg.NO_LEDGER`` (``None``) keeps it in memory only. A recorded run
     needs ``dataset_id`` (the declared id the lifetime budget belongs to);
     ``lifetime_epsilon``/``lifetime_delta`` set the lifetime of a new id.
+
+    ``engine`` chooses where the contingency tables are counted (docs/scale.md):
+    ``"numpy"`` (in memory), ``"duckdb"`` (embedded, out of core; ``memory_limit="2GB"``)
+    or ``"spark"`` (``spark_master="spark://host:7077"``, default ``local[2]``), or an open
+    DuckDB connection whose relation ``data`` is. Without it, the engine follows from
+    ``data``: a DuckDB relation (of the default connection, or of ``engine=con``) or a
+    DuckDB connection with ``table="name"`` (or a path ``"wh.duckdb"`` with ``table=``, or
+    ``"wh.duckdb:name"``) runs on DuckDB, a ``pyspark.sql.DataFrame`` on its own Spark
+    session, a Parquet glob or directory on DuckDB; a private discrete algorithm also
+    sends a file larger than a quarter of the RAM to DuckDB. An engine needs ``schema=``
+    (declared; a draft is fine for non-private PC) and validates the data against it
+    before anything is charged (wrong types, NULLs, values outside the schema: the column
+    and the rule are named, never a value, a row or a count). Engines serve the
+    discrete algorithms and non-private PC with ``g2``, ``chi2`` or a score test; the
+    result, the ledger policy and the guarantee are those of the numpy engine (the ledger
+    run's description ends with ``engine=NAME``). DuckDB and Spark are optional extras
+    (``dpcg[duckdb]``, ``dpcg[spark]``), imported only when used.
 
     ``**options`` are the algorithm's ``Params`` fields and the test's option fields
     (the same as the ``dpcg discover`` flags, with ``_`` for ``-``); one that belongs to
@@ -356,11 +496,26 @@ def discover(
         spec = get_test(requested)
         _, topts = _split_options(options, None, spec.options, f"pc with test {requested!r}")
         t0 = time.perf_counter()
-        dataset, info = _as_dataset(data, schema, columns, False, algorithm, clip)
-        load_seconds = time.perf_counter() - t0
-        _check_data(spec.name, spec.data, dataset)
-        tester = spec.make(TestContext(dataset, float(alpha), make_options(spec.options, topts)))
-        res = pc_stable(tester, tuple(dataset.names), max_depth=max_depth)
+        test_options = make_options(spec.options, topts)
+        tester: Any
+        if _wants_engine(data, engine, table, spark_master, memory_limit, False):
+            from dpcg.private.engines import engine_tester
+
+            source, info = _as_engine(data, schema, engine, table, spark_master,
+                                      memory_limit, False, columns, clip)
+            load_seconds = time.perf_counter() - t0
+            if "engine" in info:
+                _check_engine_test(spec.name, spec.data, False, info["engine"])
+                tester = engine_tester(source, spec.name, float(alpha), test_options)
+            else:
+                _check_data(spec.name, spec.data, source)
+                tester = spec.make(TestContext(source, float(alpha), test_options))
+        else:
+            source, info = _as_dataset(data, schema, columns, False, algorithm, clip)
+            load_seconds = time.perf_counter() - t0
+            _check_data(spec.name, spec.data, source)
+            tester = spec.make(TestContext(source, float(alpha), test_options))
+        res = pc_stable(tester, tuple(source.names), max_depth=max_depth)
         doc = result_document(algorithm=NONPRIVATE, test=requested, alpha=float(alpha),
                               max_depth=max_depth, data=info, pc=res,
                               extra={"privacy": None}, load_seconds=load_seconds)
@@ -401,9 +556,25 @@ def discover(
             dataset_id=dataset_id, lifetime_epsilon=lifetime_epsilon,
             lifetime_delta=lifetime_delta)
     t0 = time.perf_counter()
-    dataset, info = _as_dataset(data, schema, columns, True, algorithm, clip)
+    from dpcg.private.common import DiscreteAlgorithm
+
+    dataset: Any
+    if _wants_engine(data, engine, table, spark_master, memory_limit,
+                     isinstance(algo, DiscreteAlgorithm)):
+        if not isinstance(algo, DiscreteAlgorithm):
+            raise AlgorithmError(f"engine: {algo.name} needs the rows in memory (engine "
+                                 "numpy); the duckdb/spark engines serve the discrete "
+                                 "algorithms")
+        dataset, info = _as_engine(data, schema, engine, table, spark_master, memory_limit,
+                                   True, columns, clip)
+        if "engine" in info:
+            _check_engine_test(spec.name, spec.data, True, info["engine"])
+        else:
+            _check_data(spec.name, spec.data, dataset)
+    else:
+        dataset, info = _as_dataset(data, schema, columns, True, algorithm, clip)
+        _check_data(spec.name, spec.data, dataset)
     load_seconds = time.perf_counter() - t0
-    _check_data(spec.name, spec.data, dataset)
     private_res = discover_private(
         dataset, algo, epsilon=epsilon, delta=run_delta, test=requested, alpha=float(alpha),
         noise_seed=noise_seed, max_depth=max_depth, params=params, test_options=test_options,

@@ -337,8 +337,14 @@ def run(args: argparse.Namespace) -> int:
     extra: dict[str, Any]
     try:
         if choice.algorithm is None:
-            tester = choice.test.make(TestContext(dataset, args.alpha, choice.test_options,
-                                                  truth))
+            if isinstance(dataset, Dataset):
+                tester = choice.test.make(TestContext(dataset, args.alpha,
+                                                      choice.test_options, truth))
+            else:  # a table engine (dpcg/cli/engines.py): counted where the data live
+                from dpcg.private.engines import engine_tester
+
+                tester = engine_tester(dataset, choice.test.name, args.alpha,
+                                       choice.test_options)
             res = pc_stable(tester, tuple(dataset.names), max_depth=args.max_depth,
                             background=background, progress=progress)
             extra = {"privacy": None}

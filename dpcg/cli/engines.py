@@ -30,9 +30,28 @@ def refuse_engine_options(args: argparse.Namespace, why: str) -> None:
         raise AlgorithmError(f"{', '.join(given)}: {why}")
 
 
+def _nonprivate_test(args: argparse.Namespace) -> str:
+    from dpcg.cli.discover_args import DEFAULT_TEST
+
+    return str(getattr(args, "test", None) or DEFAULT_TEST)
+
+
+def _refuse_nonprivate_test(args: argparse.Namespace, name: str) -> None:
+    """Non-private PC on a table engine: the tests the engines answer (ENGINE_TESTS)."""
+    from dpcg.private.engines import ENGINE_TESTS
+
+    test = _nonprivate_test(args)
+    if test not in ENGINE_TESTS:
+        raise AlgorithmError(f"--engine {name}: --test {test} reads the rows in memory; "
+                             f"with --algorithm pc the table engines answer "
+                             f"{', '.join(ENGINE_TESTS)} (or use --engine numpy)")
+
+
 def engine_for_args(args: argparse.Namespace, schema: Schema,
-                    private_discrete: bool) -> TableEngine | None:
-    """The engine that reads ``--data`` (``None``: the in-memory numpy path)."""
+                    private_discrete: bool, nonprivate: bool = False) -> TableEngine | None:
+    """The engine that reads ``--data`` (``None``: the in-memory numpy path).
+    ``nonprivate``: non-private PC (``--algorithm pc``), which runs on an engine when one
+    is asked for explicitly and the test is one of ``ENGINE_TESTS``."""
     name = args.engine
     if name is None and args.duckdb_table is not None:
         name = "duckdb"
@@ -43,9 +62,11 @@ def engine_for_args(args: argparse.Namespace, schema: Schema,
     if name in (None, DEFAULT_ENGINE):
         refuse_engine_options(args, "the numpy engine reads --data in memory")
         return None
-    if not private_discrete:
-        raise AlgorithmError(f"--engine {name}: the table engines serve the private discrete "
-                             "algorithms; use --engine numpy for this run")
+    if nonprivate:
+        _refuse_nonprivate_test(args, str(name))
+    elif not private_discrete:
+        raise AlgorithmError(f"--engine {name}: the table engines serve the discrete "
+                             "algorithms (and --algorithm pc); use --engine numpy for this run")
     got = resolve_engine(str(args.data), name, schema=schema, spark_master=args.spark_master,
                          memory_limit=args.memory_limit, table=args.duckdb_table)
     assert isinstance(got, TableEngine)
@@ -71,8 +92,14 @@ def load_with_engine(args: argparse.Namespace, algorithm: object,
             return load(args)  # its own error for --rows/--seed with --data
         if not private_discrete and not _given(args):
             return load(args)  # non-private, no engine option: in memory (a draft is fine)
-        schema = Schema.from_json(args.schema)
-        engine = engine_for_args(args, schema, private_discrete)
+        nonprivate = algorithm is None
+        if nonprivate:
+            from dpcg.api import load_schema  # a reviewed draft is fine: nothing is released
+
+            schema = load_schema(args.schema, private=False)
+        else:
+            schema = Schema.from_json(args.schema)
+        engine = engine_for_args(args, schema, private_discrete, nonprivate)
         if engine is not None:
             info = {"source": "file", "path": str(args.data), "schema": str(args.schema),
                     "rows": int(engine.n), "engine": engine.name}
@@ -81,9 +108,11 @@ def load_with_engine(args: argparse.Namespace, algorithm: object,
     dataset, info, truth = load(args)
     name = args.engine
     if args.dataset is not None and name not in (None, DEFAULT_ENGINE):
-        if not private_discrete:
-            raise AlgorithmError(f"--engine {name}: the table engines serve the private "
-                                 "discrete algorithms")
+        if algorithm is None:
+            _refuse_nonprivate_test(args, str(name))
+        elif not private_discrete:
+            raise AlgorithmError(f"--engine {name}: the table engines serve the discrete "
+                                 "algorithms (and --algorithm pc)")
         if args.memory_limit is not None or args.duckdb_table is not None:
             refuse_engine_options(argparse.Namespace(
                 engine=None, spark_master=None, memory_limit=args.memory_limit,

@@ -29,6 +29,7 @@ the amount of RAM are not data values.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,15 @@ from dpcg.errors import AlgorithmError, DataValidationError
 from dpcg.stats.engine import DEFAULT_ENGINE, TableEngine, engine_names, get_engine
 
 __all__ = [
+    "ENGINE_TESTS",
     "RAM_SHARE",
+    "SPARK_CONNECT_TIMEOUT",
     "check_engine_algorithm",
+    "check_spark_master",
     "default_engine_name",
     "engine_name_of",
+    "engine_tester",
+    "is_engine_data",
     "resolve_engine",
     "run_description",
 ]
@@ -53,6 +59,17 @@ RAM_SHARE = 0.25
 
 _PARQUET = (".parquet", ".parq", ".pq")
 
+#: Seconds to wait for a ``spark://`` master to accept a TCP connection before the run
+#: is refused (``DPCG_SPARK_CONNECT_TIMEOUT`` overrides it): an unreachable engine is a
+#: pre-flight error, found before any budget is reserved.
+SPARK_CONNECT_TIMEOUT = 5.0
+
+#: The non-private tests that run on a table engine (``--algorithm pc --engine ...``):
+#: the chi-square family on the engine's tables, and the registered scores with their
+#: exact threshold rule (:class:`dpcg.citests.private.ThresholdCITest`). The others
+#: (Kendall, Spearman, Fisher-z) read the rows themselves: engine numpy.
+ENGINE_TESTS = ("g2", "chi2", "kendall-split", "kendall-z", "kendall-p", "cmi")
+
 
 def _ram_bytes() -> int | None:
     try:
@@ -61,19 +78,24 @@ def _ram_bytes() -> int | None:
         return None
 
 
-def _ram_share() -> float:
-    raw = os.environ.get("DPCG_ENGINE_RAM_SHARE")
+def _env_number(variable: str, default: float, low: float, high: float,
+                what: str) -> float:
+    """The number in the environment variable ``variable`` (``default`` when unset),
+    which must lie in ``(low, high]``; :class:`DataValidationError` otherwise."""
+    raw = os.environ.get(variable)
     if raw is None:
-        return RAM_SHARE
+        return default
     try:
-        share = float(raw)
+        value = float(raw)
     except ValueError:
-        raise DataValidationError(
-            f"DPCG_ENGINE_RAM_SHARE: expected a number in (0, 1], got {raw!r}") from None
-    if not 0 < share <= 1:
-        raise DataValidationError(f"DPCG_ENGINE_RAM_SHARE: expected a number in (0, 1], got "
-                                  f"{raw!r}")
-    return share
+        value = math.nan
+    if not low < value <= high:
+        raise DataValidationError(f"{variable}: expected {what}, got {raw!r}")
+    return value
+
+
+def _ram_share() -> float:
+    return _env_number("DPCG_ENGINE_RAM_SHARE", RAM_SHARE, 0.0, 1.0, "a number in (0, 1]")
 
 
 def _is_glob(text: str) -> bool:
@@ -143,14 +165,62 @@ def check_engine_algorithm(data: object, algorithm: object) -> None:
 
 
 def _type_name(obj: object) -> str:
+    """``module.Class`` of ``obj``, without a leading underscore (DuckDB's connection
+    lives in ``_duckdb``)."""
     t = type(obj)
-    return f"{t.__module__}.{t.__name__}"
+    return f"{t.__module__.lstrip('_')}.{t.__name__}"
+
+
+def _connect_timeout() -> float:
+    return _env_number("DPCG_SPARK_CONNECT_TIMEOUT", SPARK_CONNECT_TIMEOUT, 0.0, math.inf,
+                       "a positive number of seconds")
+
+
+def check_spark_master(master: str, timeout: float | None = None) -> None:
+    """Pre-flight: a ``spark://host:port[,host:port...]`` master must accept a TCP
+    connection within ``timeout`` seconds (default :data:`SPARK_CONNECT_TIMEOUT`), else
+    :class:`DataValidationError` naming the URL. Other masters (``local[*]``, ``yarn``,
+    ``k8s://...``) are not probed here. Only the master's address is involved: public."""
+    import socket
+
+    if not master.startswith("spark://"):
+        return
+    wait = _connect_timeout() if timeout is None else float(timeout)
+    hosts = master[len("spark://"):].split("/")[0].split(",")
+    for hostport in hosts:
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            raise AlgorithmError(f"--spark-master {master}: expected spark://HOST:PORT")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=wait):
+                return
+        except OSError:
+            continue
+    raise DataValidationError(
+        f"--spark-master {master}: the Spark master is unreachable (no TCP connection "
+        f"within {wait:g} s); start the cluster or fix the URL (nothing was run or "
+        "charged)")
 
 
 def _spark_session(master: str | None) -> Any:
     from dpcg.stats.engine_specs import local_spark
 
-    return local_spark(master or "local[2]")
+    url = master or "local[2]"
+    check_spark_master(url)
+    return local_spark(url)
+
+
+def _check_local_source(text: str) -> None:
+    """A local path or glob that matches nothing is refused before an engine starts."""
+    if "://" in text.split("*")[0]:
+        return  # a remote URI (s3://, hdfs://, ...): the engine reports it
+    if _is_glob(text):
+        import glob as _glob
+
+        if not _glob.glob(text):
+            raise DataValidationError(f"--data {text}: no file matches this glob")
+    elif not Path(text).exists():
+        raise DataValidationError(f"--data {text}: no such file or directory")
 
 
 def _need_schema(schema: Schema | None, what: str) -> Schema:
@@ -213,12 +283,25 @@ def resolve_engine(
     if tname.startswith("duckdb") and "Relation" in tname:
         from dpcg.stats.duckdb_engine import DuckDBEngine
 
-        if connection is None:
-            raise AlgorithmError("engine: a DuckDB relation needs its connection "
-                                 "(engine=connection)")
+        if name not in (None, "duckdb"):
+            raise AlgorithmError(f"engine: a DuckDB relation runs on duckdb, not {name!r}")
         relation: Any = data
         return DuckDBEngine.from_relation(relation, _need_schema(schema, "a DuckDB relation"),
                                           connection, memory_limit=memory_limit)
+    if tname.startswith("duckdb") and hasattr(data, "execute"):
+        if connection is not None:
+            raise AlgorithmError("data: a DuckDB connection is given twice (data= and "
+                                 "engine=)")
+        if name not in (None, "duckdb"):
+            raise AlgorithmError(f"engine: a DuckDB connection runs on duckdb, not {name!r}")
+        if table is None:
+            raise AlgorithmError("table: a DuckDB connection needs the name of the table "
+                                 "to read (table=\"events\")")
+        from dpcg.stats.duckdb_engine import DuckDBEngine
+
+        con: Any = data
+        return DuckDBEngine.from_table(con, table, _need_schema(schema, "a DuckDB table"),
+                                       memory_limit=memory_limit)
     if connection is not None:
         if not isinstance(data, str):
             raise AlgorithmError("data: with engine=<DuckDB connection>, give a table name "
@@ -259,7 +342,7 @@ def _from_dataset(ds: Dataset, name: str, spark_master: str | None,
 def _from_path(text: str, name: str | None, schema: Schema, spark_master: str | None,
                memory_limit: str | None, table: str | None) -> Dataset | TableEngine:
     db = _duckdb_table(text) if table is None else (text, table)
-    chosen = name or default_engine_name(text)
+    chosen = name or ("duckdb" if db is not None else default_engine_name(text))
     if chosen == DEFAULT_ENGINE:
         if db is not None or _is_glob(text) or (_is_parquet(text) and Path(text).is_dir()):
             raise AlgorithmError(f"engine: {text} is read by the duckdb or spark engine, "
@@ -271,6 +354,8 @@ def _from_path(text: str, name: str | None, schema: Schema, spark_master: str | 
         from dpcg.stats.duckdb_engine import DuckDBEngine
 
         if db is not None:
+            if not Path(db[0]).is_file():
+                raise DataValidationError(f"--data {db[0]}: no such DuckDB database file")
             return DuckDBEngine.from_table(db[0], db[1], schema, memory_limit=memory_limit)
         if _is_glob(text) or _is_parquet(text):
             target = str(Path(text) / "*.parquet") if Path(text).is_dir() else text
@@ -282,6 +367,7 @@ def _from_path(text: str, name: str | None, schema: Schema, spark_master: str | 
 
         if db is not None:
             raise AlgorithmError("engine: a DuckDB table is read by the duckdb engine")
+        _check_local_source(text)
         spark = _spark_session(spark_master)
         if _is_glob(text) or _is_parquet(text):
             return SparkEngine.from_parquet(spark, text, schema)
@@ -291,3 +377,74 @@ def _from_path(text: str, name: str | None, schema: Schema, spark_master: str | 
         df = spark.read.option("header", "true").option("sep", sep).csv(text).coalesce(1)
         return SparkEngine.from_dataframe(df, schema, where=text)
     raise AlgorithmError(f"engine: {chosen!r} cannot read files")
+
+
+def is_engine_data(data: object) -> bool:
+    """``data`` is read by an out-of-core engine whatever ``engine=`` says: a table engine,
+    a DuckDB relation or connection, or a Spark DataFrame."""
+    if isinstance(data, TableEngine):
+        return True
+    tname = _type_name(data)
+    if tname.startswith("pyspark") and hasattr(data, "sparkSession"):
+        return True
+    return tname.startswith("duckdb") and ("Relation" in tname or hasattr(data, "execute"))
+
+
+class _EngineTableTest:
+    """A non-private chi-square-family test (``g2``, ``chi2``) on a table engine's tables:
+    each PC round's queries are counted with ONE engine call (a few scans), and every
+    answer is the statistic of :class:`dpcg.citests.nonprivate.G2Test` on the same
+    (normalised) query's table, so the graph equals the numpy engine's bit for bit."""
+
+    def __init__(self, engine: TableEngine, stat: Any, alpha: float) -> None:
+        self.engine = engine
+        self.stat = stat
+        self.alpha = alpha
+        self._cache: dict[tuple[int, int, tuple[int, ...]], Any] = {}
+
+    def test_many(self, queries: Any) -> list[Any]:
+        from dpcg.citests.base import CIResult
+
+        keys = []
+        for x, y, S in queries:
+            a, b = (x, y) if x < y else (y, x)
+            keys.append((int(a), int(b), tuple(sorted(int(s) for s in S))))
+        todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        for key, table in zip(todo, self.engine.tables(todo), strict=True):
+            r = self.stat(table)
+            self._cache[key] = CIResult(r.pvalue > self.alpha, r.statistic, r.pvalue)
+        return [self._cache[k] for k in keys]
+
+
+class _EngineScoreTest:
+    """A registered score's exact threshold rule (``cmi``, ``kendall-*``) on a table
+    engine: one engine call per PC round (:meth:`StatisticSource.prefetch`)."""
+
+    def __init__(self, source: Any) -> None:
+        from dpcg.citests.private import ThresholdCITest
+
+        self.source = source
+        self.tester = ThresholdCITest(source)
+
+    def test_many(self, queries: Any) -> list[Any]:
+        self.source.prefetch([(int(x), int(y), tuple(int(s) for s in S))
+                              for x, y, S in queries])
+        return [self.tester.test(x, y, S) for x, y, S in queries]
+
+
+def engine_tester(engine: TableEngine, test: str, alpha: float, options: object = None) -> Any:
+    """The NON-private tester of ``--algorithm pc --test TEST`` on a table engine (a
+    :class:`~dpcg.pc.engine.BatchEdgeTester`): the same answers as the test on the numpy
+    engine, counted where the data live. ``test`` must be one of :data:`ENGINE_TESTS`."""
+    from dpcg.citests.private import SCORES, source_for_dataset
+    from dpcg.errors import CITestError
+    from dpcg.stats.discrete import chi2_test, g2_test
+
+    if test in ("g2", "chi2"):
+        return _EngineTableTest(engine, g2_test if test == "g2" else chi2_test, float(alpha))
+    if test in SCORES:
+        threshold = getattr(options, "threshold", None)
+        return _EngineScoreTest(source_for_dataset(engine, test, alpha=float(alpha),
+                                                   threshold=threshold))
+    raise CITestError(f"test {test!r} reads the rows in memory (engine numpy); on the "
+                      f"{engine.name} engine choose one of {list(ENGINE_TESTS)}")

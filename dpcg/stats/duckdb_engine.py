@@ -42,47 +42,35 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcg.data.schema import Categorical, Ordinal, Schema
+from dpcg.data.schema import Schema
 from dpcg.data.sql_validate import (
-    TypeClass,
-    Violation,
-    code_expression,
     quote_ident,
     raise_violations,
     validation_plan,
 )
 from dpcg.errors import DataValidationError, MissingDependencyError, StatisticInputError
-from dpcg.stats.contingency import StrataTable
 from dpcg.stats.grouped import (
-    GroupedFrame,
-    check_queries,
-    chunk_sets,
-    column_set,
-    grouping_id,
-    marginal_frame,
-    small_codes,
-    table_from_frame,
-    union_order,
+    JOINT_LIMIT,
+    MAX_UNION,
+    SETS_PER_SCAN,
+    GroupedEngine,
+    arrow_columns,
+    check_subset_rows,
+    code_columns,
+    violations_of,
 )
 
 if TYPE_CHECKING:  # the optional dependency is imported lazily on purpose
     import duckdb
 
-__all__ = ["DuckDBEngine", "open_duckdb"]
-
-#: Distinct joint rows kept in memory for the joint cache (about ``p + 8`` bytes each).
-JOINT_LIMIT = 2_000_000
-#: Grouping sets per ``GROUPING SETS`` query.
-SETS_PER_SCAN = 64
-#: ``GROUPING(...)`` is a bitmask of at most this many columns.
-MAX_UNION = 62
+__all__ = ["JOINT_LIMIT", "MAX_UNION", "SETS_PER_SCAN", "DuckDBEngine", "open_duckdb"]
 
 _ids = itertools.count()
 
@@ -148,7 +136,7 @@ class _Root:
         self.own_connection = own_connection
 
 
-class DuckDBEngine:
+class DuckDBEngine(GroupedEngine):
     """Contingency tables of a table that DuckDB reads (see the module docstring).
 
     Build one with :meth:`from_parquet`, :meth:`from_csv`, :meth:`from_table`,
@@ -171,27 +159,14 @@ class DuckDBEngine:
         self._root = root
         self.schema = schema
         self.n = int(n)
-        #: Declared cardinalities (``None``: a continuous column).
-        self._declared: tuple[int | None, ...] = schema.cardinalities
         self.names: tuple[str, ...] = schema.names
         self._codes_view = codes_view
         self._positions = positions
-        self._joint_limit = int(joint_limit)
-        self._sets_per_scan = max(1, int(sets_per_scan))
-        self._joint: GroupedFrame | None = None
-        self._joint_tried = False
+        self._init_counting(schema.cardinalities, joint_limit, sets_per_scan)
         #: SQL statements that read the data (validation, n, counts, subset selection).
         self.scans = 0
-        #: ``(x, y, S)`` queries answered.
-        self.queries = 0
 
     name = "duckdb"
-
-    @property
-    def cardinalities(self) -> tuple[int, ...]:
-        """Declared number of categories of each column (public; ``0`` marks a continuous
-        column, which no query may name)."""
-        return tuple(0 if c is None else int(c) for c in self._declared)
 
     # -- construction ------------------------------------------------------------------
     @staticmethod
@@ -215,7 +190,11 @@ class DuckDBEngine:
                 con.execute(f"SET temp_directory = {_sql_string(str(temp_directory))}")
             con.execute("SET preserve_insertion_order = true")
         except duckdb.Error as exc:
-            raise StatisticInputError(f"invalid DuckDB setting: {exc}") from None
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StatisticInputError(
+                f"invalid DuckDB setting (memory_limit={memory_limit!r}, threads={threads!r}, "
+                f"temp_directory={temp_directory!r}): {first}"
+            ) from None
         return con, own
 
     @classmethod
@@ -239,11 +218,7 @@ class DuckDBEngine:
         described = con.execute(f"DESCRIBE SELECT * FROM {raw_view}").fetchall()
         types = {str(row[0]): str(row[1]) for row in described}
         scans = _validate(con, schema, raw_view, types, where, file_column)
-        code_sql: dict[int, str] = {}
-        tclasses: Mapping[str, TypeClass] = validation_plan(schema, types, where, "duckdb").types
-        for j, column in enumerate(schema):
-            if isinstance(column, Categorical | Ordinal):
-                code_sql[j] = code_expression(column, tclasses[column.name], "duckdb")
+        code_sql = code_columns(schema, types, where, "duckdb")
         root = _Root(con, raw_view, numbered_view, code_sql, where, own)
         codes_view = _codes_view(root, raw_view)
         if n is None:
@@ -423,7 +398,12 @@ class DuckDBEngine:
         each part is quoted."""
         duckdb = _duckdb()
         if isinstance(database, str | os.PathLike):
-            con = duckdb.connect(str(database), read_only=True)
+            if not Path(database).is_file():
+                raise DataValidationError(f"cannot read {database}: no such DuckDB database file")
+            try:
+                con = duckdb.connect(str(database), read_only=True)
+            except duckdb.Error as exc:
+                raise _read_error(exc, str(database)) from None
             own = True
             where = f"{database}:{table}"
         else:
@@ -461,7 +441,7 @@ class DuckDBEngine:
         cls,
         relation: duckdb.DuckDBPyRelation,
         schema: Schema,
-        connection: duckdb.DuckDBPyConnection,
+        connection: duckdb.DuckDBPyConnection | None = None,
         *,
         memory_limit: str | None = None,
         threads: int | None = None,
@@ -469,13 +449,33 @@ class DuckDBEngine:
         joint_limit: int = JOINT_LIMIT,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
-        """An existing relation of ``connection`` (copied once into a temporary table in
-        scan order, which fixes the row order)."""
+        """An existing relation of ``connection`` (default: DuckDB's default connection,
+        the one ``duckdb.sql(...)`` uses), copied once into a temporary table in scan
+        order, which fixes the row order. A relation of another connection needs that
+        connection (refused otherwise, naming the fix)."""
         k = next(_ids)
         view = f"__dpcg_rel_{k}"
+        given = connection is not None
+        if connection is None:
+            connection = _duckdb().default_connection()
         con, _ = cls._connect(connection, memory_limit, threads, temp_directory)
         try:
-            relation.create_view(view, replace=True)
+            try:
+                relation.create_view(view, replace=True)
+            except _duckdb().Error:
+                if not given:
+                    raise
+                # a read-only database accepts temporary views only: the relation's own
+                # SQL on the connection the caller says it belongs to
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {relation.sql_query()}")
+            visible = con.execute(
+                "SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [view]
+            ).fetchall()[0][0]
+            if not visible:
+                raise StatisticInputError(
+                    "the DuckDB relation belongs to another connection than the one given "
+                    "(or the default one): pass its connection (engine=connection)"
+                )
             return cls._from_sql(
                 con, False, f"SELECT * FROM {view}", schema, "relation", joint_limit,
                 sets_per_scan,
@@ -489,35 +489,10 @@ class DuckDBEngine:
         """The source (file, glob or table name): public, named in errors."""
         return self._root.where
 
-    def tables(self, queries: Sequence[tuple[int, int, Sequence[int]]]) -> list[StrataTable]:
-        """The exact tables of a batch of ``(x, y, S)`` queries, in order."""
-        batch = check_queries(queries, self._declared)
-        self.queries += len(batch)
-        if not batch:
-            return []
-        if self._joint is None and not self._joint_tried:
-            self._joint_tried = True
-            self._joint = self._count_joint()
-        sets = sorted({column_set(q) for q in batch})
-        if self._joint is not None:
-            joint = self._joint
-            frames = {s: marginal_frame(joint, s, self._declared) for s in sets}
-        else:
-            frames = self._count_sets(sets)
-        return [table_from_frame(frames[column_set(q)], self._declared, q) for q in batch]
-
     def subset(self, rows: NDArray[np.int64]) -> DuckDBEngine:
         """The engine restricted to the rows at positions ``rows`` of this engine's row
         order (strictly increasing, as drawn by ``accounting``)."""
-        idx = np.asarray(rows)
-        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
-            raise StatisticInputError("subset rows must be a 1-D integer array")
-        idx = idx.astype(np.int64, copy=False)
-        if idx.size and (int(idx[0]) < 0 or int(idx[-1]) >= self.n):
-            raise StatisticInputError(f"subset rows must lie in [0, {self.n})")
-        if idx.size > 1 and not bool(np.all(np.diff(idx) > 0)):
-            raise StatisticInputError("subset rows must be strictly increasing")
-        absolute = idx if self._positions is None else self._positions[idx]
+        absolute = check_subset_rows(rows, self.n, self._positions)
         pa = _pyarrow()
         root = self._root
         k = next(_ids)
@@ -544,10 +519,7 @@ class DuckDBEngine:
         if self._root.own_connection:
             self._root.con.close()
 
-    # -- counting ---------------------------------------------------------------------
-    def _discrete(self) -> list[int]:
-        return [j for j, c in enumerate(self._declared) if c is not None]
-
+    # -- counting (the strategy: dpcg.stats.grouped.GroupedEngine) --------------------
     def _fetch(self, sql: str) -> dict[str, NDArray[Any]]:
         self.scans += 1
         try:
@@ -557,42 +529,24 @@ class DuckDBEngine:
             table = fetch()
         except _duckdb().Error as exc:
             raise _read_error(exc, self.where) from None
-        return {
-            name: np.asarray(table.column(name).to_numpy(zero_copy_only=False))
-            for name in table.column_names
-        }
+        return arrow_columns(table)
 
-    def _count_joint(self) -> GroupedFrame | None:
-        cols = self._discrete()
-        if not cols or self._joint_limit < 1:
-            return None
-        names = ", ".join(f"c{j}" for j in cols)
-        got = self._fetch(
-            f"SELECT {names}, count(*) AS n FROM {self._codes_view} GROUP BY ALL "
-            f"LIMIT {self._joint_limit + 1}"
+    def _fetch_joint(self, columns: list[int], limit: int) -> dict[str, NDArray[Any]]:
+        names = ", ".join(f"c{j}" for j in columns)
+        return self._fetch(
+            f"SELECT {names}, count(*) AS n FROM {self._codes_view} GROUP BY ALL LIMIT {limit}"
         )
-        counts = got["n"].astype(np.int64)
-        if counts.shape[0] > self._joint_limit:
-            return None
-        codes = {j: small_codes(got.pop(f"c{j}"), int(self._declared[j] or 0)) for j in cols}
-        return GroupedFrame(tuple(cols), codes, counts)
 
-    def _count_sets(self, sets: list[tuple[int, ...]]) -> dict[tuple[int, ...], GroupedFrame]:
-        frames: dict[tuple[int, ...], GroupedFrame] = {}
-        for chunk in chunk_sets(sets, self._sets_per_scan, MAX_UNION):
-            union = union_order(chunk)
-            names = ", ".join(f"c{j}" for j in union)
-            groups = ", ".join("(" + ", ".join(f"c{j}" for j in s) + ")" for s in chunk)
-            got = self._fetch(
-                f"SELECT GROUPING({names}) AS g, {names}, count(*) AS n "
-                f"FROM {self._codes_view} GROUP BY GROUPING SETS ({groups})"
-            )
-            g = got["g"].astype(np.int64)
-            for s in chunk:
-                mask = g == grouping_id(s, union)
-                codes = {j: got[f"c{j}"][mask].astype(np.int64) for j in s}
-                frames[s] = GroupedFrame(s, codes, got["n"][mask].astype(np.int64))
-        return frames
+    def _fetch_sets(
+        self, chunk: list[tuple[int, ...]], union: list[int]
+    ) -> tuple[dict[str, NDArray[Any]], NDArray[np.int64]]:
+        names = ", ".join(f"c{j}" for j in union)
+        groups = ", ".join("(" + ", ".join(f"c{j}" for j in s) + ")" for s in chunk)
+        got = self._fetch(
+            f"SELECT GROUPING({names}) AS g, {names}, count(*) AS n "
+            f"FROM {self._codes_view} GROUP BY GROUPING SETS ({groups})"
+        )
+        return got, got["g"].astype(np.int64)
 
 
 def _codes_view(root: _Root, raw: str) -> str:
@@ -624,20 +578,11 @@ def _validate(
             f"SELECT {quote_ident(file_column, 'duckdb')}, {aggs} FROM {raw_view} "
             f"GROUP BY 1 ORDER BY 1"
         ).fetchall()
-        violations = [
-            Violation(col, rule, str(row[0]))
-            for row in rows
-            for (col, rule, _), hit in zip(plan.checks, row[1:], strict=True)
-            if hit
-        ]
+        hits = [(str(row[0]), row[1:]) for row in rows]
     else:
         (row,) = con.execute(f"SELECT {aggs} FROM {raw_view}").fetchall()
-        violations = [
-            Violation(col, rule, where)
-            for (col, rule, _), hit in zip(plan.checks, row, strict=True)
-            if hit
-        ]
-    raise_violations(violations)
+        hits = [(where, row)]
+    raise_violations(violations_of(plan.checks, hits))
     return 1
 
 

@@ -18,32 +18,55 @@ on the raw codes:
 It also plans a batch: the distinct column sets, and chunks of them for one
 ``GROUPING SETS`` query each. Everything here depends on the public queries and the
 declared cardinalities only.
+
+:class:`GroupedEngine` is what the DuckDB and Spark engines share: the
+``tables(queries)`` contract answered either from the joint counts taken once or from
+``GROUPING SETS`` chunks, the split of a grouping-sets result into one frame per set, and
+the check of a subsample's row positions. An engine supplies only how to run the two
+queries (:meth:`GroupedEngine._fetch_joint`, :meth:`GroupedEngine._fetch_sets`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dpcg.data.schema import Categorical, Ordinal, Schema
+from dpcg.data.sql_validate import Dialect, Violation, code_expression, validation_plan
 from dpcg.errors import StatisticInputError
 from dpcg.stats.contingency import MAX_ROWS, StrataTable
 
 __all__ = [
+    "JOINT_LIMIT",
+    "MAX_UNION",
+    "SETS_PER_SCAN",
+    "GroupedEngine",
     "GroupedFrame",
     "Query",
+    "arrow_columns",
     "check_queries",
+    "check_subset_rows",
     "chunk_sets",
+    "code_columns",
     "marginal_frame",
     "small_codes",
     "table_from_frame",
     "union_order",
+    "violations_of",
 ]
 
 Query = tuple[int, int, tuple[int, ...]]
+
+#: Distinct joint rows kept in memory for the joint cache (about ``p + 8`` bytes each).
+JOINT_LIMIT = 2_000_000
+#: Grouping sets per ``GROUPING SETS`` query.
+SETS_PER_SCAN = 64
+#: ``GROUPING(...)`` is a bitmask of at most this many columns.
+MAX_UNION = 62
 
 
 @dataclass(frozen=True)
@@ -217,3 +240,145 @@ def table_from_frame(
     summed = np.bincount(cell, weights=counts.astype(np.float64), minlength=total)
     table = np.rint(summed).astype(np.int64).reshape(int(strata.shape[0]), cx, cy)
     return StrataTable(table, cx, cy, n_configs)
+
+
+def arrow_columns(table: Any) -> dict[str, NDArray[Any]]:
+    """The columns of a (small, collected) ``pyarrow.Table`` as NumPy arrays."""
+    return {
+        name: np.asarray(table.column(name).to_numpy(zero_copy_only=False))
+        for name in table.column_names
+    }
+
+
+def check_subset_rows(
+    rows: NDArray[np.integer[Any]], n: int, positions: NDArray[np.int64] | None
+) -> NDArray[np.int64]:
+    """Validate a subsample's row indices (1-D, integer, strictly increasing, in
+    ``[0, n)``) and return the absolute row positions they select (through
+    ``positions`` for an engine that is itself a subset)."""
+    idx = np.asarray(rows)
+    if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+        raise StatisticInputError("subset rows must be a 1-D integer array")
+    idx = idx.astype(np.int64, copy=False)
+    if idx.size and (int(idx[0]) < 0 or int(idx[-1]) >= n):
+        raise StatisticInputError(f"subset rows must lie in [0, {n})")
+    if idx.size > 1 and not bool(np.all(np.diff(idx) > 0)):
+        raise StatisticInputError("subset rows must be strictly increasing")
+    return idx if positions is None else positions[idx]
+
+
+class GroupedEngine:
+    """The counting shared by the out-of-core engines (module docstring).
+
+    A subclass sets the attributes of :meth:`_init_counting` and implements
+    :meth:`_fetch_joint` and :meth:`_fetch_sets`; the strategy (joint counts once if they
+    have at most ``joint_limit`` distinct rows, else ``GROUPING SETS`` chunks of at most
+    ``sets_per_scan`` sets) and its result never depend on which engine runs it."""
+
+    n: int
+    #: Declared cardinalities (``None``: a continuous column).
+    _declared: tuple[int | None, ...]
+    _joint_limit: int
+    _sets_per_scan: int
+    _joint: GroupedFrame | None
+    _joint_tried: bool
+    #: ``(x, y, S)`` queries answered.
+    queries: int
+
+    def _init_counting(
+        self, declared: tuple[int | None, ...], joint_limit: int, sets_per_scan: int
+    ) -> None:
+        self._declared = declared
+        self._joint_limit = int(joint_limit)
+        self._sets_per_scan = max(1, int(sets_per_scan))
+        self._joint = None
+        self._joint_tried = False
+        self.queries = 0
+
+    @property
+    def cardinalities(self) -> tuple[int, ...]:
+        """Declared number of categories of each column (public; ``0`` marks a continuous
+        column, which no query may name)."""
+        return tuple(0 if c is None else int(c) for c in self._declared)
+
+    def tables(self, queries: Sequence[tuple[int, int, Sequence[int]]]) -> list[StrataTable]:
+        """The exact tables of a batch of ``(x, y, S)`` queries, in order."""
+        batch = check_queries(queries, self._declared)
+        self.queries += len(batch)
+        if not batch:
+            return []
+        if self._joint is None and not self._joint_tried:
+            self._joint_tried = True
+            self._joint = self._count_joint()
+        sets = sorted({column_set(q) for q in batch})
+        if self._joint is not None:
+            joint = self._joint
+            frames = {s: marginal_frame(joint, s, self._declared) for s in sets}
+        else:
+            frames = self._count_sets(sets)
+        return [table_from_frame(frames[column_set(q)], self._declared, q) for q in batch]
+
+    # -- what an engine supplies -------------------------------------------------------
+    def _fetch_joint(self, columns: list[int], limit: int) -> dict[str, NDArray[Any]]:
+        """``GROUP BY`` all ``columns`` (codes ``c{j}``) with ``count(*)`` as ``n``, at most
+        ``limit`` groups."""
+        raise NotImplementedError
+
+    def _fetch_sets(
+        self, chunk: list[tuple[int, ...]], union: list[int]
+    ) -> tuple[dict[str, NDArray[Any]], NDArray[np.int64]]:
+        """One ``GROUP BY GROUPING SETS`` query over ``chunk`` (columns ``c{j}``, count
+        ``n``) and the SQL ``GROUPING(union...)`` value of each result row."""
+        raise NotImplementedError
+
+    # -- the shared strategy -----------------------------------------------------------
+    def _discrete(self) -> list[int]:
+        return [j for j, c in enumerate(self._declared) if c is not None]
+
+    def _count_joint(self) -> GroupedFrame | None:
+        cols = self._discrete()
+        if not cols or self._joint_limit < 1:
+            return None
+        got = self._fetch_joint(cols, self._joint_limit + 1)
+        counts = got["n"].astype(np.int64)
+        if counts.shape[0] > self._joint_limit:
+            return None
+        codes = {j: small_codes(got.pop(f"c{j}"), int(self._declared[j] or 0)) for j in cols}
+        return GroupedFrame(tuple(cols), codes, counts)
+
+    def _count_sets(self, sets: list[tuple[int, ...]]) -> dict[tuple[int, ...], GroupedFrame]:
+        frames: dict[tuple[int, ...], GroupedFrame] = {}
+        for chunk in chunk_sets(sets, self._sets_per_scan, MAX_UNION):
+            union = union_order(chunk)
+            got, g = self._fetch_sets(chunk, union)
+            for s in chunk:
+                mask = g == grouping_id(s, union)
+                codes = {j: got[f"c{j}"][mask].astype(np.int64) for j in s}
+                frames[s] = GroupedFrame(s, codes, got["n"][mask].astype(np.int64))
+        return frames
+
+
+def code_columns(
+    schema: Schema, types: Mapping[str, str], where: str, dialect: Dialect
+) -> dict[int, str]:
+    """The SQL expression of each discrete column's codes (``0..c-1``), by column
+    position, for a source whose SQL types are ``types``."""
+    tclasses = validation_plan(schema, dict(types), where, dialect).types
+    return {
+        j: code_expression(column, tclasses[column.name], dialect)
+        for j, column in enumerate(schema)
+        if isinstance(column, Categorical | Ordinal)
+    }
+
+
+def violations_of(
+    checks: Sequence[tuple[str, str, str]], hits: Iterable[tuple[str, Sequence[object]]]
+) -> list[Violation]:
+    """The violated ``(column, rule, where)`` of a validation query: ``hits`` gives, per
+    source (a file, or the whole source), one boolean per check of the plan."""
+    return [
+        Violation(column, rule, where)
+        for where, row in hits
+        for (column, rule, _), hit in zip(checks, row, strict=True)
+        if hit
+    ]

@@ -41,35 +41,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcg.data.schema import Categorical, Ordinal, Schema
+from dpcg.data.schema import Schema
 from dpcg.data.sql_validate import (
-    Violation,
-    code_expression,
     raise_violations,
     validation_plan,
 )
-from dpcg.errors import DataValidationError, MissingDependencyError, StatisticInputError
-from dpcg.stats.contingency import StrataTable
+from dpcg.errors import DataValidationError, MissingDependencyError
 from dpcg.stats.grouped import (
-    GroupedFrame,
-    check_queries,
-    chunk_sets,
-    column_set,
-    grouping_id,
-    marginal_frame,
-    small_codes,
-    table_from_frame,
-    union_order,
+    JOINT_LIMIT,
+    MAX_UNION,
+    SETS_PER_SCAN,
+    GroupedEngine,
+    arrow_columns,
+    check_subset_rows,
+    code_columns,
+    violations_of,
 )
 
 if TYPE_CHECKING:  # the optional dependency is imported lazily on purpose
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkEngine"]
-
-JOINT_LIMIT = 2_000_000
-SETS_PER_SCAN = 64
-MAX_UNION = 62
+__all__ = ["JOINT_LIMIT", "MAX_UNION", "SETS_PER_SCAN", "SparkEngine"]
 _ROW = "__dpcg_row"
 _FILE = "__dpcg_file"
 
@@ -90,16 +82,12 @@ def _functions() -> Any:
 def _to_numpy(df: DataFrame) -> dict[str, NDArray[Any]]:
     """Collect a small DataFrame to the driver as NumPy columns (via Arrow)."""
     if hasattr(df, "toArrow"):  # pyspark >= 4
-        table = df.toArrow()
-        return {
-            name: np.asarray(table.column(name).to_numpy(zero_copy_only=False))
-            for name in table.column_names
-        }
+        return arrow_columns(df.toArrow())
     frame: Any = df.toPandas()  # pragma: no cover - pyspark 3.5
     return {str(name): np.asarray(frame[name].to_numpy()) for name in frame.columns}
 
 
-class SparkEngine:
+class SparkEngine(GroupedEngine):
     """Contingency tables of a Spark DataFrame (see the module docstring).
 
     Build one with :meth:`from_parquet` or :meth:`from_dataframe`.
@@ -124,33 +112,20 @@ class SparkEngine:
         self._spark = spark
         self.schema = schema
         self.n = int(n)
-        #: Declared cardinalities (``None``: a continuous column).
-        self._declared: tuple[int | None, ...] = schema.cardinalities
         self.names: tuple[str, ...] = schema.names
         self._numbered = numbered
         self._codes = codes
         self._code_sql = code_sql
         self._positions = positions
         self.where = where
-        self._joint_limit = int(joint_limit)
-        self._sets_per_scan = max(1, int(sets_per_scan))
-        self._joint: GroupedFrame | None = None
-        self._joint_tried = False
+        self._init_counting(schema.cardinalities, joint_limit, sets_per_scan)
         #: Spark jobs that read the data (validation, n, counts).
         self.jobs = 0
-        #: ``(x, y, S)`` queries answered.
-        self.queries = 0
 
     @property
     def scans(self) -> int:
         """Alias of :attr:`jobs` (the DuckDB engine's counter name)."""
         return self.jobs
-
-    @property
-    def cardinalities(self) -> tuple[int, ...]:
-        """Declared number of categories of each column (public; ``0`` marks a continuous
-        column, which no query may name)."""
-        return tuple(0 if c is None else int(c) for c in self._declared)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -255,12 +230,7 @@ class SparkEngine:
         joint_limit: int,
         sets_per_scan: int,
     ) -> SparkEngine:
-        types = dict(raw.dtypes)
-        tclasses = validation_plan(schema, types, where, "spark").types
-        code_sql: dict[int, str] = {}
-        for j, column in enumerate(schema):
-            if isinstance(column, Categorical | Ordinal):
-                code_sql[j] = code_expression(column, tclasses[column.name], "spark")
+        code_sql = code_columns(schema, dict(raw.dtypes), where, "spark")
         return cls(
             spark,
             schema,
@@ -275,36 +245,11 @@ class SparkEngine:
         )
 
     # -- the TableEngine contract -----------------------------------------------------
-    def tables(self, queries: Sequence[tuple[int, int, Sequence[int]]]) -> list[StrataTable]:
-        """The exact tables of a batch of ``(x, y, S)`` queries, in order."""
-        batch = check_queries(queries, self._declared)
-        self.queries += len(batch)
-        if not batch:
-            return []
-        if self._joint is None and not self._joint_tried:
-            self._joint_tried = True
-            self._joint = self._count_joint()
-        sets = sorted({column_set(q) for q in batch})
-        if self._joint is not None:
-            joint = self._joint
-            frames = {s: marginal_frame(joint, s, self._declared) for s in sets}
-        else:
-            frames = self._count_sets(sets)
-        return [table_from_frame(frames[column_set(q)], self._declared, q) for q in batch]
-
     def subset(self, rows: NDArray[np.int64]) -> SparkEngine:
         """The engine restricted to the rows at positions ``rows`` of this engine's row
         order (strictly increasing, as drawn by ``accounting``): a left-semi join of the
         numbered rows with the selected positions."""
-        idx = np.asarray(rows)
-        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
-            raise StatisticInputError("subset rows must be a 1-D integer array")
-        idx = idx.astype(np.int64, copy=False)
-        if idx.size and (int(idx[0]) < 0 or int(idx[-1]) >= self.n):
-            raise StatisticInputError(f"subset rows must lie in [0, {self.n})")
-        if idx.size > 1 and not bool(np.all(np.diff(idx) > 0)):
-            raise StatisticInputError("subset rows must be strictly increasing")
-        absolute = idx if self._positions is None else self._positions[idx]
+        absolute = check_subset_rows(rows, self.n, self._positions)
         selection = self._selection(absolute)
         kept = self._numbered.join(selection, on=_ROW, how="left_semi")
         return SparkEngine(
@@ -329,53 +274,39 @@ class SparkEngine:
             pd: Any = importlib.import_module("pandas")  # pyspark 3.5 needs pandas here
             return self._spark.createDataFrame(pd.DataFrame({_ROW: absolute}))
 
-    # -- counting ---------------------------------------------------------------------
-    def _discrete(self) -> list[int]:
-        return [j for j, c in enumerate(self._declared) if c is not None]
-
-    def _count_joint(self) -> GroupedFrame | None:
-        cols = self._discrete()
-        if not cols or self._joint_limit < 1:
-            return None
-        names = [f"c{j}" for j in cols]
+    # -- counting (the strategy: dpcg.stats.grouped.GroupedEngine) --------------------
+    def _fetch_joint(self, columns: list[int], limit: int) -> dict[str, NDArray[Any]]:
+        names = [f"c{j}" for j in columns]
         self.jobs += 1
-        got = _to_numpy(self._codes.groupBy(*names).count().limit(self._joint_limit + 1))
-        counts = got["count"].astype(np.int64)
-        if counts.shape[0] > self._joint_limit:
-            return None
-        codes = {j: small_codes(got.pop(f"c{j}"), int(self._declared[j] or 0)) for j in cols}
-        return GroupedFrame(tuple(cols), codes, counts)
+        got = _to_numpy(self._codes.groupBy(*names).count().limit(limit))
+        got["n"] = got.pop("count")
+        return got
 
-    def _count_sets(self, sets: list[tuple[int, ...]]) -> dict[tuple[int, ...], GroupedFrame]:
-        frames: dict[tuple[int, ...], GroupedFrame] = {}
+    def _fetch_sets(
+        self, chunk: list[tuple[int, ...]], union: list[int]
+    ) -> tuple[dict[str, NDArray[Any]], NDArray[np.int64]]:
         view = f"__dpcg_codes_{next(_ids)}"
         self._codes.createOrReplaceTempView(view)
+        names = ", ".join(f"c{j}" for j in union)
+        groups = ", ".join("(" + ", ".join(f"c{j}" for j in s) + ")" for s in chunk)
+        # one-argument grouping() per column: independent of the order in which Spark
+        # lists the grouping columns (grouping_id(...) is not)
+        flags = ", ".join(f"grouping(c{j}) AS g{j}" for j in union)
+        self.jobs += 1
         try:
-            for chunk in chunk_sets(sets, self._sets_per_scan, MAX_UNION):
-                union = union_order(chunk)
-                names = ", ".join(f"c{j}" for j in union)
-                groups = ", ".join("(" + ", ".join(f"c{j}" for j in s) + ")" for s in chunk)
-                self.jobs += 1
-                # one-argument grouping() per column: independent of the order in which
-                # Spark lists the grouping columns (grouping_id(...) is not)
-                flags = ", ".join(f"grouping(c{j}) AS g{j}" for j in union)
-                got = _to_numpy(
-                    self._spark.sql(
-                        f"SELECT {flags}, {names}, count(*) AS n "
-                        f"FROM {view} GROUP BY GROUPING SETS ({groups})"
-                    )
+            got = _to_numpy(
+                self._spark.sql(
+                    f"SELECT {flags}, {names}, count(*) AS n "
+                    f"FROM {view} GROUP BY GROUPING SETS ({groups})"
                 )
-                width = len(union)
-                g = np.zeros(got["n"].shape[0], dtype=np.int64)
-                for k, j in enumerate(union):
-                    g |= got[f"g{j}"].astype(np.int64) << (width - 1 - k)
-                for s in chunk:
-                    mask = g == grouping_id(s, union)
-                    codes = {j: got[f"c{j}"][mask].astype(np.int64) for j in s}
-                    frames[s] = GroupedFrame(s, codes, got["n"][mask].astype(np.int64))
+            )
         finally:
             self._spark.catalog.dropTempView(view)
-        return frames
+        width = len(union)
+        g = np.zeros(got["n"].shape[0], dtype=np.int64)
+        for k, j in enumerate(union):
+            g |= got[f"g{j}"].astype(np.int64) << (width - 1 - k)
+        return got, g
 
 
 def _first_line(exc: Exception) -> str:
@@ -399,20 +330,13 @@ def _validate(df: DataFrame, schema: Schema, where: str, file_column: str | None
         rows = df.groupBy(file_column).agg(
             *[_functions().expr(sql).alias(f"r{k}") for k, (_, _, sql) in enumerate(plan.checks)]
         ).collect()
-        violations = [
-            Violation(col, rule, _local(str(row[0])))
-            for row in sorted(rows, key=lambda r: str(r[0]))
-            for k, (col, rule, _) in enumerate(plan.checks)
-            if row[f"r{k}"]
-        ]
+        flags = [f"r{k}" for k in range(len(plan.checks))]
+        hits = [(_local(str(row[0])), [row[f] for f in flags])
+                for row in sorted(rows, key=lambda r: str(r[0]))]
     else:
         (row,) = df.selectExpr(*aggs).collect()
-        violations = [
-            Violation(col, rule, where)
-            for k, (col, rule, _) in enumerate(plan.checks)
-            if row[f"r{k}"]
-        ]
-    raise_violations(violations)
+        hits = [(where, [row[f"r{k}"] for k in range(len(plan.checks))])]
+    raise_violations(violations_of(plan.checks, hits))
     return 1
 
 

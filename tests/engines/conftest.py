@@ -56,3 +56,39 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def local_spark_session() -> Iterator[Any]:
+    """A small Spark session for the Python API tests: the session already active in this
+    process if there is one (e.g. the standalone cluster of :func:`spark`), else a
+    ``local[1]`` session that is stopped (and forgotten by
+    :func:`dpcg.stats.engine_specs.local_spark`) when the module ends, so that a later
+    :func:`spark` fixture still starts its own cluster session."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from dpcg.stats import engine_specs
+    from tests.engines.spark_cluster import java_home
+
+    if java_home() is None:  # pragma: no cover - CI has Java 17
+        pytest.skip("Spark needs Java 17")
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("JAVA_HOME", str(java_home()))
+    session = engine_specs.local_spark("local[1]")
+    try:
+        yield session
+    finally:
+        session.stop()
+        for url, known in list(engine_specs._SESSIONS.items()):
+            if known is session:
+                del engine_specs._SESSIONS[url]
+        if saved is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
+        else:
+            os.environ["PYSPARK_PYTHON"] = saved

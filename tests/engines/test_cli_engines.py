@@ -75,3 +75,46 @@ def test_default_engine_is_a_public_decision(tmp_path: Path) -> None:
     small.write_text("a\n1\n")
     assert default_engine_name(small) == "numpy"
     assert default_engine_name(small, ram_share=1e-12) == "duckdb"
+
+
+def test_nonprivate_pc_on_duckdb_equals_numpy(tmp_path: Path) -> None:
+    """``dpcg discover --algorithm pc --test g2 --engine duckdb --data 'x/*.parquet'``: the
+    numpy engine's graph, sepsets and test count (one engine call per PC round)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    schema = tmp_path / "asia.schema.json"
+    assert main(["datasets", "sample", "asia", "--rows", "4000", "--seed", "5", "--format",
+                 "parquet", "--out", str(lake / "part-0.parquet"), "--schema-out",
+                 str(schema)]) == 0
+    docs = {}
+    for engine, data in (("numpy", str(lake / "part-0.parquet")),
+                         ("duckdb", str(lake / "*.parquet"))):
+        for test in ("g2", "chi2", "cmi"):
+            out = tmp_path / f"{engine}-{test}.json"
+            assert main(["discover", "--data", data, "--schema", str(schema), "--algorithm",
+                         "pc", "--test", test, "--engine", engine, "--quiet",
+                         "--include-tests", "--out", str(out)]) == 0
+            docs[engine, test] = json.loads(out.read_text())
+    for test in ("g2", "chi2", "cmi"):
+        a, b = docs["numpy", test], docs["duckdb", test]
+        assert b["data"]["engine"] == "duckdb"
+        assert a["privacy"] is None
+        assert b["privacy"] is None
+        for key in ("edges", "sepsets"):
+            assert a[key] == b[key], (test, key)
+        assert a["tests"]["count"] == b["tests"]["count"]
+        assert sorted(map(json.dumps, a["tests"]["records"])) == sorted(
+            map(json.dumps, b["tests"]["records"]))
+
+
+def test_nonprivate_pc_on_an_engine_refuses_a_row_test(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pq_path = tmp_path / "asia.parquet"
+    schema = tmp_path / "asia.schema.json"
+    assert main(["datasets", "sample", "asia", "--rows", "500", "--format", "parquet",
+                 "--out", str(pq_path), "--schema-out", str(schema)]) == 0
+    capsys.readouterr()
+    code = main(["discover", "--data", str(pq_path), "--schema", str(schema), "--algorithm",
+                 "pc", "--test", "spearman", "--engine", "duckdb", "--quiet"])
+    assert code == 2
+    assert "--test spearman reads the rows in memory" in capsys.readouterr().err
