@@ -14,10 +14,13 @@ handed to a primitive of ``accounting``.
 Counting strategy for one ``tables(queries)`` call (the output never depends on it):
 
 1. *Joint cache.* The first batch asks DuckDB for the joint counts of all discrete
-   columns (``GROUP BY`` every column, ``LIMIT joint_limit + 1``). If at most
-   ``joint_limit`` distinct rows exist they are kept (codes + counts, a few bytes per
-   distinct row) and every later query of every batch is a NumPy marginal of it: one scan
-   for the whole run. This is the "widest marginal" of the batch, taken once.
+   columns (``GROUP BY`` every column, codes in the smallest unsigned type,
+   ``LIMIT joint_limit + 1``). If at most ``joint_limit`` distinct rows exist they are
+   kept (codes + counts, ``p + 8`` bytes per distinct row) and every later query of every
+   batch is a NumPy marginal of it: one scan for the whole run. This is the "widest
+   marginal" of the batch, taken once. ``joint_limit`` defaults to a value derived from
+   DuckDB's ``memory_limit`` (:func:`derived_joint_limit`, at least :data:`JOINT_LIMIT`),
+   so the process holds about DuckDB's limit plus a cache no larger than it.
 2. *Grouping sets.* Otherwise each batch's distinct column sets are counted with
    ``GROUP BY GROUPING SETS``, at most ``sets_per_scan`` sets per query (one scan each).
 
@@ -70,7 +73,10 @@ from dpcg.stats.grouped import (
 if TYPE_CHECKING:  # the optional dependency is imported lazily on purpose
     import duckdb
 
-__all__ = ["JOINT_LIMIT", "MAX_UNION", "SETS_PER_SCAN", "DuckDBEngine", "open_duckdb"]
+__all__ = [
+    "JOINT_LIMIT", "MAX_UNION", "SETS_PER_SCAN", "DuckDBEngine", "derived_joint_limit",
+    "open_duckdb", "parse_size",
+]
 
 _ids = itertools.count()
 
@@ -153,7 +159,7 @@ class DuckDBEngine(GroupedEngine):
         codes_view: str,
         positions: NDArray[np.int64] | None,
         *,
-        joint_limit: int = JOINT_LIMIT,
+        joint_limit: int | None = None,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> None:
         self._root = root
@@ -208,7 +214,7 @@ class DuckDBEngine(GroupedEngine):
         where: str,
         file_column: str | None,
         n: int | None,
-        joint_limit: int,
+        joint_limit: int | None,
         sets_per_scan: int,
     ) -> DuckDBEngine:
         if not isinstance(schema, Schema):
@@ -240,7 +246,7 @@ class DuckDBEngine(GroupedEngine):
         threads: int | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
         connection: duckdb.DuckDBPyConnection | None = None,
-        joint_limit: int = JOINT_LIMIT,
+        joint_limit: int | None = None,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
         """A Parquet file, glob (``'lake/*.parquet'``) or list of files/globs.
@@ -265,7 +271,7 @@ class DuckDBEngine(GroupedEngine):
         patterns: list[str],
         where: str,
         schema: Schema,
-        joint_limit: int,
+        joint_limit: int | None,
         sets_per_scan: int,
     ) -> DuckDBEngine:
         files: list[str] = []
@@ -316,7 +322,7 @@ class DuckDBEngine(GroupedEngine):
         select_sql: str,
         schema: Schema,
         where: str,
-        joint_limit: int,
+        joint_limit: int | None,
         sets_per_scan: int,
         table: str | None = None,
     ) -> DuckDBEngine:
@@ -361,7 +367,7 @@ class DuckDBEngine(GroupedEngine):
         threads: int | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
         connection: duckdb.DuckDBPyConnection | None = None,
-        joint_limit: int = JOINT_LIMIT,
+        joint_limit: int | None = None,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
         """A CSV file with a header line; every field is read as text (as the in-memory
@@ -390,7 +396,7 @@ class DuckDBEngine(GroupedEngine):
         memory_limit: str | None = None,
         threads: int | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
-        joint_limit: int = JOINT_LIMIT,
+        joint_limit: int | None = None,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
         """A table (or view) of a DuckDB database, given as an open connection or a
@@ -446,7 +452,7 @@ class DuckDBEngine(GroupedEngine):
         memory_limit: str | None = None,
         threads: int | None = None,
         temp_directory: str | os.PathLike[str] | None = None,
-        joint_limit: int = JOINT_LIMIT,
+        joint_limit: int | None = None,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> DuckDBEngine:
         """An existing relation of ``connection`` (default: DuckDB's default connection,
@@ -531,8 +537,18 @@ class DuckDBEngine(GroupedEngine):
             raise _read_error(exc, self.where) from None
         return arrow_columns(table)
 
+    def _default_joint_limit(self) -> int:
+        """Derived from DuckDB's ``memory_limit`` (:func:`derived_joint_limit`)."""
+        rows = self._root.con.execute("SELECT current_setting('memory_limit')").fetchall()
+        return derived_joint_limit(parse_size(str(rows[0][0])), len(self._discrete()))
+
     def _fetch_joint(self, columns: list[int], limit: int) -> dict[str, NDArray[Any]]:
-        names = ", ".join(f"c{j}" for j in columns)
+        # grouped (and fetched) in the smallest unsigned type holding the codes: a
+        # distinct row costs p + 8 bytes, not 4p + 8 (alarm at 10^8 rows: 6.5 M rows)
+        names = ", ".join(
+            f"CAST(c{j} AS {_code_sql_type(int(self._declared[j] or 0))}) AS c{j}"
+            for j in columns
+        )
         return self._fetch(
             f"SELECT {names}, count(*) AS n FROM {self._codes_view} GROUP BY ALL LIMIT {limit}"
         )
@@ -547,6 +563,43 @@ class DuckDBEngine(GroupedEngine):
             f"FROM {self._codes_view} GROUP BY GROUPING SETS ({groups})"
         )
         return got, got["g"].astype(np.int64)
+
+
+def _code_sql_type(cardinality: int) -> str:
+    """DuckDB's smallest unsigned integer type holding the codes ``0..cardinality-1``
+    (the same widths as :func:`~dpcg.stats.grouped.small_codes`)."""
+    return "UTINYINT" if cardinality <= 256 else "USMALLINT" if cardinality <= 65536 else "BIGINT"
+
+
+_SIZE_UNITS = {
+    "b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a DuckDB size setting as DuckDB prints it (``'953.6 MiB'``, ``'1.8 GiB'``)."""
+    parts = text.strip().replace(" ", "")
+    i = 0
+    while i < len(parts) and (parts[i].isdigit() or parts[i] == "."):
+        i += 1
+    unit = parts[i:].lower() or "b"
+    if i == 0 or unit not in _SIZE_UNITS:
+        raise StatisticInputError(f"cannot read the DuckDB size setting {text!r}")
+    return int(float(parts[:i]) * _SIZE_UNITS[unit])
+
+
+def derived_joint_limit(memory_bytes: int, p: int) -> int:
+    """The joint cache's row limit for a DuckDB ``memory_limit`` of ``memory_bytes``.
+
+    A cached distinct row costs ``p + 8`` bytes (codes and its count), held twice while it
+    is fetched (Arrow, then NumPy), plus 16 bytes of key and weight per row while a
+    marginal is taken: ``2 (p + 8) + 16`` bytes. The limit keeps that within
+    ``memory_limit`` (so the process stays within about twice the limit: DuckDB's own
+    memory plus the cache), and never goes below :data:`JOINT_LIMIT`.
+    """
+    per_row = 2 * (p + 8) + 16
+    return max(JOINT_LIMIT, int(memory_bytes) // per_row)
 
 
 def _codes_view(root: _Root, raw: str) -> str:

@@ -205,7 +205,7 @@ def marginal_frame(
 def small_codes(values: NDArray[Any], cardinality: int) -> NDArray[np.integer[Any]]:
     """Codes in the smallest unsigned dtype holding ``0..cardinality-1``."""
     dtype = np.uint8 if cardinality <= 256 else np.uint16 if cardinality <= 65536 else np.int64
-    return np.asarray(values).astype(dtype)
+    return np.asarray(values).astype(dtype, copy=False)
 
 
 def table_from_frame(
@@ -278,7 +278,8 @@ class GroupedEngine:
     n: int
     #: Declared cardinalities (``None``: a continuous column).
     _declared: tuple[int | None, ...]
-    _joint_limit: int
+    #: ``None``: :meth:`_default_joint_limit` decides
+    _joint_limit: int | None
     _sets_per_scan: int
     _joint: GroupedFrame | None
     _joint_tried: bool
@@ -286,10 +287,10 @@ class GroupedEngine:
     queries: int
 
     def _init_counting(
-        self, declared: tuple[int | None, ...], joint_limit: int, sets_per_scan: int
+        self, declared: tuple[int | None, ...], joint_limit: int | None, sets_per_scan: int
     ) -> None:
         self._declared = declared
-        self._joint_limit = int(joint_limit)
+        self._joint_limit = None if joint_limit is None else int(joint_limit)
         self._sets_per_scan = max(1, int(sets_per_scan))
         self._joint = None
         self._joint_tried = False
@@ -335,13 +336,22 @@ class GroupedEngine:
     def _discrete(self) -> list[int]:
         return [j for j, c in enumerate(self._declared) if c is not None]
 
+    def joint_limit(self) -> int:
+        """Distinct joint rows the joint cache may hold: the ``joint_limit`` the engine was
+        built with, else the engine's default (:meth:`_default_joint_limit`)."""
+        return self._default_joint_limit() if self._joint_limit is None else self._joint_limit
+
+    def _default_joint_limit(self) -> int:
+        return JOINT_LIMIT
+
     def _count_joint(self) -> GroupedFrame | None:
         cols = self._discrete()
-        if not cols or self._joint_limit < 1:
+        limit = self.joint_limit()
+        if not cols or limit < 1:
             return None
-        got = self._fetch_joint(cols, self._joint_limit + 1)
-        counts = got["n"].astype(np.int64)
-        if counts.shape[0] > self._joint_limit:
+        got = self._fetch_joint(cols, limit + 1)
+        counts = got["n"].astype(np.int64, copy=False)
+        if counts.shape[0] > limit:
             return None
         codes = {j: small_codes(got.pop(f"c{j}"), int(self._declared[j] or 0)) for j in cols}
         return GroupedFrame(tuple(cols), codes, counts)

@@ -261,7 +261,7 @@ class SparkEngine(GroupedEngine):
             self._code_sql,
             np.array(absolute, dtype=np.int64),
             self.where,
-            joint_limit=self._joint_limit,
+            joint_limit=self.joint_limit(),
             sets_per_scan=self._sets_per_scan,
         )
 

@@ -16,6 +16,7 @@ import pytest
 duckdb = pytest.importorskip("duckdb")
 
 from dpcg.data import Schema  # noqa: E402
+from dpcg.errors import StatisticInputError  # noqa: E402
 from dpcg.stats.contingency import StrataTable, contingency_table  # noqa: E402
 from dpcg.stats.duckdb_engine import DuckDBEngine  # noqa: E402
 from tests.engines.gen import make_data, write_parquet  # noqa: E402
@@ -113,3 +114,40 @@ def test_numpy_equals_duckdb_equals_spark(
         if case == len(datasets) - 1:  # nested subsets, once
             (got,) = sp_sub.subset(inner).tables([queries[-1]])
             assert_same(contingency_table(codes[:, rows[inner]], cards, *queries[-1]), got)
+
+
+def test_joint_limit_follows_the_memory_limit(
+    datasets: list[tuple[Schema, Any, str]],
+) -> None:
+    """The default joint-cache limit is derived from DuckDB's memory_limit (never below
+    JOINT_LIMIT), and DuckDB's printed sizes are read back exactly enough."""
+    from dpcg.stats.duckdb_engine import JOINT_LIMIT, derived_joint_limit, parse_size
+
+    assert parse_size("953.6 MiB") == int(953.6 * 2**20)
+    assert parse_size("1.8 GiB") == int(1.8 * 2**30)
+    assert parse_size("512 bytes") == 512
+    with pytest.raises(StatisticInputError):
+        parse_size("lots")
+    assert derived_joint_limit(10**6, 37) == JOINT_LIMIT
+    assert derived_joint_limit(10**10, 37) == 10**10 // (2 * 45 + 16)
+    schema, _, glob = datasets[0]
+    small = DuckDBEngine.from_parquet(glob, schema, memory_limit="20MB", threads=1)
+    big = DuckDBEngine.from_parquet(glob, schema, memory_limit="4GB", threads=1)
+    fixed = DuckDBEngine.from_parquet(glob, schema, joint_limit=7, threads=1)
+    p = sum(c > 0 for c in small.cardinalities)
+    assert small.joint_limit() == JOINT_LIMIT
+    assert big.joint_limit() == derived_joint_limit(parse_size("3.7 GiB"), p)
+    assert fixed.joint_limit() == 7
+
+
+def test_wide_codes_in_the_joint_cache(tmp_path: Path) -> None:
+    """Codes above 255 are grouped and fetched as USMALLINT and still give numpy's
+    tables (and the subset's)."""
+    schema, codes = make_data(505, [300, 3, 2, 257], 3000)
+    glob = write_parquet(tmp_path, schema, codes, 2)
+    cards = list(schema.cardinalities)
+    queries = batch(len(cards), 5)
+    engine = DuckDBEngine.from_parquet(glob, schema, threads=1)
+    for q, got in zip(queries, engine.tables(queries), strict=True):
+        assert_same(contingency_table(codes, cards, *q), got)
+    assert engine.scans <= 3  # validation, n, one joint scan
