@@ -5,8 +5,10 @@ frequencies, the sensitivity bounds on adversarial neighbours (docs/privacy/priv
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -245,3 +247,28 @@ def test_audit_search_covers_rff() -> None:
     assert r.evaluations > 0
     assert not r.violated
     assert 0.0 < r.max_ratio <= 1.0
+
+
+def test_cli_discover_privgcm_rff(tmp_path: Path) -> None:
+    from dpcg.cli import main
+    from dpcg.datasets.sem import random_sem
+
+    ds = random_sem(4, seed=7).sample(200, 0)
+    data, schema, out = tmp_path / "d.csv", tmp_path / "s.json", tmp_path / "o.json"
+    ds.to_csv(data)
+    schema.write_text(ds.schema.to_json())
+    base = ["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
+            "private-ci-pc", "--test", "privgcm", "--epsilon", "3", "--plan-size", "6",
+            "--noise-seed", "2", "--no-ledger", "--quiet"]
+    assert main([*base, "--regression", "rff", "--features", "64", "--feature-seed", "5",
+                 "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["spent"]["epsilon"] <= 3.0
+    # bad options are refused before anything is spent (exit code 2)
+    for extra in (["--regression", "nystrom"], ["--features", "64"],
+                  ["--regression", "rff", "--features", "63"],
+                  ["--regression", "rff", "--feature-seed", "-1"]):
+        assert main([*base, *extra]) == 2
+    # the non-private gcm takes the same options
+    assert main(["discover", "--data", str(data), "--schema", str(schema), "--test", "gcm",
+                 "--regression", "rff", "--features", "32", "--quiet", "--out",
+                 str(out)]) == 0
