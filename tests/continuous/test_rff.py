@@ -73,8 +73,8 @@ def test_rff_approximates_krr_and_matches_it_without_z() -> None:
     z = g.uniform(-1, 1, (n, 1))
     v = np.sin(3 * z[:, 0]) + 0.1 * g.normal(size=n)
     exact = KernelRidge(0.5, 0.1).factor(z).residuals(v)
-    approx = RandomFourierRidge(0.5, 0.1, 4000, 0).factor(z).residuals(v)
-    assert np.max(np.abs(exact - approx)) < 0.02
+    approx = RandomFourierRidge(0.5, 0.1, 1500, 0).factor(z).residuals(v)
+    assert np.max(np.abs(exact - approx)) < 0.03
     # no conditioning set: both fit the shrunken constant sum(v) / (n (1 + lam))
     np.testing.assert_allclose(RandomFourierRidge(0.5, 0.1).factor(None, n=n).residuals(v),
                                KernelRidge(0.5, 0.1).factor(None, n=n).residuals(v),
