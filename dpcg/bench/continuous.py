@@ -625,7 +625,10 @@ def run_power_curve(cc: CurveConfig, log: Callable[[str], None]
         "",
         f"### Type-I error (beta = 0), {cc.reps} repetitions per cell",
         "",
-        f"99% binomial band around 0.05: [{lo:.3f}, {hi:.3f}] (values outside in bold).",
+        f"99% binomial band around 0.05: [{lo:.3f}, {hi:.3f}] (values outside in bold; of "
+        f"these {len(cc.ns) * len(methods)} cells about "
+        f"{len(cc.ns) * len(methods) / 100:.1f} fall outside by chance alone, so compare "
+        "with the predicted rates of the last table to tell chance from fitting bias).",
         "",
         "| n | " + " | ".join(labels[m] for m in methods) + " | seconds (all cells of n) |",
         "|---|" + "---|" * (len(methods) + 1),
@@ -715,7 +718,7 @@ def run_power_curve(cc: CurveConfig, log: Callable[[str], None]
         "Worse, with the default lam = 1 the ridge shrinks `f_a` so much that the mean "
         "product under the null (the fitting bias) is several times the signal: what "
         "rejections PrivGCM lam 1 makes at large n are driven by that bias, they occur "
-        "under the null as often as under the alternatives, and the type-I error leaves "
+        "under the null almost as often as under the alternatives, and the type-I error leaves "
         "alpha once sqrt(n) bias / (sqrt(2) c_lam / eps) approaches 1 (the beta = 0 rows "
         f"of the table above: mean product {mu0:.4f} under the null at lam = "
         f"{cc.lam_priv:g}). The noise hides the bias only while n is small. A smaller lam "
