@@ -723,6 +723,7 @@ def gcm_l1_search(
     n: int,
     effort: Effort,
     seed: int,
+    ridge: dict[str, Any] | None = None,
 ) -> SensitivityResult:
     """Hill climbing on the L1 change of PrivGCM's residual-product vector
     (``dpcg.citests.gcm.residual_products``, X, Y, Z in ``[-1, 1]``, one Z column)
@@ -730,13 +731,14 @@ def gcm_l1_search(
 
     Starts from perfectly dependent data (``y = x``, all products near 1) or from
     independent signs; moves: the replacement row's values and which row is replaced.
+    ``ridge`` adds regression options (``regression="rff"``, ``features``, ...).
     """
     from dpcg.citests.gcm import residual_products
 
     rng = np.random.default_rng(seed)
     result = SensitivityResult(name, Relation.REPLACE_ONE.value)
     kw: dict[str, Any] = {"bounds_x": (-1.0, 1.0), "bounds_y": (-1.0, 1.0),
-                          "bounds_z": [(-1.0, 1.0)], "lam": fit_lambda}
+                          "bounds_z": [(-1.0, 1.0)], "lam": fit_lambda, **(ridge or {})}
     restarts = max(effort.restarts * 5, 10)
     steps = max(effort.steps // 4, 30)
     for r in range(restarts):
@@ -788,6 +790,18 @@ def gcm_audits(effort: Effort, seed: int) -> tuple[SensitivityResult, Sensitivit
     bad = gcm_l1_search("mutant:privgcm sklearn alpha as lambda", lam, c_lambda(a), n,
                         effort, seed)
     return ok, bad
+
+
+def gcm_rff_audit(effort: Effort, seed: int) -> SensitivityResult:
+    """The residual products of the random-Fourier-feature ridge (``regression="rff"``,
+    few public features, so the fit is close to parametric) against the same
+    ``c_lambda(lam)`` (docs/privacy/privgcm.md, "Finite-dimensional feature maps")."""
+    from dpcg.citests.gcm import c_lambda
+
+    n, lam = 100, 0.3
+    return gcm_l1_search("privgcm residual products, RFF ridge (D=8), c_lambda(lam)", lam,
+                         c_lambda(lam), n, effort, seed,
+                         ridge={"regression": "rff", "features": 8, "feature_seed": 0})
 
 
 FloatVec = NDArray[np.float64]

@@ -4,8 +4,9 @@ session by :mod:`dpcg.private.private_ci_pc`) and the non-private GCM.
 ``build_private_test`` builds the private tester of one run on a continuous dataset;
 ``load_model_x`` reads PrivCRT's public model-X law (``--model-x law.json`` with keys
 ``mean`` and ``cov``; e.g. estimated from public data, never from the private dataset).
-The options of each test (``--bandwidth``, ``--lam``, ``--model-x``,
-``--crt-resamples``, ``--residual-bound``) are typed dataclasses registered with the test
+The options of each test (``--bandwidth``, ``--lam``, ``--regression krr|rff``,
+``--features``, ``--feature-seed``, ``--model-x``, ``--crt-resamples``,
+``--residual-bound``) are typed dataclasses registered with the test
 (:mod:`dpcg.citests.registry`); the CLI derives its flags from them.
 """
 
@@ -26,6 +27,13 @@ from dpcg.citests.registry import TestContext, TestSpec, option, register_test
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Continuous
 from dpcg.errors import CITestError
+from dpcg.regression import (
+    DEFAULT_FEATURE_SEED,
+    DEFAULT_FEATURES,
+    check_feature_seed,
+    check_features,
+    check_regression,
+)
 
 TESTS = ("privgcm", "privcrt")
 
@@ -68,13 +76,17 @@ def build_private_test(
     model: GaussianModelX | None = None,
     m: int | None = None,
     residual_bound: float = 1.0,
+    regression: str = "krr",
+    features: int | None = None,
+    feature_seed: int | None = None,
 ) -> PrivGCMTest | PrivCRTTest:
     """The CI tester ``test`` on ``dataset`` charging ``test_epsilon`` per test."""
     _check_dataset(dataset)
     if test == "privgcm":
         return PrivGCMTest(dataset.values, _bounds(dataset), session, test_epsilon,
                            bandwidth=bandwidth, lam=DEFAULT_LAMBDA if lam is None else lam,
-                           alpha=alpha, names=dataset.names)
+                           alpha=alpha, names=dataset.names, regression=regression,
+                           features=features, feature_seed=feature_seed)
     if test == "privcrt":
         if model is None:
             raise CITestError(
@@ -83,7 +95,8 @@ def build_private_test(
         return PrivCRTTest(dataset.values, _bounds(dataset), session, test_epsilon, model,
                            m=m, residual_bound=residual_bound, bandwidth=bandwidth,
                            lam=DEFAULT_CRT_LAMBDA if lam is None else lam, alpha=alpha,
-                           names=dataset.names)
+                           names=dataset.names, regression=regression, features=features,
+                           feature_seed=feature_seed)
     raise CITestError(f"test={test!r}: choose one of {TESTS}")
 
 
@@ -105,7 +118,7 @@ def _check_positive(name: str, value: float | int | None, *, integer: bool = Fal
 
 @dataclass(frozen=True)
 class KernelOptions:
-    """The KRR options of ``gcm`` and ``privgcm``."""
+    """The ridge-regression options of ``gcm``, ``privgcm`` and ``privcrt``."""
 
     bandwidth: float | None = option(
         None, type=float,
@@ -113,10 +126,37 @@ class KernelOptions:
              f"(default {DEFAULT_BANDWIDTH})")
     lam: float | None = option(
         None, type=float, help="public KRR ridge lam >= 1e-3 (default 1; privcrt 10)")
+    regression: str | None = option(
+        None, type=str, metavar="krr|rff",
+        help="krr: exact kernel ridge, O(n^3) (default); rff: ridge on random Fourier "
+             "features with public frequencies, O(n D^2), same sensitivity")
+    features: int | None = option(
+        None, type=int, metavar="D",
+        help=f"rff only: number D of random Fourier features (even; default "
+             f"{DEFAULT_FEATURES})")
+    feature_seed: int | None = option(
+        None, type=int,
+        help=f"rff only: public seed of the Fourier frequencies (a hyper-parameter, "
+             f"never from the data; default {DEFAULT_FEATURE_SEED})")
 
     def __post_init__(self) -> None:
         _check_positive("bandwidth", self.bandwidth)
         _check_positive("lam", self.lam)
+        check_regression(self.regression_or_default)
+        if self.regression_or_default == "krr" and (
+            self.features is not None or self.feature_seed is not None
+        ):
+            raise CITestError("features / feature_seed: these options apply to "
+                              "--regression rff only")
+        if self.features is not None:
+            check_features(self.features)
+        if self.feature_seed is not None:
+            check_feature_seed(self.feature_seed)
+
+    @property
+    def regression_or_default(self) -> str:
+        return "krr" if self.regression is None else self.regression
+
 
     @property
     def bandwidth_or_default(self) -> float:
@@ -156,9 +196,13 @@ def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
             dataset, test, session, test_epsilon, alpha=alpha, model=model,
             m=options.crt_resamples,
             residual_bound=1.0 if options.residual_bound is None else options.residual_bound,
-            bandwidth=options.bandwidth_or_default, lam=options.lam)
+            bandwidth=options.bandwidth_or_default, lam=options.lam,
+            regression=options.regression_or_default, features=options.features,
+            feature_seed=options.feature_seed)
     return build_private_test(dataset, test, session, test_epsilon, alpha=alpha,
-                              bandwidth=options.bandwidth_or_default, lam=options.lam)
+                              bandwidth=options.bandwidth_or_default, lam=options.lam,
+                              regression=options.regression_or_default,
+                              features=options.features, feature_seed=options.feature_seed)
 
 
 def _build_gcm(ctx: TestContext[KernelOptions]) -> CITest:
@@ -166,7 +210,8 @@ def _build_gcm(ctx: TestContext[KernelOptions]) -> CITest:
     lam = DEFAULT_LAMBDA if ctx.options.lam is None else ctx.options.lam
     return GCMTest(ctx.dataset.values, _bounds(ctx.dataset), alpha=ctx.alpha,
                    names=ctx.dataset.names, bandwidth=ctx.options.bandwidth_or_default,
-                   lam=lam)
+                   lam=lam, regression=ctx.options.regression_or_default,
+                   features=ctx.options.features, feature_seed=ctx.options.feature_seed)
 
 
 register_test(TestSpec(

@@ -7,7 +7,8 @@ on the original and on every copy, and rank the original among them.
 PrivCRT (Kalemaj, Kasiviswanathan and Ramdas, Alg. 2, Definition 4.4):
 
 * Y is clipped to its public bounds and rescaled to ``[-1, 1]``; ``r_Y`` are the
-  residuals of KRR of Y on Z (public bandwidth, public ``lam >= LAMBDA_FLOOR``);
+  residuals of KRR of Y on Z (public bandwidth, public ``lam >= LAMBDA_FLOOR``), or of
+  the random-Fourier-feature ridge (``regression="rff"``; same objective, same bound);
 * ``r_X^(j)_i = x^(j)_i - E[X | Z = z_i]`` are exact (the model is known), expressed on
   the rescaled X scale (the public affine map of X's bounds) and clipped to
   ``[-B_r, B_r]`` (public ``B_r``);
@@ -45,13 +46,14 @@ from dpcg.citests.gcm import (
     DEFAULT_BANDWIDTH,
     ContinuousData,
     _FactorCache,
+    _ridge_suffix,
     check_alpha,
     check_epsilon,
     check_positive,
     require_session,
 )
 from dpcg.errors import CITestError
-from dpcg.regression import KernelRidge, KRRFactor
+from dpcg.regression import Ridge, RidgeFactor, make_ridge
 
 if TYPE_CHECKING:
     from accounting.session import Session
@@ -252,7 +254,7 @@ def crt_pvalue(queries: FloatArray) -> float:
     return float((1 + np.count_nonzero(q[1:] >= q[0])) / q.shape[0])
 
 
-def _y_residuals(ys: FloatArray, factor: KRRFactor) -> FloatArray:
+def _y_residuals(ys: FloatArray, factor: RidgeFactor) -> FloatArray:
     return factor.residuals(ys)
 
 
@@ -314,11 +316,15 @@ class _CRTBase:
         alpha: float,
         names: Sequence[str] | None,
         generator: np.random.Generator | None,
+        regression: str = "krr",
+        features: int | None = None,
+        feature_seed: int | None = None,
     ) -> None:
         self.alpha = check_alpha(alpha)
         self.m = default_resamples(self.alpha) if m is None else check_resamples(m, self.alpha)
         self.residual_bound = check_residual_bound(residual_bound)
-        self.krr = KernelRidge(bandwidth, lam)
+        self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
+                                     feature_seed=feature_seed)
         self.data = ContinuousData.build(values, bounds, names)
         self.model = model
         self.generator = generator
@@ -381,10 +387,14 @@ class CRTTest(_CRTBase):
         lam: float = DEFAULT_CRT_LAMBDA,
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
+        regression: str = "krr",
+        features: int | None = None,
+        feature_seed: int | None = None,
     ) -> None:
         super().__init__(
             values, bounds, model, m=m, residual_bound=residual_bound, bandwidth=bandwidth,
-            lam=lam, alpha=alpha, names=names, generator=generator,
+            lam=lam, alpha=alpha, names=names, generator=generator, regression=regression,
+            features=features, feature_seed=feature_seed,
         )
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
@@ -416,10 +426,14 @@ class PrivCRTTest(_CRTBase):
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
         generator: np.random.Generator | None = None,
+        regression: str = "krr",
+        features: int | None = None,
+        feature_seed: int | None = None,
     ) -> None:
         super().__init__(
             values, bounds, model, m=m, residual_bound=residual_bound, bandwidth=bandwidth,
-            lam=lam, alpha=alpha, names=names, generator=generator,
+            lam=lam, alpha=alpha, names=names, generator=generator, regression=regression,
+            features=features, feature_seed=feature_seed,
         )
         self.epsilon = check_epsilon(epsilon)
         self.session = session
@@ -458,7 +472,7 @@ class PrivCRTTest(_CRTBase):
         purpose = (
             f"PrivCRT rank {names[xi]} _||_ {names[yi]} | "
             f"{{{', '.join(names[s] for s in Si)}}} (m={self.m}, B_r={self.residual_bound}, "
-            f"lam={self.krr.lam}, bandwidth={self.krr.bandwidth})"
+            f"lam={self.krr.lam}, bandwidth={self.krr.bandwidth}{_ridge_suffix(self.krr)})"
         )
         index = int(require_session(self.session).release(mech, compute, purpose=purpose))
         p = (index + 1) / (self.m + 1)

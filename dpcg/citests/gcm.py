@@ -10,7 +10,9 @@ PrivGCM (Kalemaj, Kasiviswanathan and Ramdas, Alg. 1 with kernel ridge regressio
    and rescaled the same way (for a meaningful single bandwidth; the proof needs no
    bound on Z);
 2. KRR of X on Z and of Y on Z (:mod:`dpcg.regression`, public bandwidth, public
-   ``lam >= LAMBDA_FLOOR``; one Cholesky factorisation for both fits);
+   ``lam >= LAMBDA_FLOOR``; one Cholesky factorisation for both fits); or, with
+   ``regression="rff"``, the same ridge on ``D`` random Fourier features with public
+   frequencies (``O(n D^2)`` instead of ``O(n^3)``; same objective and same ``c_lam``);
 3. release the vector ``R`` through ``accounting``'s vector Laplace mechanism with L1
    sensitivity ``c_lam = 2 a^2 + min(4 a^2/lam, 2 a/sqrt(lam))``, ``a = 1 + lam^-1/2``
    (replace-one; the paper's ``2 a^2 (1 + 2/lam)`` tightened with a proof), i.e. iid
@@ -39,7 +41,13 @@ from scipy.special import ndtr
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.data.dataset import Dataset
 from dpcg.errors import CITestError
-from dpcg.regression import LAMBDA_FLOOR, KernelRidge, KRRFactor
+from dpcg.regression import (
+    LAMBDA_FLOOR,
+    KernelRidge,
+    Ridge,
+    RidgeFactor,
+    make_ridge,
+)
 
 if TYPE_CHECKING:
     from accounting.session import Session
@@ -176,7 +184,7 @@ def c_lambda(lam: float) -> float:
 
 
 def residual_products_scaled(
-    xs: FloatArray, ys: FloatArray, factor: KRRFactor
+    xs: FloatArray, ys: FloatArray, factor: RidgeFactor
 ) -> FloatArray:
     """``R_i = r^X_i r^Y_i`` for X, Y already in ``[-1, 1]`` (one solve for both fits)."""
     res = factor.residuals(np.stack([xs, ys], axis=1))
@@ -194,11 +202,15 @@ def residual_products(
     bounds_z: Sequence[tuple[float, float]] = (),
     bandwidth: float = DEFAULT_BANDWIDTH,
     lam: float = DEFAULT_LAMBDA,
+    regression: str = "krr",
+    features: int | None = None,
+    feature_seed: int | None = None,
 ) -> FloatArray:
     """The exact GCM residual-product vector of PrivGCM on raw data.
 
     ``x``, ``y`` of length ``n``; ``z`` of shape ``(n, d)`` (or ``None``); the bounds are
     public. X, Y and Z are clipped to their bounds and rescaled to ``[-1, 1]``.
+    ``regression`` is ``"krr"`` (default) or ``"rff"`` (``features``, ``feature_seed``).
     """
     xa = np.asarray(x, dtype=np.float64)
     n = xa.shape[0]
@@ -209,9 +221,10 @@ def residual_products(
         cols.extend(zz.T)
     bounds = [bounds_x, bounds_y, *bounds_z]
     data = ContinuousData.build(np.stack(cols), bounds)
-    krr = KernelRidge(bandwidth, lam)
+    ridge = make_ridge(regression, bandwidth, lam, features=features,
+                       feature_seed=feature_seed)
     zs = data.scaled[2:].T if d else None
-    factor = krr.factor(zs, n=n)
+    factor = ridge.factor(zs, n=n)
     return residual_products_scaled(data.scaled[0], data.scaled[1], factor)
 
 
@@ -271,15 +284,16 @@ def require_session(session: Session | None) -> Session:
 
 
 class _FactorCache:
-    """Cholesky factors of ``K_S + n lam I`` per conditioning set (PC reuses S a lot)."""
+    """Cholesky factors of ``K_S + n lam I`` (or ``Phi_S^T Phi_S + n lam I``) per
+    conditioning set (PC reuses S a lot)."""
 
-    def __init__(self, data: ContinuousData, krr: KernelRidge, size: int = 8) -> None:
+    def __init__(self, data: ContinuousData, krr: Ridge, size: int = 8) -> None:
         self._data = data
         self._krr = krr
         self._size = size
-        self._cache: OrderedDict[tuple[int, ...], KRRFactor] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, ...], RidgeFactor] = OrderedDict()
 
-    def get(self, S: tuple[int, ...]) -> KRRFactor:
+    def get(self, S: tuple[int, ...]) -> RidgeFactor:
         key = tuple(sorted(S))
         hit = self._cache.get(key)
         if hit is not None:
@@ -298,8 +312,15 @@ class _FactorCache:
 # ---------------------------------------------------------------------------------
 
 
+def _ridge_suffix(ridge: Ridge) -> str:
+    """Extra words of a release's purpose for a non-default regression ('' for KRR, so
+    the ledgers of KRR runs are unchanged)."""
+    return "" if isinstance(ridge, KernelRidge) else ", " + ridge.describe()
+
+
 class GCMTest:
-    """Non-private GCM test with KRR (same fit and rescaling as PrivGCM).
+    """Non-private GCM test with KRR (same fit and rescaling as PrivGCM), or with the
+    random-Fourier-feature ridge (``regression="rff"``, ``features``, ``feature_seed``).
 
     For comparison only: it releases the exact statistic. As nothing is released
     privately, ``lam_floor`` may be lowered here (e.g. to fit complex functions).
@@ -315,9 +336,13 @@ class GCMTest:
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
         lam_floor: float = LAMBDA_FLOOR,
+        regression: str = "krr",
+        features: int | None = None,
+        feature_seed: int | None = None,
     ) -> None:
         self.alpha = check_alpha(alpha)
-        self.krr = KernelRidge(bandwidth, lam, lam_floor)
+        self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
+                                     feature_seed=feature_seed, lam_floor=lam_floor)
         self.data = ContinuousData.build(values, bounds, names)
         self._factors = _FactorCache(self.data, self.krr)
 
@@ -335,7 +360,10 @@ class PrivGCMTest:
     """PrivGCM: every test releases the residual-product vector through the session's
     vector Laplace mechanism (L1 sensitivity ``c_lambda(lam)``, ``epsilon`` per test).
 
-    ``names`` defaults to ``X0..X{p-1}``; the decision is ``p > alpha``.
+    ``names`` defaults to ``X0..X{p-1}``; the decision is ``p > alpha``. The regression
+    is KRR (default) or, with ``regression="rff"``, the ridge on ``features`` random
+    Fourier features whose frequencies come from the public ``feature_seed``; the
+    sensitivity ``c_lambda(lam)`` is the same (docs/privacy/privgcm.md).
     """
 
     def __init__(
@@ -349,10 +377,14 @@ class PrivGCMTest:
         lam: float = DEFAULT_LAMBDA,
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
+        regression: str = "krr",
+        features: int | None = None,
+        feature_seed: int | None = None,
     ) -> None:
         self.alpha = check_alpha(alpha)
         self.epsilon = check_epsilon(epsilon)
-        self.krr = KernelRidge(bandwidth, lam)
+        self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
+                                     feature_seed=feature_seed)
         self.data = ContinuousData.build(values, bounds, names)
         self.session = session
         self._factors = _FactorCache(self.data, self.krr)
@@ -378,7 +410,7 @@ class PrivGCMTest:
         purpose = (
             f"PrivGCM residual products {names[xi]} _||_ {names[yi]} | "
             f"{{{', '.join(names[s] for s in Si)}}} (lam={self.krr.lam}, "
-            f"bandwidth={self.krr.bandwidth})"
+            f"bandwidth={self.krr.bandwidth}{_ridge_suffix(self.krr)})"
         )
         noisy = np.asarray(require_session(self.session).release(mech, compute, purpose=purpose),
                            dtype=np.float64)
