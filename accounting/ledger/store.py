@@ -820,16 +820,22 @@ class Ledger:
                             (dataset_id,)).fetchone():
                 raise DuplicateDatasetError(
                     f"dataset {dataset_id!r} is already registered in {self.path}")
-            seq = self._append(conn, {
-                "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
-                "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                         "description": description},
-            })
-            conn.execute(
-                f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_DATASET_COLUMNS))})",
-                (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
-                 seq, "0", "0", 0))
+            self._insert_dataset(conn, dataset_id, eps, delta, rel, description)
+
+    def _insert_dataset(self, conn: sqlite3.Connection, dataset_id: str, eps: Fraction,
+                        delta: Fraction, rel: Relation, description: str) -> None:
+        """Inside the write transaction: the registration entry and the dataset's row
+        (arguments already validated, the id checked to be new under the write lock)."""
+        seq = self._append(conn, {
+            "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
+            "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
+                     "description": description},
+        })
+        conn.execute(
+            f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
+            f"({', '.join('?' * len(_DATASET_COLUMNS))})",
+            (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
+             seq, "0", "0", 0))
 
     def ensure_dataset(self, dataset_id: str, lifetime: Budget,
                        relation: Relation | str = Relation.REPLACE_ONE,
@@ -873,16 +879,7 @@ class Ledger:
                 return info, False
             if need is not None:
                 _refuse_unless_fits(dataset_id, need, eps, delta, "lifetime")
-            seq = self._append(conn, {
-                "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
-                "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                         "description": description},
-            })
-            conn.execute(
-                f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_DATASET_COLUMNS))})",
-                (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
-                 seq, "0", "0", 0))
+            self._insert_dataset(conn, dataset_id, eps, delta, rel, description)
         return DatasetInfo(dataset_id=dataset_id, lifetime_epsilon=eps, lifetime_delta=delta,
                            relation=rel, description=description,
                            reserved_epsilon=Fraction(0), reserved_delta=Fraction(0),
