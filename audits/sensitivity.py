@@ -608,6 +608,41 @@ def constructions(spec: Any) -> list[Pair]:
     return out
 
 
+def spearman_step_maximum(m: int) -> tuple[float, int, int]:
+    """The exact maximum of ``G' - G`` when one row joins a block of ``m`` rows, for the
+    block statistic ``G = 12 T / (m (m + 1))`` of ``conditional-spearman-z``, over EVERY
+    block of ``m`` rows and every new row; returns ``(maximum, p, q)`` with the new row
+    placed above ``p`` old rows in x and ``q`` in y.
+
+    Ties need not be searched: midranks average the ranks over the tie-breaks, and with
+    independent tie-breaks in x and y ``T`` (bilinear) and each term of ``T' - T`` are the
+    averages of their tie-broken values, so ``G' - G`` with ties is an average of values
+    without ties. Without ties the block is a permutation ``pi`` and, for a fixed ``(p,
+    q)``, ``m (T' - T) - 2 T`` (``G' - G`` times the positive ``m (m+1)(m+2) / 12``) is
+    a sum over the rows of a function of ``(rank_x, rank_y)`` plus a constant
+    (docs/privacy/statistics-conditional-spearman-z.md, proof): an assignment problem,
+    solved exactly for each of the ``(m+1)^2`` placements. By the symmetry ``y -> -y``
+    the minimum is minus the maximum, and a removal is an addition read backwards.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    ranks = np.arange(1, m + 1, dtype=np.float64)
+    a = ranks - (m + 1) / 2.0
+    best = (-math.inf, 0, 0)
+    for p in range(m + 1):
+        s = np.where(ranks > p, 1.0, -1.0)
+        for q in range(m + 1):
+            t = np.where(ranks > q, 1.0, -1.0)
+            w = (m * (0.5 * np.outer(s, a) + 0.5 * np.outer(a, t) + 0.25 * np.outer(s, t))
+                 - 2.0 * np.outer(a, a))
+            rows, cols = linear_sum_assignment(w, maximize=True)
+            phi = float(w[rows, cols].sum()) + m * (p - m / 2.0) * (q - m / 2.0)
+            step = 12.0 * phi / (m * (m + 1) * (m + 2))
+            if step > best[0]:
+                best = (step, p, q)
+    return best
+
+
 @dataclass(frozen=True)
 class Effort:
     """How hard each search works (per spec)."""

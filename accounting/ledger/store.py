@@ -626,7 +626,8 @@ class Ledger:
         computed it); every other field is encoded here, each value exactly once.
         ``chained=True``: this instance already appended in the SAME transaction (which
         holds the write lock), so the head is the row it wrote last and is not re-read.
-        ``timestamp``: the entry's time (default now; a batch shares its commit's).
+        ``timestamp``: the entry's time (default now: a dataset registration; every
+        entry of a run passes the run's open time, see :class:`LedgerRun`).
         """
         if chained and self._last_row is not None:
             row = self._last_row
@@ -819,16 +820,22 @@ class Ledger:
                             (dataset_id,)).fetchone():
                 raise DuplicateDatasetError(
                     f"dataset {dataset_id!r} is already registered in {self.path}")
-            seq = self._append(conn, {
-                "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
-                "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                         "description": description},
-            })
-            conn.execute(
-                f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_DATASET_COLUMNS))})",
-                (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
-                 seq, "0", "0", 0))
+            self._insert_dataset(conn, dataset_id, eps, delta, rel, description)
+
+    def _insert_dataset(self, conn: sqlite3.Connection, dataset_id: str, eps: Fraction,
+                        delta: Fraction, rel: Relation, description: str) -> None:
+        """Inside the write transaction: the registration entry and the dataset's row
+        (arguments already validated, the id checked to be new under the write lock)."""
+        seq = self._append(conn, {
+            "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
+            "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
+                     "description": description},
+        })
+        conn.execute(
+            f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
+            f"({', '.join('?' * len(_DATASET_COLUMNS))})",
+            (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
+             seq, "0", "0", 0))
 
     def ensure_dataset(self, dataset_id: str, lifetime: Budget,
                        relation: Relation | str = Relation.REPLACE_ONE,
@@ -872,16 +879,7 @@ class Ledger:
                 return info, False
             if need is not None:
                 _refuse_unless_fits(dataset_id, need, eps, delta, "lifetime")
-            seq = self._append(conn, {
-                "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
-                "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                         "description": description},
-            })
-            conn.execute(
-                f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_DATASET_COLUMNS))})",
-                (dataset_id, fraction_str(eps), fraction_str(delta), rel.value, description,
-                 seq, "0", "0", 0))
+            self._insert_dataset(conn, dataset_id, eps, delta, rel, description)
         return DatasetInfo(dataset_id=dataset_id, lifetime_epsilon=eps, lifetime_delta=delta,
                            relation=rel, description=description,
                            reserved_epsilon=Fraction(0), reserved_delta=Fraction(0),
@@ -928,6 +926,10 @@ class Ledger:
         reservations; if all reservations including this one would exceed the lifetime
         budget, raises :class:`BudgetExceededError` and writes nothing. A run that is
         never closed (killed process) keeps its reservation: there are no refunds.
+
+        The open time is taken once, here: every entry of the run (run-open, mechanism,
+        output, run-close) carries it as its ``timestamp``, so the ledger records when
+        the run started and nothing about how long its releases took.
         """
         dataset_id = _check_id("dataset_id", dataset_id)
         eps, delta = _check_budget("budget", budget)
@@ -941,6 +943,9 @@ class Ledger:
                 "the zcdp rule needs delta > 0 to convert to (eps, delta)")
         run_id = uuid.uuid4().hex
         with self._transaction("FULL") as conn:
+            # under the write lock (run-open entries are in time order); every entry of
+            # the run carries this time, never a later one
+            opened_at = _now()
             info = self.dataset(dataset_id)
             new_eps = info.reserved_epsilon + eps
             new_delta = info.reserved_delta + delta
@@ -960,7 +965,7 @@ class Ledger:
                 "relation": info.relation.value, "seed_explicit": seed_explicit,
                 "data": {"budget": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
                          "rule": rule, "description": description},
-            })
+            }, timestamp=opened_at)
             conn.execute(
                 f"INSERT INTO runs({', '.join(_RUN_COLUMNS)}) VALUES "
                 f"({', '.join('?' * len(_RUN_COLUMNS))})",
@@ -971,7 +976,7 @@ class Ledger:
                 "UPDATE datasets SET reserved_epsilon=?, reserved_delta=?, n_runs=n_runs+1 "
                 "WHERE dataset_id=?", (fraction_str(new_eps), fraction_str(new_delta), dataset_id))
         return LedgerRun(self, run_id, dataset_id, budget, eps, delta, info.relation, rule,
-                         seed_explicit)
+                         seed_explicit, opened_at)
 
     def runs(self, dataset_id: str | None = None) -> list[RunInfo]:
         sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs"
@@ -1229,9 +1234,13 @@ class LedgerRun:
 
     def __init__(self, ledger: Ledger, run_id: str, dataset_id: str, budget: Budget,
                  budget_epsilon: Fraction, budget_delta: Fraction, relation: Relation,
-                 rule: str, seed_explicit: bool) -> None:
+                 rule: str, seed_explicit: bool, opened_at: str) -> None:
         self._ledger = ledger
         self._run_id = run_id
+        #: The run's open time (UTC ISO 8601), the timestamp of EVERY entry of the run:
+        #: per-entry commit times would leak the data-dependent compute time between
+        #: releases (docs/privacy/threat-model.md).
+        self._opened_at = opened_at
         self.dataset_id = dataset_id
         self._budget = budget
         self._eps = budget_epsilon
@@ -1251,6 +1260,11 @@ class LedgerRun:
     @property
     def budget(self) -> Budget:
         return self._budget
+
+    @property
+    def opened_at(self) -> str:
+        """When the run was opened (UTC ISO 8601): the timestamp of all its entries."""
+        return self._opened_at
 
     @property
     def relation(self) -> Relation:
@@ -1293,8 +1307,8 @@ class LedgerRun:
         checked = [self._validate(entry) for entry in entries]
         with self._ledger._transaction("NORMAL") as conn:
             totals = self._claim_totals(conn, entries)
-            now = _now()  # one transaction, one time
-            seqs = [self._ledger._append(conn, fields, encoded, chained=i > 0, timestamp=now)
+            seqs = [self._ledger._append(conn, fields, encoded, chained=i > 0,
+                                         timestamp=self._opened_at)
                     for i, (fields, encoded) in enumerate(checked)]
         # committed: the stored totals are now exactly these texts and values
         self._spent_cache = totals
@@ -1447,7 +1461,7 @@ class LedgerRun:
             self._ledger._append(conn, {
                 "kind": "output", "dataset_id": self.dataset_id, "run_id": self._run_id,
                 "relation": self._relation.value, "data": {"of_seq": sequence, "output": value},
-            })
+            }, timestamp=self._opened_at)
             conn.execute("UPDATE runs SET n_outputs=n_outputs+1 WHERE run_id=?", (self._run_id,))
         self._with_output.add(sequence)
 
@@ -1465,6 +1479,6 @@ class LedgerRun:
             seq = self._ledger._append(conn, {
                 "kind": "run-close", "dataset_id": self.dataset_id, "run_id": self._run_id,
                 "relation": self._relation.value, "data": {"status": status},
-            })
+            }, timestamp=self._opened_at)
             conn.execute("UPDATE runs SET status=?, closed_seq=? WHERE run_id=?",
                          (status, seq, self._run_id))

@@ -199,7 +199,9 @@ def _ledger_html(section: LedgerSection | None, run_id: str | None) -> str:
                      "this ledger.</p>")
         return "".join(parts)
     head = ("<tr><th>seq</th><th>kind</th><th>mechanism</th><th>parameters</th>"
-            "<th>cost</th><th>purpose</th><th>time</th><th>hash</th></tr>")
+            "<th>cost</th><th>purpose</th><th title='every entry of a run carries the time the "
+            "run started; the ledger records no duration'>time (run start)</th>"
+            "<th>hash</th></tr>")
     rows = []
     for entry in section.entries:
         cost = entry.get("cost")

@@ -56,7 +56,9 @@ class LedgerSpending:
     path: str
     report: VerificationReport
     datasets: tuple[DatasetSpending, ...]
-    last: datetime | None  # the last entry's time: the step lines run up to it
+    #: the last entry's time, the step lines run up to it: the start of the newest run
+    #: (every entry of a run carries its open time) or the newest registration
+    last: datetime | None
 
 
 def _fraction(value: object, what: str) -> Fraction:

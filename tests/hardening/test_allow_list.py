@@ -1,17 +1,24 @@
 """The release allow-list (issue 19, item 1; docs/privacy/threat-model.md).
 
 Every field of a private run's ``result.json`` (all six private algorithms of the
-registry), every line ``dpcg discover`` prints for a private run, and every ledger
-column (and every key of an entry's ``data``) must be either PUBLIC (declared schema,
-``n``, hyper-parameters, the guarantee, names, the plan fixed from public information,
-declared budgets) or RELEASED (the output of a charged primitive, or post-processing of
-such outputs and public information). Anything else fails the test, which is how a new
-field gets reviewed before it ships.
+registry, on every table engine that serves them), every line ``dpcg discover`` prints
+for a private run, and every ledger column (and every key of an entry's ``data``) must be
+either PUBLIC (declared schema, ``n``, hyper-parameters, the guarantee, names, the plan
+fixed from public information, declared budgets) or RELEASED (the output of a charged
+primitive, or post-processing of such outputs and public information). Anything else
+fails the test, which is how a new field gets reviewed before it ships.
+
+Engines (docs/scale.md): the five discrete algorithms run on ``duckdb`` (a Parquet file)
+and on ``spark`` (``local[1]``, one JVM for the module); ``private-ci-pc`` needs its
+rows in memory and is refused on both with :class:`~dpcg.errors.AlgorithmError`, before
+any ledger row is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import io
 import json
 import re
 import sqlite3
@@ -21,8 +28,11 @@ from typing import Any
 
 import pytest
 
+from dpcg.cli import main
+from dpcg.errors import AlgorithmError
+from dpcg.private.common import DiscreteAlgorithm
 from dpcg.private.registry import algorithms
-from tests.hardening.helpers import PRIVATE, cli, continuous_table, source_args
+from tests.hardening.helpers import PRIVATE, cli, continuous_table, raw, row_counts, source_args
 
 PUBLIC = "public"
 RELEASED = "released (charged primitive or post-processing of its outputs)"
@@ -66,6 +76,23 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.orders[].epsilons[]": RELEASED,
 }
 
+#: What a run on an out-of-core engine adds to ``result.json``: the engine's name, a
+#: public option (``--engine``, or the public default chosen from the path and file size).
+ENGINE_RESULT_FIELDS: dict[str, str] = {"data.engine": PUBLIC}
+
+#: The description of a ledger run (``runs.description`` and the run-open entry's
+#: ``data.description``, both PUBLIC): the algorithm, the test, and for an out-of-core
+#: engine ``engine=NAME`` (public, as above); nothing else may be appended.
+RUN_DESCRIPTION = re.compile(r"dpcg (?P<algorithm>[\w-]+)/(?P<test>[\w-]+)"
+                             r"( engine=(?P<engine>duckdb|spark))?")
+
+#: The engines of the registry besides ``numpy`` and the algorithms each serves.
+ENGINES = ("duckdb", "spark")
+DISCRETE = tuple(n for n in PRIVATE if isinstance(algorithms()[n], DiscreteAlgorithm))
+#: Spark: one JVM for the module; Priv-PC's subsampled sieve starts many small jobs, so
+#: it runs level 0 only there (level 1 on duckdb).
+SPARK_DEPTH = {"priv-pc": "0"}
+
 #: Ledger columns, by table.
 LEDGER_COLUMNS: dict[str, dict[str, str]] = {
     "metadata": {"key": PUBLIC, "value": PUBLIC},
@@ -81,12 +108,11 @@ LEDGER_COLUMNS: dict[str, dict[str, str]] = {
         "seq", "kind", "dataset_id", "run_id", "mechanism", "params", "sensitivity",
         "relation", "cost", "seed_explicit", "prev_hash", "hash")},
         "purpose": PUBLIC,  # variable names and hyper-parameters
+        # a dataset's registration time, or the OPEN time of the entry's run (the same on
+        # every entry of a run: when the operator started it, never how long it took)
+        "timestamp": PUBLIC,
         "data": RELEASED},  # keys checked below
 }
-
-#: Documented side channels (docs/privacy/threat-model.md), not releases. An entry's
-#: ``timestamp`` is wall-clock time: the gaps between entries include compute time.
-SIDE_CHANNELS: dict[str, str] = {"entries.timestamp": "wall-clock time of each entry"}
 
 #: Keys of ``entries.data`` by entry kind (fnmatch patterns).
 ENTRY_DATA: dict[str, str] = {
@@ -108,6 +134,11 @@ STDERR_LINES = [
                r"to their declared bounds \(how many values were clipped is not reported: "
                r"it would be an uncharged count\)"),
 ]
+
+#: The progress line (tqdm, only once a run passes a second; no elapsed time for a
+#: private run): the level and the number of tests so far, functions of the released
+#: decisions. Redrawn with carriage returns, so it shows up as several "lines".
+PROGRESS_LINE = re.compile(r"discover [\w-]+/[\w-]+: (starting|, level \d+, \d+ tests)\s*")
 
 
 def _paths(obj: Any, prefix: str = "") -> Iterator[str]:
@@ -141,26 +172,36 @@ def test_the_six_private_algorithms_are_covered() -> None:
 @pytest.mark.parametrize("name", PRIVATE)
 def test_private_run_releases_only_the_allow_list(name: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    led, out = tmp_path / "l.sqlite", tmp_path / "r.json"
-    argv = ["discover", *source_args(name, tmp_path), "--algorithm", name, "--epsilon", "1",
-            "--max-depth", "1", "--noise-seed", "1", "--ledger", str(led), "--out", str(out),
-            "--include-tests"]
+    _released_only(["discover", *source_args(name, tmp_path), "--algorithm", name,
+                    "--max-depth", "1"], tmp_path, capsys)
+
+
+def _released_only(argv: list[str], tmp: Path, capsys: pytest.CaptureFixture[str],
+                   engine: str | None = None) -> None:
+    """Run ``argv`` (a private ``dpcg discover`` without budget, ledger and output
+    options) and check its result, its printed lines and its ledger against the lists."""
+    led, out = tmp / "l.sqlite", tmp / "r.json"
+    argv = [*argv, "--epsilon", "1", "--noise-seed", "1", "--ledger", str(led), "--out",
+            str(out), "--include-tests"]
     got = cli(argv, capsys)
     assert got.code == 0, got.err
     doc = json.loads(out.read_text())
-    unknown = sorted({p for p in _paths(doc) if _classify(p, RESULT_FIELDS) is None})
+    fields = RESULT_FIELDS if engine is None else {**RESULT_FIELDS, **ENGINE_RESULT_FIELDS}
+    unknown = sorted({p for p in _paths(doc) if _classify(p, fields) is None})
     assert not unknown, f"result.json fields neither public nor released: {unknown}"
+    assert doc["data"].get("engine") == engine
     assert "timing" not in doc  # a side channel: --diagnostics only
     # stdout: nothing (the result went to --out); stderr: allow-listed lines only
     assert got.out == ""
-    lines = [line for line in got.err.splitlines() if line.strip()]
-    assert len(lines) == 2
+    lines = [line for line in got.err.splitlines()
+             if line.strip() and not PROGRESS_LINE.fullmatch(line)]
+    assert len(lines) == 2, got.err
     for line in lines:
         assert any(rx.fullmatch(line) for rx in STDERR_LINES), line
-    _check_ledger(led)
+    _check_ledger(led, engine)
 
 
-def _check_ledger(led: Path) -> None:
+def _check_ledger(led: Path, engine: str | None = None) -> None:
     con = sqlite3.connect(f"file:{led}?mode=ro", uri=True)
     try:
         tables = [r[0] for r in con.execute(
@@ -168,23 +209,135 @@ def _check_ledger(led: Path) -> None:
         for table in tables:
             cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
             for col in cols:
-                known = LEDGER_COLUMNS.get(table, {}).get(col)
-                assert known is not None or f"{table}.{col}" in SIDE_CHANNELS, \
+                assert LEDGER_COLUMNS.get(table, {}).get(col) is not None, \
                     f"ledger column {table}.{col} is neither public nor released"
+        descriptions = [r[0] for r in con.execute("SELECT description FROM runs")]
         for kind, data in con.execute("SELECT kind, data FROM entries"):
             if not data:
                 continue
             for path in _paths(json.loads(data)):
                 assert _classify(f"{kind}.{path}", ENTRY_DATA) is not None, \
                     f"entries.data of a {kind!r} entry: {path} is not allow-listed"
+            if kind == "run-open":
+                descriptions.append(json.loads(data)["description"])
+        assert descriptions
+        for text in descriptions:
+            match = RUN_DESCRIPTION.fullmatch(text)
+            assert match is not None, f"run description {text!r} is not allow-listed"
+            assert match["engine"] == engine
+        # the timestamp is public only because a run's entries all carry its open time
+        stamps: dict[str, set[str]] = {}
+        for run_id, stamp in con.execute(
+                "SELECT run_id, timestamp FROM entries WHERE run_id IS NOT NULL"):
+            stamps.setdefault(run_id, set()).add(stamp)
+        assert stamps
+        assert all(len(s) == 1 for s in stamps.values()), stamps
     finally:
         con.close()
 
 
+# ----------------------------------------------------------------- every engine
+
+
+@pytest.fixture(scope="module")
+def asia_parquet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """2000 rows of asia as a Parquet file and its schema (the engines read it)."""
+    pytest.importorskip("pyarrow")
+    tmp = tmp_path_factory.mktemp("lake")
+    data, schema = tmp / "asia.parquet", tmp / "asia.schema.json"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["datasets", "sample", "asia", "--rows", "2000", "--seed", "1",
+                     "--format", "parquet", "--out", str(data), "--schema-out", str(schema)])
+    assert code == 0
+    return data, schema
+
+
+@pytest.fixture(scope="module")
+def sem4_parquet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The 4-variable continuous table as Parquet (what private-ci-pc would read)."""
+    pa_csv = pytest.importorskip("pyarrow.csv")
+    pq = pytest.importorskip("pyarrow.parquet")
+    tmp = tmp_path_factory.mktemp("sem4")
+    csv, schema = continuous_table(tmp)
+    data = tmp / "sem4.parquet"
+    pq.write_table(pa_csv.read_csv(csv), data)
+    return data, schema
+
+
+@pytest.fixture(scope="module")
+def spark_local() -> Iterator[None]:
+    """Spark runs reuse one ``local[1]`` JVM (dpcg keeps one session per master and
+    process); stopped after the module unless a session was already running (then it
+    is that session's owner's to stop, e.g. the cluster of tests/engines)."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from dpcg.stats import engine_specs
+    from tests.engines.spark_cluster import java_home
+
+    if java_home() is None:  # pragma: no cover - CI has Java 17
+        pytest.skip("Spark needs Java 17")
+    before = SparkSession.getActiveSession()
+    yield
+    if before is None:
+        started = SparkSession.getActiveSession()
+        if started is not None:
+            started.stop()
+            for url in [u for u, sess in engine_specs._SESSIONS.items() if sess is started]:
+                del engine_specs._SESSIONS[url]
+
+
+def _engine_argv(engine: str, data: Path, schema: Path) -> list[str]:
+    argv = ["discover", "--data", str(data), "--schema", str(schema), "--dataset-id",
+            f"lake-{engine}", "--engine", engine]
+    return [*argv, "--spark-master", "local[1]"] if engine == "spark" else argv
+
+
+def test_the_engines_serve_the_five_discrete_algorithms() -> None:
+    assert set(DISCRETE) == {"curate", "em-pc", "laplace-pc", "priv-pc", "svt-pc"}
+    assert set(PRIVATE) - set(DISCRETE) == {"private-ci-pc"}
+
+
+@pytest.mark.parametrize("name", DISCRETE)
+def test_duckdb_run_releases_only_the_allow_list(name: str, tmp_path: Path,
+                                                 asia_parquet: tuple[Path, Path],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("duckdb")
+    _released_only([*_engine_argv("duckdb", *asia_parquet), "--algorithm", name,
+                    "--max-depth", "1"], tmp_path, capsys, engine="duckdb")
+
+
+@pytest.mark.parametrize("name", DISCRETE)
+def test_spark_run_releases_only_the_allow_list(name: str, tmp_path: Path,
+                                                asia_parquet: tuple[Path, Path],
+                                                spark_local: None,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _released_only([*_engine_argv("spark", *asia_parquet), "--algorithm", name,
+                    "--max-depth", SPARK_DEPTH.get(name, "1")], tmp_path, capsys,
+                   engine="spark")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_engine_refuses_private_ci_pc_before_the_ledger(
+        engine: str, tmp_path: Path, sem4_parquet: tuple[Path, Path],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """private-ci-pc needs its rows in memory: refused by name, nothing written."""
+    led = tmp_path / "l.sqlite"
+    argv = [*_engine_argv(engine, *sem4_parquet), "--algorithm", "private-ci-pc",
+            "--epsilon", "1", "--ledger", str(led), "--out", str(tmp_path / "r.json")]
+    got = cli(argv, capsys)
+    assert got.code == 2
+    assert got.err == (f"dpcg discover: error: --engine {engine}: the table engines serve "
+                       "the private discrete algorithms; use --engine numpy for this run\n")
+    with pytest.raises(AlgorithmError):
+        raw(argv)
+    assert row_counts(led) == {"entries": 0, "runs": 0, "datasets": 0}
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_side_channels_are_documented() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "privacy" / "threat-model.md").read_text()
-    for column in SIDE_CHANNELS:
-        assert column in doc
+    assert "entries.timestamp" in doc  # what it reveals: the run's start, not its duration
     for word in ("timing", "memory", "error class", "file size"):
         assert word in doc
 
