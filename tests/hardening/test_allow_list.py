@@ -328,7 +328,8 @@ def test_an_engine_refuses_private_ci_pc_before_the_ledger(
     got = cli(argv, capsys)
     assert got.code == 2
     assert got.err == (f"dpcg discover: error: --engine {engine}: the table engines serve "
-                       "the private discrete algorithms; use --engine numpy for this run\n")
+                       "the discrete algorithms (and --algorithm pc); use --engine numpy for "
+                       "this run\n")
     with pytest.raises(AlgorithmError):
         raw(argv)
     assert row_counts(led) == {"entries": 0, "runs": 0, "datasets": 0}
