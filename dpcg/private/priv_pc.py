@@ -318,6 +318,14 @@ class SieveExamineTester:
         rem = self.session.remaining()
         total = rem.epsilon if self.plan.rule == "basic" else rem.rho
         assert total is not None
+        # a round still in flight (a running sieve, or one started with the last examine)
+        # may still charge its examine: keep that out of the level's share
+        if self._next is not None or (self.sieve is not None and not self.sieve.halted):
+            params = self._next_params if self._next is not None else self._run_params
+            pending = self._round_costs(params)[1]
+            owed = pending.epsilon if self.plan.rule == "basic" else pending.rho
+            assert owed is not None
+            total = max(total - owed, Fraction(0))
         eps_half = unit_epsilon(level_share(total, units, level, self.plan.depth),
                                 self.plan.rule, parts=2)
         record: dict[str, Any] = {"level": level, "open_pairs": open_pairs,
@@ -340,9 +348,11 @@ class SieveExamineTester:
 
     def _start_round(self) -> None:
         if self._left <= 0:
-            raise self._stop(f"level {self._level}'s plan of "
-                             f"{self.levels[-1]['rounds_planned'] if self.levels else 0} "
-                             f"rounds is used up")
+            if self.levels and self.levels[-1]["epsilon_per_round"] <= 0.0:
+                raise self._stop(f"the budget is used up: nothing is left for level "
+                                 f"{self._level}")
+            planned = self.levels[-1]["rounds_planned"] if self.levels else self.plan.rounds
+            raise self._stop(f"level {self._level}'s plan of {planned} rounds is used up")
         need = self._round_costs(self._params)[0]
         ok, remaining = self._fits(need)
         if not ok:

@@ -177,6 +177,9 @@ class SVTTester:
 
     def _start(self) -> SparseVectorRun:
         if self._left <= 0:
+            if self.plan.per_level and self._eps <= 0.0:
+                raise self._stop(f"the budget is used up: nothing is left for level "
+                                 f"{self._level}")
             raise self._stop(f"level {self._level}'s plan of instances is used up")
         mech = self._mechanism()
         if not fits(mech.cost(self.session.relation), self.session.remaining()):

@@ -114,7 +114,8 @@ def test_priv_pc_used_up_plan_stops_flagged_and_honest(asia: Any,
                                                        ) -> None:
     # a plan far too small above level 0: level 1 runs out of rounds
     monkeypatch.setattr(priv_pc, "PRIV_PC_ROUNDS_PER_PAIR", 0.05)
-    res = discover(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=5)
+    # planned depth 3: level 1 may spend a third of what remains, so budget is left
+    res = discover(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=5, max_depth=3)
     assert res.budget_exhausted
     assert res.pc.levels_completed >= 1  # level 0 is never cut short
     last = res.plan["used_levels"][-1]
@@ -124,6 +125,7 @@ def test_priv_pc_used_up_plan_stops_flagged_and_honest(asia: Any,
     assert "used up" in res.message
     assert "unspent" in res.message
     assert res.plan["used_unspent"]["rho"] > 0  # reported, not silently lost
+    assert res.plan["horizon"] == 3
     # the graph is not the complete graph: level 0's removals were applied
     p = len(asia.names)
     j = res.cpdag.to_json()
@@ -145,3 +147,20 @@ def test_a_user_plan_cut_short_at_level_zero_says_so(asia: Any, algorithm: str) 
     assert "NOT a pruned skeleton" in res.message
     assert Fraction(res.spent["exact"]["epsilon"]) <= 1
     assert res.plan["used_unspent"]["rule"] == "basic"
+
+
+def test_priv_pc_budget_used_up_says_so(asia: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # planned depth 1 and a tiny level plan: level 1 spends all that remains, and the
+    # run stops at level 2 because nothing is left (not because of a plan)
+    monkeypatch.setattr(priv_pc, "PRIV_PC_ROUNDS_PER_PAIR", 0.05)
+    for seed in range(5, 11):
+        res = discover(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=seed)
+        for rec in res.plan["used_levels"]:
+            assert rec["rounds"] <= rec["rounds_planned"]
+        if res.budget_exhausted:
+            assert res.message is not None
+            assert "used up" in res.message
+            # the level plans keep a round in flight's examine out of the next level's
+            # share: the filter itself never has to refuse
+            assert "round costs" not in res.message
+        assert Fraction(res.spent["exact"]["rho"]) <= Budget(0.5, 1e-6).rho()
