@@ -17,7 +17,7 @@ the next test starts a NEW instance with a fresh Laplace threshold drawn inside 
 primitive (never Gaussian). Rule (public): ``basic`` or ``zcdp`` (an ``eps_i``-DP
 instance is ``eps_i^2/2``-zCDP), whichever gives the instances the larger epsilon.
 Default plan: one per PC level, ``ceil(open pairs / c)`` instances (the most the level can
-start, so SVT-PC never runs out), each level's share from what the filter has left
+start, so no level runs out), each level's share from what the filter has left
 (:func:`dpcg.private.planning.level_share`); with ``plan_size`` ``R`` instances over the
 run. The filter enforces the budget. Proof note: ``docs/privacy/algorithm-svt-pc.md``.
 """

@@ -3,7 +3,7 @@ the zCDP/basic choice, and what a run returns when a plan is used up.
 
 * the rule's pieces are exact: ``unit_epsilon`` never exceeds its share, the levels'
   shares never exceed what remains;
-* level 0's plan can never run out (one unit per pair); SVT-PC never runs out at all;
+* level 0's plan can never run out (one unit per pair); no SVT-PC level runs out;
 * a plan that runs out stops the run flagged, with a message that says what the user
   gets, nothing admitted past the plan, and the unspent budget reported.
 """
