@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
 
+from accounting.costs import Cost, round_down
+from accounting.session import Session
 from dpcg.citests.private import DEFAULT_SCORE, SCORES, ScoreOptions, StatisticSource
 from dpcg.citests.private import source_for_dataset as _source_for_dataset
 from dpcg.citests.registry import option
@@ -25,7 +27,8 @@ from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError
 from dpcg.private.contract import Plan, RunSettings, ScoreCache, Tester
 
-__all__ = ["DiscreteAlgorithm", "PlanSizeParams", "check_count_field", "plan_count"]
+__all__ = ["DiscreteAlgorithm", "PlanSizeParams", "check_count_field", "fits", "plan_count",
+           "unspent"]
 
 #: CLI test names that map onto a private score: the private G-test is ``cmi``
 #: (G^2 = 2 n CMI, so releasing n CMI against chi2(df)/2 is the G-test's rule with noise).
@@ -81,6 +84,27 @@ def plan_count(params: PlanSizeParams, settings: RunSettings, default: int) -> i
     if params.test_epsilon is not None:
         return int(Fraction(settings.epsilon) // Fraction(params.test_epsilon))
     return default
+
+
+def fits(need: Cost, remaining: Cost) -> bool:
+    """Whether a declared cost fits what the session has left, under either rule."""
+    if remaining.epsilon is not None and (need.epsilon is None
+                                          or need.epsilon > remaining.epsilon):
+        return False
+    if remaining.epsilon is not None and need.delta > remaining.delta:
+        return False
+    return not (remaining.rho is not None and (need.rho is None or need.rho > remaining.rho))
+
+
+def unspent(session: Session) -> dict[str, float | str | None]:
+    """What the run did not spend, under its rule (released: budget minus the declared
+    costs of admitted releases)."""
+    rem = session.remaining()
+    return {"rule": session.rule,
+            "epsilon": None if rem.epsilon is None else round_down(max(rem.epsilon,
+                                                                       Fraction(0))),
+            "delta": round_down(max(rem.delta, Fraction(0))),
+            "rho": None if rem.rho is None else round_down(max(rem.rho, Fraction(0)))}
 
 
 ParamsT = TypeVar("ParamsT")

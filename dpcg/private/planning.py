@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import minimize
@@ -284,3 +285,104 @@ def curate_plan(
     if s > rho_remaining:
         best = best * math.sqrt(rho_remaining / s) * (1.0 - 1e-9)
     return CuratePlan(order, tuple(float(v) for v in best), tuple(int(v) for v in t))
+
+
+# --------------------------------------------------------------------------------------
+# SVT-PC and Priv-PC: per-level plans
+# --------------------------------------------------------------------------------------
+
+#: Levels a per-level plan provisions for when ``max_depth`` is not given (public): level
+#: 0 may spend half of the budget, level 1 all that remains, later levels what the first
+#: two left. Measured, not tuned per network: on generated families
+#: (``random:nodes=20|50,max_parents=3,card=2-4``, tuning seeds 11-13, 20K and 100K rows,
+#: eps 1) depth 1 was the best on 50 nodes (mean F1 ratio to G^2 PC at 100K rows:
+#: Priv-PC .83 vs .73 at depth 2, SVT-PC .64 vs .52) and within .03 of depth 2 on 20
+#: nodes (``docs/benchmarks/priv-pc-budget.md``): later levels ask few tests.
+DEFAULT_PLANNED_DEPTH = 1
+
+#: Priv-PC rounds planned per open pair at levels >= 1 (a round ends at every sieve
+#: positive, also one the examine rejects). Level 0 needs at most one round per pair.
+#: Measured on the same families: level 1 uses about 2.7 rounds per open pair; 1-2 ran
+#: out in every 50-node run, 3-4 in some, 6 in none, 8 spread the budget too thin.
+PRIV_PC_ROUNDS_PER_PAIR = 6
+
+
+def planned_depth(p: int, max_depth: int | None) -> int:
+    """The deepest level a per-level plan provisions for: ``max_depth`` if given, else
+    :data:`DEFAULT_PLANNED_DEPTH`, never above ``p - 2`` (public)."""
+    if isinstance(p, bool) or not isinstance(p, int) or p < 2:
+        raise AlgorithmError(f"p: need at least 2 variables, got {p!r}")
+    d = DEFAULT_PLANNED_DEPTH if max_depth is None else int(max_depth)
+    return max(0, min(d, p - 2))
+
+
+def level_units(open_pairs: int, level: int, *, per_pair: float = 1.0,
+                level0_per_pair: float = 1.0, cutoff: int = 1) -> int:
+    """Units (SVT instances / Priv-PC rounds) a level's plan provides, from the number
+    of pairs still adjacent when the level starts (a post-processed count).
+
+    ``ceil(rate * open_pairs / cutoff)`` with ``rate = level0_per_pair`` at level 0 and
+    ``per_pair`` above; at least 1. For SVT-PC (``1.0``, cutoff ``c``) this is an upper
+    bound on the instances the level can start (every positive removes a distinct pair);
+    for Priv-PC at level 0 (one test per pair) an upper bound on its rounds.
+    """
+    if open_pairs < 0 or level < 0 or cutoff < 1:
+        raise AlgorithmError(f"level_units: bad arguments {open_pairs}, {level}, {cutoff}")
+    rate = level0_per_pair if level == 0 else per_pair
+    return max(1, math.ceil(rate * open_pairs / cutoff))
+
+
+def level_share(remaining: Fraction, units: int, level: int, depth: int) -> Fraction:
+    """Per-unit share of the remaining budget (``eps`` under ``basic``, ``rho`` under
+    ``zcdp``) for a level whose plan has ``units`` units: ``remaining / (units * L)``
+    with ``L = max(depth - level + 1, 1)`` the levels still provisioned for. Every later
+    level is assumed no larger than this one, so the level spends at most ``1/L`` of what
+    remains and what it does not use carries over (exact fraction)."""
+    if units < 1:
+        raise AlgorithmError(f"units: expected >= 1, got {units!r}")
+    left = max(depth - level + 1, 1)
+    rem = max(Fraction(remaining), Fraction(0))
+    return rem / (units * left)
+
+
+def unit_epsilon(share: Fraction, rule: str, parts: int = 1) -> float:
+    """The largest float ``e`` (found by stepping down) such that ``parts`` pure
+    ``e``-DP mechanisms cost at most ``share``: ``parts * e <= share`` under ``basic``,
+    ``parts * e^2 / 2 <= share`` under ``zcdp`` (a pure ``e``-DP mechanism is
+    ``e^2/2``-zCDP, Bun-Steinke 2016 Prop. 1.4), checked in exact arithmetic. 0.0 when
+    ``share`` is 0."""
+    s = Fraction(share)
+    if s <= 0:
+        return 0.0
+    if rule == "basic":
+        e = float(s / parts)
+    elif rule == "zcdp":
+        e = math.sqrt(float(2 * s / parts))
+    else:
+        raise AlgorithmError(f"rule: expected 'basic' or 'zcdp', got {rule!r}")
+
+    def cost(v: float) -> Fraction:
+        q = Fraction(v)
+        return parts * q if rule == "basic" else parts * q * q / 2
+
+    steps = 0
+    while e > 0.0 and cost(e) > s:  # float rounding: a few ulps at most
+        e = math.nextafter(e, 0.0) if steps < 64 else e * (1.0 - 1e-12)
+        steps += 1
+    return e
+
+
+def choose_unit_rule(epsilon: float, delta: float, units: int, parts: int = 1) -> str:
+    """``basic`` or ``zcdp`` for a plan of ``units`` equal units of ``parts`` pure-DP
+    mechanisms each: the rule giving each mechanism the larger epsilon (i.e. the smaller
+    noise). Public information only (budget, planned units). Without a delta only
+    ``basic`` applies; ties go to ``basic``."""
+    from accounting.costs import Budget
+
+    if delta <= 0:
+        return "basic"
+    b = Budget(epsilon, delta)
+    k = max(int(units), 1)
+    e_basic = unit_epsilon(Fraction(b.epsilon_exact) / k, "basic", parts)
+    e_zcdp = unit_epsilon(b.rho() / k, "zcdp", parts)
+    return "zcdp" if e_zcdp > e_basic else "basic"

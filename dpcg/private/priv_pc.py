@@ -24,10 +24,16 @@ subsample and threshold). The next round's sieve is admitted and started in the 
 further round fits after it; it stays charged, unused, if no test follows.
 
 Costs: the sieve's ``eps_base`` is chosen so that its amplified cost
-``ln(1 + (m/n)(e^{eps_base} - 1))`` is at most ``eps/2`` (Balle-Barthe-Gaboardi 2018,
-sampling without replacement, replace-one); the examine costs ``eps/2``. A round is
-admitted only if both halves fit; the plan has ``R`` rounds of ``eps = eps_total / R``.
-Subsample rate ``m/n = (e^{eps/2} - 1)/3.9216`` clipped to ``[1/20, 1]``.
+``ln(1 + (m/n)(e^{eps_base} - 1))`` is at
+most ``eps_r/2`` (Balle-Barthe-Gaboardi 2018, sampling without replacement,
+replace-one); the examine costs ``eps_r/2``. A round is admitted only if the level's plan
+has a round left and both halves fit. Rule (public): ``basic`` or ``zcdp`` (a pure
+``e``-DP half is ``e^2/2``-zCDP), whichever gives the rounds the larger epsilon.
+Default plan: one per PC level, fixed when the level starts from public facts and the
+count of released removals (:func:`level_rounds`, :func:`dpcg.private.planning.level_share`);
+level 0 can never run out. When a level's plan is used up the run stops, flagged,
+before admitting anything more (``exhaustion_note`` says what the user gets).
+Subsample rate ``m/n = (e^{eps_r/2} - 1)/3.9216`` clipped to ``[1/20, 1]``.
 Proof note: ``docs/privacy/algorithm-priv-pc.md``.
 """
 
@@ -40,7 +46,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from accounting.costs import Cost, split_epsilon
+from accounting.costs import Cost
 from accounting.errors import BudgetExceededError
 from accounting.mechanisms import Laplace, SparseVectorRun, SubsampledSparseVector
 from accounting.relations import Relation
@@ -53,14 +59,23 @@ from dpcg.private.common import (
     PlanSizeParams,
     check_count_field,
     check_number_field,
+    fits,
     plan_count,
+    unspent,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
+    PRIV_PC_ROUNDS_PER_PAIR,
     SIEVE_EPSILON_CAP,
     amplified_base_epsilon,
+    choose_unit_rule,
     default_rounds,
+    level_share,
+    level_units,
+    n_pairs,
+    planned_depth,
     subsample_size,
+    unit_epsilon,
 )
 from dpcg.private.registry import register_algorithm
 
@@ -88,7 +103,24 @@ class PrivPCParams(PlanSizeParams):
 
 
 @dataclass(frozen=True)
+class RoundParams:
+    """The public parameters of one round: the examine's ``eps/2`` (the amplified sieve
+    spends at most the same), the subsample size ``m``, the sieve's base budget and its
+    sensitivity at ``m`` rows."""
+
+    epsilon_half: float
+    epsilon_base: float
+    m: int
+    sensitivity_sub: float
+
+
+@dataclass(frozen=True)
 class PrivPCPlan:
+    """The public plan. ``per_level``: every level gets its own plan of rounds when it
+    starts (:func:`level_rounds`); the fields describe level 0's, which is fixed from
+    public facts alone. Otherwise (``plan_size`` / ``test_epsilon`` given) ``rounds``
+    rounds of ``epsilon_round`` over the whole run."""
+
     rule: str
     rounds: int
     epsilon_round: float
@@ -100,6 +132,14 @@ class PrivPCPlan:
     sensitivity_full: float
     sensitivity_sub: float
     max_depth: int | None
+    per_level: bool = False
+    depth: int = 0
+    pairs: int = 0
+    m_fixed: int | None = None
+
+    @property
+    def first(self) -> RoundParams:
+        return RoundParams(self.epsilon_half, self.epsilon_base, self.m, self.sensitivity_sub)
 
     def describe(self) -> dict[str, Any]:
         return {"rule": self.rule, "plan_size": self.rounds,
@@ -110,7 +150,8 @@ class PrivPCPlan:
                 "subsample_rate": self.m / self.n, "tweak": self.tweak,
                 "sensitivity_full": self.sensitivity_full,
                 "sensitivity_subsample": self.sensitivity_sub, "positive": "independent",
-                "max_depth": self.max_depth}
+                "max_depth": self.max_depth,
+                "horizon": self.depth if self.per_level else None}
 
 
 def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> SubsampledSparseVector:
@@ -137,29 +178,63 @@ def _relation() -> Relation:
     return Relation.REPLACE_ONE
 
 
-def make_plan(params: PrivPCParams, settings: RunSettings,
-              source: StatisticSource) -> PrivPCPlan:
-    budget = settings.budget()
-    r = plan_count(params, settings, default_rounds(source.p))
-    tweak = float(params.tweak)
-    if params.test_epsilon is not None:
-        eps_round = float(params.test_epsilon)
-        eps_half = eps_round / 2.0
-    else:
-        eps_half = split_epsilon(budget.epsilon, 2 * max(r, 1))
-        eps_round = 2.0 * eps_half
-    n = source.n
-    m = int(params.m or subsample_size(n, eps_round))
-    sens_n = source.sensitivity()
+def round_params(n: int, eps_half: float, source: StatisticSource,
+                 m_fixed: int | None = None) -> RoundParams:
+    """A round's parameters for an examine budget ``eps_half`` (public)."""
+    m = int(m_fixed or subsample_size(n, 2.0 * eps_half))
     sens_m = source.sensitivity(m)
     # The sieve never needs more than SIEVE_EPSILON_CAP (spending less is always allowed).
     eps_base = fit_base_epsilon(n, m, min(eps_half, SIEVE_EPSILON_CAP), sens_m)
-    return PrivPCPlan("basic", r, eps_round, eps_half, eps_base, n, m, tweak, sens_n, sens_m,
-                      settings.max_depth)
+    return RoundParams(eps_half, eps_base, m, sens_m)
+
+
+def level_rounds(open_pairs: int, level: int) -> int:
+    """Rounds a level's plan provides: one per open pair at level 0 (each pair is tested
+    once there, so the level can never need more), :data:`PRIV_PC_ROUNDS_PER_PAIR` per
+    open pair above (public rule; ``docs/privacy/algorithm-priv-pc.md``)."""
+    return level_units(open_pairs, level, per_pair=PRIV_PC_ROUNDS_PER_PAIR)
+
+
+def make_plan(params: PrivPCParams, settings: RunSettings,
+              source: StatisticSource) -> PrivPCPlan:
+    budget = settings.budget()
+    tweak = float(params.tweak)
+    n = source.n
+    pairs = n_pairs(source.p)
+    sens_n = source.sensitivity()
+    if params.plan_size is None and params.test_epsilon is None:
+        # per-level plans; level 0's from public facts alone
+        depth = planned_depth(source.p, settings.max_depth)
+        r = level_rounds(pairs, 0)
+        units = r * max(depth + 1, 1)
+        rule = choose_unit_rule(budget.epsilon, budget.delta, units, parts=2)
+        total = budget.epsilon_exact if rule == "basic" else budget.rho()
+        eps_half = unit_epsilon(level_share(total, r, 0, depth), rule, parts=2)
+        first = round_params(n, eps_half, source, params.m)
+        return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
+                          first.m, tweak, sens_n, first.sensitivity_sub, settings.max_depth,
+                          per_level=True, depth=depth, pairs=pairs, m_fixed=params.m)
+    r = plan_count(params, settings, default_rounds(source.p))
+    if params.test_epsilon is not None:
+        rule = "basic"
+        eps_half = float(params.test_epsilon) / 2.0
+    else:
+        rule = choose_unit_rule(budget.epsilon, budget.delta, max(r, 1), parts=2)
+        total = budget.epsilon_exact if rule == "basic" else budget.rho()
+        eps_half = unit_epsilon(total / max(r, 1), rule, parts=2)
+    first = round_params(n, eps_half, source, params.m)
+    return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n, first.m,
+                      tweak, sens_n, first.sensitivity_sub, settings.max_depth,
+                      pairs=pairs, m_fixed=params.m)
+
+
+def _show(cost: Cost) -> str:
+    """A declared cost for a message (public: a function of the plan)."""
+    return ", ".join(f"{k}={v:.6g}" for k, v in cost.summary().items() if v is not None)
 
 
 class SieveExamineTester:
-    """Edge tester running sieve-and-examine rounds."""
+    """Edge tester running sieve-and-examine rounds, with a plan of rounds per level."""
 
     def __init__(self, plan: PrivPCPlan, source: StatisticSource, session: Session) -> None:
         self.plan = plan
@@ -169,16 +244,26 @@ class SieveExamineTester:
         self.sub: StatisticSource | None = None
         self.rounds = 0
         self.examines = 0
-        self._need: Cost | None = None  # a round's cost (public, the same every round)
-        #: the next round's sieve, started with the last examine
+        #: the running sieve's round parameters (it may have been started a level before)
+        self._run_params = plan.first
+        #: the current level's round parameters, and its rounds not yet admitted
+        self._params = plan.first
+        self._left = plan.rounds
+        self._level = -1
+        self._removed = 0  # independence answers so far (each removes a distinct pair)
+        self._costs: dict[RoundParams, tuple[Cost, Cost]] = {}
+        #: the next round's sieve, started with the last examine, and its parameters
         self._next: SparseVectorRun | None = None
-        self._examine_cost: Cost | None = None
-        self._need_next: Cost | None = None  # an examine plus a whole round (public, fixed)
+        self._next_params = plan.first
+        #: per-level record (post-processing of released decisions)
+        self.levels: list[dict[str, Any]] = []
+        #: what the user gets when the run stops early (for the result's message)
+        self.exhaustion_note: str | None = None
 
-    def _examine_mech(self, sensitivity: float | None = None) -> Laplace:
+    def _examine_mech(self, params: RoundParams, sensitivity: float | None = None) -> Laplace:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
         sens = self.plan.sensitivity_full if sensitivity is None else sensitivity
-        return Laplace(sens, self.plan.epsilon_half)
+        return Laplace(sens, params.epsilon_half)
 
     @property
     def unused_sieves(self) -> int:
@@ -186,25 +271,19 @@ class SieveExamineTester:
         (no test came after it); it is charged all the same."""
         return int(self._next is not None)
 
-    def _round_cost(self) -> Cost:
-        """The declared cost of one round, sieve plus examine (public, fixed)."""
-        if self._need is None:
+    def _round_costs(self, params: RoundParams) -> tuple[Cost, Cost]:
+        """``(round, examine)``: the declared cost of one round with ``params`` (sieve
+        plus examine) and of its examine (public)."""
+        got = self._costs.get(params)
+        if got is None:
             rel = self.session.relation
-            self._examine_cost = self._examine_mech().cost(rel)  # any pair: same eps/2
-            self._need = self._new_sieve().cost(rel) + self._examine_cost
-        return self._need
+            examine = self._examine_mech(params).cost(rel)  # any pair: same eps/2
+            got = (self._new_sieve(params).cost(rel) + examine, examine)
+            self._costs[params] = got
+        return got
 
-    def _round_and_examine(self) -> Cost:
-        """The declared cost of one examine plus a whole round (public, fixed)."""
-        if self._need_next is None:
-            round_cost = self._round_cost()
-            assert self._examine_cost is not None  # set by _round_cost
-            self._need_next = round_cost + self._examine_cost
-        return self._need_next
-
-    def _new_sieve(self) -> SubsampledSparseVector:
-        return _sieve(self.plan.n, self.plan.m, self.plan.epsilon_base,
-                      self.plan.sensitivity_sub)
+    def _new_sieve(self, params: RoundParams) -> SubsampledSparseVector:
+        return _sieve(self.plan.n, params.m, params.epsilon_base, params.sensitivity_sub)
 
     def _sieve_purpose(self) -> str:
         return f"priv-pc sieve {self.rounds + 1}"
@@ -212,22 +291,81 @@ class SieveExamineTester:
     def _fits(self, need: Cost) -> tuple[bool, Cost]:
         """Whether the declared cost ``need`` fits what the session has left (and that)."""
         remaining = self.session.remaining()
-        return not (remaining.epsilon is not None and need.epsilon is not None
-                    and need.epsilon > remaining.epsilon), remaining
+        return fits(need, remaining), remaining
+
+    def _stop(self, why: str) -> BudgetExceededError:
+        level = max(self._level, 0)
+        if level == 0:
+            what = ("level 0 was not completed: the pairs it had not yet tested keep their "
+                    "edge untested, so this graph is NOT a pruned skeleton")
+        else:
+            what = (f"the graph is level {level - 1}'s (levels_completed = {level}) minus "
+                    f"the removals decided at level {level}; the pairs level {level} had "
+                    f"not yet decided keep their edge")
+        self.exhaustion_note = (f"budget-limited: {why}; {what}. The guarantee covers "
+                                f"everything released; the unspent budget is in "
+                                f"plan.used_unspent")
+        return BudgetExceededError(f"priv-pc: {why}")
+
+    def _enter_level(self, level: int) -> None:
+        """Fix the level's plan when its first test comes (public facts and the count of
+        released removals only)."""
+        self._level = level
+        if not self.plan.per_level:
+            return
+        open_pairs = max(self.plan.pairs - self._removed, 0)
+        units = level_rounds(open_pairs, level)
+        rem = self.session.remaining()
+        total = rem.epsilon if self.plan.rule == "basic" else rem.rho
+        assert total is not None
+        # a round still in flight (a running sieve, or one started with the last examine)
+        # may still charge its examine: keep that out of the level's share
+        if self._next is not None or (self.sieve is not None and not self.sieve.halted):
+            params = self._next_params if self._next is not None else self._run_params
+            pending = self._round_costs(params)[1]
+            owed = pending.epsilon if self.plan.rule == "basic" else pending.rho
+            assert owed is not None
+            total = max(total - owed, Fraction(0))
+        eps_half = unit_epsilon(level_share(total, units, level, self.plan.depth),
+                                self.plan.rule, parts=2)
+        record: dict[str, Any] = {"level": level, "open_pairs": open_pairs,
+                                  "rounds_planned": units, "rounds": 0,
+                                  "epsilon_per_round": 2.0 * eps_half}
+        self.levels.append(record)
+        if eps_half <= 0.0:
+            self._left = 0
+            return
+        self._params = (self.plan.first if level == 0
+                        else round_params(self.plan.n, eps_half, self.source,
+                                          self.plan.m_fixed))
+        record["m"] = self._params.m
+        self._left = units
+
+    def _count_round(self) -> None:
+        self._left -= 1
+        if self.levels:
+            self.levels[-1]["rounds"] += 1
 
     def _start_round(self) -> None:
-        need = self._round_cost()
-        fits, remaining = self._fits(need)
-        if not fits:
+        if self._left <= 0:
+            if self.levels and self.levels[-1]["epsilon_per_round"] <= 0.0:
+                raise self._stop(f"the budget is used up: nothing is left for level "
+                                 f"{self._level}")
+            planned = self.levels[-1]["rounds_planned"] if self.levels else self.plan.rounds
+            raise self._stop(f"level {self._level}'s plan of {planned} rounds is used up")
+        need = self._round_costs(self._params)[0]
+        ok, remaining = self._fits(need)
+        if not ok:
             # The round would not fit: admit nothing more (halt, nothing charged).
-            raise BudgetExceededError(
-                f"a sieve-and-examine round costs {float(need.epsilon or 0):.6g} but only "
-                f"{float(remaining.epsilon or 0):.6g} remains"
-            )
-        self._begin(self.session.start(self._new_sieve(), purpose=self._sieve_purpose()))
+            raise self._stop(f"a sieve-and-examine round costs {_show(need)} but only "
+                             f"{_show(remaining)} remains")
+        run = self.session.start(self._new_sieve(self._params), purpose=self._sieve_purpose())
+        self._count_round()
+        self._begin(run, self._params)
 
-    def _begin(self, run: SparseVectorRun) -> None:
+    def _begin(self, run: SparseVectorRun, params: RoundParams) -> None:
         self.sieve = run
+        self._run_params = params
         self.sub = None
         self.rounds += 1
 
@@ -238,39 +376,50 @@ class SieveExamineTester:
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         x, y, S = validate_query(x, y, S, self.source.p)
+        if len(S) != self._level:
+            self._enter_level(len(S))
         if self.sieve is None or self.sieve.halted:
             if self._next is not None:  # started together with the last examine
-                self._begin(self._next)
+                self._begin(self._next, self._next_params)
                 self._next = None
             else:
                 self._start_round()
         src = self.source
+        rp = self._run_params
         T = src.threshold(x, y, S)
         bar = T + self.plan.tweak
         # public: the sieve's Delta_m over the pair's own bound at m rows (>= 1)
-        k = self.plan.sensitivity_sub / src.sensitivity(self.plan.m, pair=(x, y))
+        k = rp.sensitivity_sub / src.sensitivity(rp.m, pair=(x, y))
         assert self.sieve is not None  # started above
         positive = bool(self.sieve.test(
             lambda rows: k * (bar - self._sub_score(rows, x, y, S))))
         if not positive:
             return CIResult(False, None, None)
         # The round ends here. The next round's sieve does not depend on this examine's
-        # output (its parameters are the plan's), so when a whole further round fits
-        # after this examine, it is admitted and started in the same batch: one ledger
-        # transaction instead of two. If no further test comes, it stays charged unused.
-        examine = self._examine_mech(src.sensitivity(pair=(x, y)))
+        # output (its parameters are the level plan's), so when the level's plan has a
+        # round left and a whole further round fits after this examine, it is admitted
+        # and started in the same batch: one ledger transaction instead of two. If no
+        # further test comes, it stays charged unused.
+        examine = self._examine_mech(rp, src.sensitivity(pair=(x, y)))
         requests: list[ReleaseRequest] = [(
             examine, lambda: src.score(x, y, S),
             f"priv-pc examine {x} _||_ {y} | {list(S)}")]
-        # this examine, then a whole round
-        if self._fits(self._round_and_examine())[0]:
-            requests.append((self._new_sieve(), None, self._sieve_purpose()))
+        nxt = self._params
+        prefetch = self._left > 0 and self._fits(
+            self._round_costs(rp)[1] + self._round_costs(nxt)[0])[0]
+        if prefetch:
+            requests.append((self._new_sieve(nxt), None, self._sieve_purpose()))
         out = self.session.release_many(requests)
         noisy = float(np.asarray(out[0]))
         if len(out) > 1:
             self._next = cast(SparseVectorRun, out[1])  # a started stateful mechanism
+            self._next_params = nxt
+            self._count_round()
         self.examines += 1
-        return CIResult(noisy <= T, noisy, None)
+        independent = noisy <= T
+        if independent:
+            self._removed += 1
+        return CIResult(independent, noisy, None)
 
 
 class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
@@ -291,7 +440,8 @@ class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
 
     def usage(self, tester: SieveExamineTester) -> dict[str, object]:
         return {"used_rounds": tester.rounds, "used_unused_sieves": tester.unused_sieves,
-                "used_examines": tester.examines}
+                "used_examines": tester.examines, "used_levels": tester.levels,
+                "used_unspent": unspent(tester.session)}
 
 
 def optimal_rate_check(eps_round: float) -> float:

@@ -177,6 +177,9 @@ def run_private(
                    "was spent and no test ran (the graph is the complete graph)")
     elif result.budget_exhausted:
         message = "the filter stopped the run: the graph is the graph so far (budget-limited)"
+    note = getattr(tester, "exhaustion_note", None)  # what the user gets, if it says
+    if result.budget_exhausted and not nothing and isinstance(note, str) and note:
+        message = note
     g = session.guarantee()
     guarantee = {"epsilon": float(g.epsilon), "delta": float(g.delta),
                  "relation": Relation.parse(g.relation).value, "rule": str(g.rule)}

@@ -14,9 +14,12 @@ Each instance is ``SparseVector(threshold=0, Delta, eps_inst, cutoff=c)`` (Lyu e
 Alg. 1; charged in full when it starts, including the last one that never fires). When
 an instance halts (after ``c`` positives; default ``c = 1``, i.e. after every positive)
 the next test starts a NEW instance with a fresh Laplace threshold drawn inside the
-primitive (never Gaussian). Plan: ``R`` instances (default
-:func:`dpcg.private.planning.default_rounds`), ``eps_inst = eps / R`` under basic
-composition, enforced by the filter. Proof note: ``docs/privacy/algorithm-svt-pc.md``.
+primitive (never Gaussian). Rule (public): ``basic`` or ``zcdp`` (an ``eps_i``-DP
+instance is ``eps_i^2/2``-zCDP), whichever gives the instances the larger epsilon.
+Default plan: one per PC level, ``ceil(open pairs / c)`` instances (the most the level can
+start, so no level runs out), each level's share from what the filter has left
+(:func:`dpcg.private.planning.level_share`); with ``plan_size`` ``R`` instances over the
+run. The filter enforces the budget. Proof note: ``docs/privacy/algorithm-svt-pc.md``.
 """
 
 from __future__ import annotations
@@ -24,15 +27,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accounting.costs import split_epsilon
+from accounting.errors import BudgetExceededError
 from accounting.mechanisms import SparseVector, SparseVectorRun
 from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
-from dpcg.private.common import DiscreteAlgorithm, PlanSizeParams, check_count_field, plan_count
+from dpcg.private.common import (
+    DiscreteAlgorithm,
+    PlanSizeParams,
+    check_count_field,
+    fits,
+    plan_count,
+    unspent,
+)
 from dpcg.private.contract import RunSettings
-from dpcg.private.planning import default_rounds
+from dpcg.private.planning import (
+    choose_unit_rule,
+    default_rounds,
+    level_share,
+    level_units,
+    n_pairs,
+    planned_depth,
+    unit_epsilon,
+)
 from dpcg.private.registry import register_algorithm
 
 
@@ -52,29 +70,57 @@ class SVTPCParams(PlanSizeParams):
 
 @dataclass(frozen=True)
 class SVTPlan:
+    """The public plan. ``per_level``: each level gets its own plan of instances when it
+    starts (one per open pair and cutoff: the level can never start more); the fields
+    describe level 0's, fixed from public facts alone. Otherwise (``plan_size`` /
+    ``test_epsilon`` given) ``instances`` instances of ``epsilon_instance``."""
+
     rule: str
     instances: int
     epsilon_instance: float
     cutoff: int
     sensitivity: float
     max_depth: int | None
+    per_level: bool = False
+    depth: int = 0
+    pairs: int = 0
 
     def describe(self) -> dict[str, Any]:
         return {"rule": self.rule, "plan_size": self.instances,
                 "epsilon_per_instance": self.epsilon_instance, "cutoff": self.cutoff,
                 "sensitivity": self.sensitivity, "positive": "independent",
-                "max_depth": self.max_depth}
+                "max_depth": self.max_depth,
+                "horizon": self.depth if self.per_level else None}
+
+
+def level_instances(open_pairs: int, level: int, cutoff: int) -> int:
+    """Instances a level's plan provides: ``ceil(open_pairs / cutoff)``, an upper bound
+    on the instances the level can start (every positive removes a distinct pair, and
+    an instance is started only while a pair is open)."""
+    return level_units(open_pairs, level, cutoff=cutoff)
 
 
 def make_plan(params: SVTPCParams, settings: RunSettings, source: StatisticSource) -> SVTPlan:
     budget = settings.budget()
-    r = plan_count(params, settings, default_rounds(source.p))
     cutoff = params.cutoff
+    pairs = n_pairs(source.p)
+    if params.plan_size is None and params.test_epsilon is None:
+        depth = planned_depth(source.p, settings.max_depth)
+        r = level_instances(pairs, 0, cutoff)
+        rule = choose_unit_rule(budget.epsilon, budget.delta, r * (depth + 1))
+        total = budget.epsilon_exact if rule == "basic" else budget.rho()
+        eps = unit_epsilon(level_share(total, r, 0, depth), rule)
+        return SVTPlan(rule, r, eps, cutoff, source.sensitivity(), settings.max_depth,
+                       per_level=True, depth=depth, pairs=pairs)
+    r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
-        eps = float(params.test_epsilon)
+        rule, eps = "basic", float(params.test_epsilon)
     else:
-        eps = split_epsilon(budget.epsilon, max(r, 1))
-    return SVTPlan("basic", r, eps, cutoff, source.sensitivity(), settings.max_depth)
+        rule = choose_unit_rule(budget.epsilon, budget.delta, max(r, 1))
+        total = budget.epsilon_exact if rule == "basic" else budget.rho()
+        eps = unit_epsilon(total / max(r, 1), rule)
+    return SVTPlan(rule, r, eps, cutoff, source.sensitivity(), settings.max_depth,
+                   pairs=pairs)
 
 
 class SVTTester:
@@ -86,21 +132,77 @@ class SVTTester:
         self.session = session
         self.run: SparseVectorRun | None = None
         self.instances = 0
+        self._eps = plan.epsilon_instance  # the current level's instance budget
+        self._left = plan.instances
+        self._level = -1
+        self._removed = 0
+        self.levels: list[dict[str, Any]] = []
+        self.exhaustion_note: str | None = None
 
     def _mechanism(self) -> SparseVector:
         return SparseVector(threshold=0.0, sensitivity=self.plan.sensitivity,
-                            epsilon=self.plan.epsilon_instance, cutoff=self.plan.cutoff)
+                            epsilon=self._eps, cutoff=self.plan.cutoff)
+
+    def _enter_level(self, level: int) -> None:
+        """Fix the level's plan when its first test comes (public facts and the count of
+        released removals only). A running instance carries on into the level."""
+        self._level = level
+        if not self.plan.per_level:
+            return
+        open_pairs = max(self.plan.pairs - self._removed, 0)
+        units = level_instances(open_pairs, level, self.plan.cutoff)
+        rem = self.session.remaining()
+        total = rem.epsilon if self.plan.rule == "basic" else rem.rho
+        assert total is not None
+        self._eps = unit_epsilon(level_share(total, units, level, self.plan.depth),
+                                 self.plan.rule)
+        self._left = units if self._eps > 0.0 else 0
+        self.levels.append({"level": level, "open_pairs": open_pairs,
+                            "instances_planned": units, "instances": 0,
+                            "epsilon_per_instance": self._eps})
+
+    def _stop(self, why: str) -> BudgetExceededError:
+        level = max(self._level, 0)
+        if level == 0:
+            what = ("level 0 was not completed: the pairs it had not yet tested keep their "
+                    "edge untested, so this graph is NOT a pruned skeleton")
+        else:
+            what = (f"the graph is level {level - 1}'s (levels_completed = {level}) minus "
+                    f"the removals decided at level {level}; the pairs level {level} had "
+                    f"not yet decided keep their edge")
+        self.exhaustion_note = (f"budget-limited: {why}; {what}. The guarantee covers "
+                                f"everything released; the unspent budget is in "
+                                f"plan.used_unspent")
+        return BudgetExceededError(f"svt-pc: {why}")
+
+    def _start(self) -> SparseVectorRun:
+        if self._left <= 0:
+            if self.plan.per_level and self._eps <= 0.0:
+                raise self._stop(f"the budget is used up: nothing is left for level "
+                                 f"{self._level}")
+            raise self._stop(f"level {self._level}'s plan of instances is used up")
+        mech = self._mechanism()
+        if not fits(mech.cost(self.session.relation), self.session.remaining()):
+            raise self._stop("an SVT instance does not fit the remaining budget")
+        run = self.session.start(mech, purpose=f"svt-pc instance {self.instances + 1}")
+        self.instances += 1
+        self._left -= 1
+        if self.levels:
+            self.levels[-1]["instances"] += 1
+        return run
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         x, y, S = validate_query(x, y, S, self.source.p)
+        if len(S) != self._level:
+            self._enter_level(len(S))
         if self.run is None or self.run.halted:
-            self.run = self.session.start(
-                self._mechanism(), purpose=f"svt-pc instance {self.instances + 1}")
-            self.instances += 1
+            self.run = self._start()
         src = self.source
         T = src.threshold(x, y, S)
         k = src.scale(x, y)  # public: per-pair bound -> the instance's sensitivity
         positive = bool(self.run.test(lambda: k * (T - src.score(x, y, S))))
+        if positive:
+            self._removed += 1
         return CIResult(positive, None, None)
 
 
@@ -121,7 +223,8 @@ class SVTPC(DiscreteAlgorithm[SVTPCParams, SVTPlan, SVTTester]):
         return SVTTester(plan, source, session)
 
     def usage(self, tester: SVTTester) -> dict[str, object]:
-        return {"used_instances": tester.instances}
+        return {"used_instances": tester.instances, "used_levels": tester.levels,
+                "used_unspent": unspent(tester.session)}
 
 
 ALGORITHM = register_algorithm(SVTPC())
