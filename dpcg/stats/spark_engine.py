@@ -9,7 +9,9 @@ to the driver (as Arrow), where NumPy turns them into tables. Noise, filter and 
 stay on the driver, in ``accounting``.
 
 Counting mirrors :mod:`dpcg.stats.duckdb_engine`: the joint counts of all discrete
-columns once if they have at most ``joint_limit`` distinct rows (then every batch is a
+columns once (codes cast to the smallest integer type) if they have at most
+``joint_limit`` distinct rows (default: as many as fit in :data:`SPARK_JOINT_BYTES` at
+``p + 8`` bytes each, at least :data:`JOINT_LIMIT`) (then every batch is a
 NumPy marginal of it), otherwise one ``GROUP BY GROUPING SETS`` job per
 ``sets_per_scan`` distinct column sets of a batch. ``jobs`` counts the Spark jobs that
 read the data.
@@ -61,7 +63,7 @@ from dpcg.stats.grouped import (
 if TYPE_CHECKING:  # the optional dependency is imported lazily on purpose
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["JOINT_LIMIT", "MAX_UNION", "SETS_PER_SCAN", "SparkEngine"]
+__all__ = ["JOINT_LIMIT", "MAX_UNION", "SETS_PER_SCAN", "SPARK_JOINT_BYTES", "SparkEngine"]
 _ROW = "__dpcg_row"
 _FILE = "__dpcg_file"
 
@@ -87,6 +89,16 @@ def _to_numpy(df: DataFrame) -> dict[str, NDArray[Any]]:
     return {str(name): np.asarray(frame[name].to_numpy()) for name in frame.columns}
 
 
+#: Bytes the joint cache may take on the driver by default: half of Spark's default
+#: ``spark.driver.maxResultSize`` (1g), so collecting it never trips that limit.
+SPARK_JOINT_BYTES = 512 * 2**20
+
+
+def _code_spark_type(cardinality: int) -> str:
+    """Spark's smallest signed integer type holding the codes ``0..cardinality-1``."""
+    return "tinyint" if cardinality <= 128 else "smallint" if cardinality <= 32768 else "int"
+
+
 class SparkEngine(GroupedEngine):
     """Contingency tables of a Spark DataFrame (see the module docstring).
 
@@ -106,7 +118,7 @@ class SparkEngine(GroupedEngine):
         positions: NDArray[np.int64] | None,
         where: str,
         *,
-        joint_limit: int = JOINT_LIMIT,
+        joint_limit: int | None = None,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> None:
         self._spark = spark
@@ -135,7 +147,7 @@ class SparkEngine(GroupedEngine):
         path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         schema: Schema,
         *,
-        joint_limit: int = JOINT_LIMIT,
+        joint_limit: int | None = None,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> SparkEngine:
         """Parquet file(s), directory or glob readable by every executor."""
@@ -177,7 +189,7 @@ class SparkEngine(GroupedEngine):
         schema: Schema,
         *,
         where: str = "DataFrame",
-        joint_limit: int = JOINT_LIMIT,
+        joint_limit: int | None = None,
         sets_per_scan: int = SETS_PER_SCAN,
     ) -> SparkEngine:
         """An existing DataFrame (row order: partition, then position; see the module
@@ -227,7 +239,7 @@ class SparkEngine(GroupedEngine):
         raw: DataFrame,
         numbered: DataFrame,
         where: str,
-        joint_limit: int,
+        joint_limit: int | None,
         sets_per_scan: int,
     ) -> SparkEngine:
         code_sql = code_columns(schema, dict(raw.dtypes), where, "spark")
@@ -261,7 +273,7 @@ class SparkEngine(GroupedEngine):
             self._code_sql,
             np.array(absolute, dtype=np.int64),
             self.where,
-            joint_limit=self.joint_limit(),
+            joint_limit=self._joint_limit,
             sets_per_scan=self._sets_per_scan,
         )
 
@@ -275,10 +287,22 @@ class SparkEngine(GroupedEngine):
             return self._spark.createDataFrame(pd.DataFrame({_ROW: absolute}))
 
     # -- counting (the strategy: dpcg.stats.grouped.GroupedEngine) --------------------
+    def _default_joint_limit(self) -> int:
+        """At least :data:`JOINT_LIMIT`, and as many distinct rows as fit in
+        :data:`SPARK_JOINT_BYTES` at ``p + 8`` bytes each."""
+        return max(JOINT_LIMIT, SPARK_JOINT_BYTES // (len(self._discrete()) + 8))
+
     def _fetch_joint(self, columns: list[int], limit: int) -> dict[str, NDArray[Any]]:
-        names = [f"c{j}" for j in columns]
+        F = _functions()
+        # grouped and collected in the smallest signed type holding the codes (Spark has
+        # no unsigned types): p + 8 bytes per distinct row on the wire and on the driver
+        narrow = [
+            F.col(f"c{j}").cast(_code_spark_type(int(self._declared[j] or 0))).alias(f"c{j}")
+            for j in columns
+        ]
         self.jobs += 1
-        got = _to_numpy(self._codes.groupBy(*names).count().limit(limit))
+        names = [f"c{j}" for j in columns]
+        got = _to_numpy(self._codes.select(*narrow).groupBy(*names).count().limit(limit))
         got["n"] = got.pop("count")
         return got
 

@@ -142,3 +142,22 @@ def test_cluster_private_batch_matches_numpy(
         assert np.array_equal(np.asarray(a), np.asarray(b))
     assert spark_ledger.entries == numpy_ledger.entries
     assert len(spark_ledger.entries) == len(queries)
+
+
+def test_cluster_joint_cache_with_wide_codes(spark: Any, tmp_path: Path) -> None:
+    """Codes are collected in the smallest signed type (tinyint up to 128 categories,
+    smallint beyond) and still give numpy's tables; the default joint limit is sized
+    by SPARK_JOINT_BYTES."""
+    from dpcg.stats.grouped import JOINT_LIMIT
+    from dpcg.stats.spark_engine import SPARK_JOINT_BYTES
+
+    cards = [129, 128, 3, 300]
+    schema, codes = make_data(29, cards, 2000)
+    glob = write_parquet(tmp_path, schema, codes, parts=2)
+    engine = SparkEngine.from_parquet(spark, glob, schema)
+    assert engine.joint_limit() == max(JOINT_LIMIT, SPARK_JOINT_BYTES // (len(cards) + 8))
+    queries = random_queries(np.random.default_rng(3), len(cards), 20, max_s=2)
+    before = engine.jobs
+    for q, got in zip(queries, engine.tables(queries), strict=True):
+        assert_same(contingency_table(codes, cards, *q), got)
+    assert engine.jobs - before == 1
