@@ -196,6 +196,16 @@ class KernelRidge:
         return KRRFactor(points=pts, cho=cho, n=rows, lam=self.lam, bandwidth=self.bandwidth)
 
 
+def check_targets(v: NDArray[np.floating], n: int) -> FloatArray:
+    """Regression targets as float64 of shape ``(n,)`` or ``(n, k)``, all finite."""
+    va = np.asarray(v, dtype=np.float64)
+    if va.shape[0] != n or va.ndim not in (1, 2):
+        raise CITestError(f"targets must have shape (n,) or (n, k) with n={n}, got {va.shape}")
+    if not np.all(np.isfinite(va)):
+        raise CITestError("targets contain non-finite values (NaN or inf)")
+    return va
+
+
 @dataclass(frozen=True)
 class KRRFactor:
     """A Cholesky factorisation of ``K + n lam I`` shared by several KRR fits."""
@@ -207,14 +217,7 @@ class KRRFactor:
     bandwidth: float
 
     def _targets(self, v: NDArray[np.floating]) -> FloatArray:
-        va = np.asarray(v, dtype=np.float64)
-        if va.shape[0] != self.n or va.ndim not in (1, 2):
-            raise CITestError(
-                f"targets must have shape (n,) or (n, k) with n={self.n}, got {va.shape}"
-            )
-        if not np.all(np.isfinite(va)):
-            raise CITestError("targets contain non-finite values (NaN or inf)")
-        return va
+        return check_targets(v, self.n)
 
     def coefficients(self, v: NDArray[np.floating]) -> FloatArray:
         """``alpha = (K + n lam I)^-1 v`` (``v`` of shape ``(n,)`` or ``(n, k)``)."""
@@ -363,14 +366,7 @@ class RFFFactor:
     bandwidth: float
 
     def _targets(self, v: NDArray[np.floating]) -> FloatArray:
-        va = np.asarray(v, dtype=np.float64)
-        if va.shape[0] != self.n or va.ndim not in (1, 2):
-            raise CITestError(
-                f"targets must have shape (n,) or (n, k) with n={self.n}, got {va.shape}"
-            )
-        if not np.all(np.isfinite(va)):
-            raise CITestError("targets contain non-finite values (NaN or inf)")
-        return va
+        return check_targets(v, self.n)
 
     def coefficients(self, v: NDArray[np.floating]) -> FloatArray:
         """Primal weights ``beta = (Phi^T Phi + n lam I)^-1 Phi^T v`` (shape ``(D,)`` or

@@ -27,8 +27,8 @@ from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError
 from dpcg.private.contract import Plan, RunSettings, ScoreCache, Tester
 
-__all__ = ["DiscreteAlgorithm", "PlanSizeParams", "check_count_field", "fits", "plan_count",
-           "unspent"]
+__all__ = ["DiscreteAlgorithm", "PlanSizeParams", "check_count_field", "exhaustion_note", "fits",
+           "plan_count", "unspent"]
 
 #: CLI test names that map onto a private score: the private G-test is ``cmi``
 #: (G^2 = 2 n CMI, so releasing n CMI against chi2(df)/2 is the G-test's rule with noise).
@@ -144,3 +144,18 @@ class DiscreteAlgorithm(Generic[ParamsT, PlanT, TesterT]):
 
     def usage(self, tester: TesterT) -> Mapping[str, object]:
         return {}
+
+
+def exhaustion_note(level: int, why: str) -> str:
+    """What a run stopped by its plan at PC level ``level`` returns, in words (the result
+    message of Priv-PC and SVT-PC; ``level`` < 0 counts as level 0)."""
+    level = max(level, 0)
+    if level == 0:
+        what = ("level 0 was not completed: the pairs it had not yet tested keep their "
+                "edge untested, so this graph is NOT a pruned skeleton")
+    else:
+        what = (f"the graph is level {level - 1}'s (levels_completed = {level}) minus "
+                f"the removals decided at level {level}; the pairs level {level} had "
+                f"not yet decided keep their edge")
+    return (f"budget-limited: {why}; {what}. The guarantee covers everything released; "
+            f"the unspent budget is in plan.used_unspent")

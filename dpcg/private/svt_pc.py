@@ -37,6 +37,7 @@ from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
     check_count_field,
+    exhaustion_note,
     fits,
     plan_count,
     unspent,
@@ -162,17 +163,7 @@ class SVTTester:
                             "epsilon_per_instance": self._eps})
 
     def _stop(self, why: str) -> BudgetExceededError:
-        level = max(self._level, 0)
-        if level == 0:
-            what = ("level 0 was not completed: the pairs it had not yet tested keep their "
-                    "edge untested, so this graph is NOT a pruned skeleton")
-        else:
-            what = (f"the graph is level {level - 1}'s (levels_completed = {level}) minus "
-                    f"the removals decided at level {level}; the pairs level {level} had "
-                    f"not yet decided keep their edge")
-        self.exhaustion_note = (f"budget-limited: {why}; {what}. The guarantee covers "
-                                f"everything released; the unspent budget is in "
-                                f"plan.used_unspent")
+        self.exhaustion_note = exhaustion_note(self._level, why)
         return BudgetExceededError(f"svt-pc: {why}")
 
     def _start(self) -> SparseVectorRun:
