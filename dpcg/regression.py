@@ -113,6 +113,15 @@ def check_bandwidth(bandwidth: object) -> float:
     return h
 
 
+def check_floor(floor: object) -> float:
+    """Validate a ridge floor: a finite number > 0."""
+    if isinstance(floor, bool) or not isinstance(floor, int | float) or not (
+        math.isfinite(floor) and floor > 0
+    ):
+        raise CITestError(f"lam_floor={floor!r} must be a finite number > 0")
+    return float(floor)
+
+
 def check_lambda(lam: object, floor: float = LAMBDA_FLOOR) -> float:
     """Validate a public ridge parameter ``lam >= floor``."""
     if isinstance(lam, bool) or not isinstance(lam, int | float | np.integer | np.floating):
@@ -169,13 +178,8 @@ class KernelRidge:
     lam_floor: float = LAMBDA_FLOOR
 
     def __post_init__(self) -> None:
-        floor = self.lam_floor
-        if isinstance(floor, bool) or not isinstance(floor, int | float) or not (
-            math.isfinite(floor) and floor > 0
-        ):
-            raise CITestError(f"lam_floor={floor!r} must be a finite number > 0")
         object.__setattr__(self, "bandwidth", check_bandwidth(self.bandwidth))
-        object.__setattr__(self, "lam", check_lambda(self.lam, float(floor)))
+        object.__setattr__(self, "lam", check_lambda(self.lam, check_floor(self.lam_floor)))
 
     def factor(self, z: NDArray[np.floating] | None, n: int | None = None) -> KRRFactor:
         """Factorise ``K + n lam I`` for inputs ``z`` (shape ``(n, d)``; ``d`` may be 0).
@@ -323,13 +327,8 @@ class RandomFourierRidge:
     lam_floor: float = LAMBDA_FLOOR
 
     def __post_init__(self) -> None:
-        floor = self.lam_floor
-        if isinstance(floor, bool) or not isinstance(floor, int | float) or not (
-            math.isfinite(floor) and floor > 0
-        ):
-            raise CITestError(f"lam_floor={floor!r} must be a finite number > 0")
         object.__setattr__(self, "bandwidth", check_bandwidth(self.bandwidth))
-        object.__setattr__(self, "lam", check_lambda(self.lam, float(floor)))
+        object.__setattr__(self, "lam", check_lambda(self.lam, check_floor(self.lam_floor)))
         object.__setattr__(self, "features", check_features(self.features))
         object.__setattr__(self, "seed", check_feature_seed(self.seed))
 
