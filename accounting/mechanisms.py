@@ -39,7 +39,15 @@ import numpy.typing as npt
 from accounting.costs import Cost, round_up
 from accounting.entries import JSONValue
 from accounting.errors import InvalidParameterError, MechanismStateError, StatisticError
-from accounting.noise import SAMPLERS, FloatArray, GaussianGrid, LaplaceGrid, float_laplace
+from accounting.noise import (
+    SAMPLERS,
+    FloatArray,
+    GaussianGrid,
+    LaplaceGrid,
+    check_gaussian_scale,
+    check_laplace_scale,
+    float_laplace,
+)
 from accounting.relations import Relation, convert_sensitivity
 
 IntArray = npt.NDArray[np.int64]
@@ -212,6 +220,8 @@ class Laplace:
         _set(self, "epsilon", _positive("epsilon", self.epsilon))
         _set(self, "relation", _relation(self.relation))
         _set(self, "sampler", _sampler(self.sampler))
+        if self.sampler == "discrete":  # an impossible grid is an error before admission
+            check_laplace_scale(self.sensitivity, self.epsilon)
 
     @property
     def scale(self) -> float:
@@ -288,6 +298,8 @@ class Gaussian:
         _set(self, "sigma", _positive("sigma", self.sigma))
         _set(self, "relation", _relation(self.relation))
         _set(self, "sampler", _sampler(self.sampler))
+        if self.sampler == "discrete":  # an impossible grid is an error before admission
+            check_gaussian_scale(self.l2_sensitivity, self.sigma)
 
     @classmethod
     def for_rho(

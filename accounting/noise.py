@@ -313,6 +313,7 @@ class LaplaceGrid:
             raise InvalidParameterError(
                 "sensitivity", sensitivity, "sensitivity and epsilon must be > 0"
             )
+        check_laplace_scale(sensitivity, epsilon, dimension, multiplier)
         # g <= sensitivity / (dimension 2^GRID_BITS), a power of two.
         exponent = math.floor(math.log2(sensitivity)) - GRID_BITS - math.ceil(
             math.log2(dimension)
@@ -463,6 +464,7 @@ class GaussianGrid:
         if d2 <= 0 or sg <= 0:
             raise InvalidParameterError("sigma", sigma, "sensitivity and sigma must be > 0")
         r = _isqrt_up(dimension)
+        check_gaussian_scale(l2_sensitivity, sigma, dimension)
         # g <= Delta2 / (r 2^21) (rounding adds <= 2^-21 relative) and g <= sigma 2^-24
         # (the ceiling of t adds <= 2^-24 relative).
         exponent = max(
@@ -494,6 +496,35 @@ class GaussianGrid:
         y = discrete_gaussian(rng, self.t, count).reshape(shape).astype(np.float64)
         out: FloatArray = np.ldexp(base + y, self.exponent)
         return out
+
+
+def check_laplace_scale(sensitivity: float, epsilon: float, dimension: int = 1,
+                        multiplier: int = 1) -> None:
+    """Raise :class:`InvalidParameterError` unless the grid Laplace sampler can represent
+    ``Lap(multiplier sensitivity / epsilon)``: its scale in grid units is at least
+    ``multiplier dimension / epsilon`` whatever the grid (the rounding slack), and must
+    not exceed ``2^MAX_SCALE_BITS``. Without this check such parameters would make the
+    grid search run forever; with it they are a clear error before anything is admitted
+    (the noise would be more than ``2^44`` grid steps, far beyond any useful release)."""
+    eps_q = Fraction(epsilon)
+    if eps_q > 0 and Fraction(multiplier * dimension) / eps_q > 2**MAX_SCALE_BITS:
+        raise InvalidParameterError(
+            "epsilon", epsilon,
+            f"too small for the discrete Laplace sampler: multiplier x dimension / epsilon "
+            f"must be at most 2^{MAX_SCALE_BITS}")
+
+
+def check_gaussian_scale(l2_sensitivity: float, sigma: float, dimension: int = 1) -> None:
+    """Raise :class:`InvalidParameterError` unless the grid Gaussian sampler can represent
+    ``N(0, sigma^2)`` for this sensitivity: its integer sigma is at least
+    ``ceil(sqrt(dimension)) sigma / Delta2`` (the rounding slack) whatever the grid, and
+    must stay below ``2^MAX_GAUSS_BITS`` (else the grid search would never end)."""
+    d2, sg = Fraction(l2_sensitivity), Fraction(sigma)
+    if d2 > 0 and sg > 0 and _isqrt_up(dimension) * sg / d2 >= 2**MAX_GAUSS_BITS - 1:
+        raise InvalidParameterError(
+            "sigma", sigma,
+            f"too large for the discrete Gaussian sampler: sqrt(dimension) sigma / "
+            f"sensitivity must be below 2^{MAX_GAUSS_BITS} - 1")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from accounting.errors import InvalidParameterError
 from accounting.mechanisms import (
     Exponential,
     Gaussian,
@@ -483,3 +484,21 @@ def test_subsample_uniform_at_real_sizes(n: int, m: int) -> None:
     counts = np.bincount(np.concatenate(draws), minlength=n).astype(float)
     assert counts.size == n
     assert chi2_p(counts, np.ones(n)) > P_MIN
+
+
+def test_grid_samplers_refuse_noise_beyond_their_range_instead_of_looping() -> None:
+    """Noise of more than 2^44 grid steps (Laplace) or 2^26 sensitivities (Gaussian)
+    cannot be represented: the mechanism is refused when it is built (before any
+    admission), and the grid search itself refuses too (it used to loop forever)."""
+    Laplace(0.02, 1e-12)  # still representable
+    Gaussian.for_rho(0.02, 1e-15)
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        Laplace(0.02, 1e-15)
+    with pytest.raises(InvalidParameterError, match="sigma"):
+        Gaussian.for_rho(0.02, 1e-17)
+    with pytest.raises(InvalidParameterError):
+        LaplaceGrid._build(0.02, 1e-15, 1, 1)
+    with pytest.raises(InvalidParameterError):
+        GaussianGrid._build(0.02, 1e12, 1)
+    Laplace(0.02, 1e-15, sampler="float")  # the float sampler has no grid
+
