@@ -430,8 +430,13 @@ class PrivateCITest:
         out = []
         for (x, y, S), released in zip(valid, outputs, strict=False):
             noisy = float(np.asarray(released))
-            out.append(CIResult(noisy <= src.threshold(x, y, S), noisy, None))
+            out.append(CIResult(noisy <= self.decision_threshold(x, y, S), noisy, None))
         return out
+
+    def decision_threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        """The public ``T`` a noisy score is compared with (the source's threshold; a
+        plan may move it by a public amount, e.g. Laplace-PC's level-0 screen)."""
+        return self.source.threshold(x, y, S)
 
 
 class _RoundScores:

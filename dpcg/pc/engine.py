@@ -41,6 +41,7 @@ further tests run, and orientation still runs on the graph so far. The result sa
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,6 +99,38 @@ class BatchEdgeTester(Protocol):
     """
 
     def test_many(self, queries: Sequence[tuple[int, int, Sepset]]) -> Sequence[TestOutcome]: ...
+
+
+@runtime_checkable
+class LevelListener(Protocol):
+    """An edge or batch tester that is told when a level starts, before its first test:
+    the level, the adjacency frozen for it and the pairs it will test. All of it is
+    post-processing of earlier answers and of the user's background knowledge, so a
+    private tester may plan the level's budget from it (Laplace-PC's per-level plan)."""
+
+    def start_level(self, level: int, adjacency: Sequence[frozenset[int]],
+                    pairs: Sequence[Pair]) -> None: ...
+
+
+def level_test_count(level: int, adjacency: Sequence[frozenset[int]],
+                     pairs: Sequence[Pair]) -> int:
+    """How many tests level ``level`` asks at most: for each pair, the number of sets
+    :func:`candidate_sets` yields, ``C(|a_x|, l) + C(|a_y|, l) - C(|a_x & a_y|, l)``
+    with ``a_x = adj(x) \\ {y}``, ``a_y = adj(y) \\ {x}`` (a pair that is never found
+    independent asks all of them)."""
+    if level == 0:
+        return len(pairs)
+    return sum(pair_test_count(level, adjacency, x, y) for x, y in pairs)
+
+
+def pair_test_count(level: int, adjacency: Sequence[frozenset[int]], x: int, y: int) -> int:
+    """How many sets :func:`candidate_sets` yields for ``(x, y)`` at ``level``."""
+    if level == 0:
+        return 1
+    ax = adjacency[x] - {y}
+    ay = adjacency[y] - {x}
+    return (math.comb(len(ax), level) + math.comb(len(ay), level)
+            - math.comb(len(ax & ay), level))
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +344,8 @@ def pc_stable(
             return indep
 
         try:
+            if mode != "level" and isinstance(tester, LevelListener):
+                tester.start_level(level, frozen, pairs)  # may refuse: nothing is left
             if mode == "level":
                 assert isinstance(tester, LevelStrategy)
                 cands = LevelCandidates(

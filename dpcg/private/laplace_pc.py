@@ -1,7 +1,14 @@
 """Laplace-PC: every CI test is one noisy release of the score, and every test is
 charged.
 
-Plan (public, fixed before the run): ``K`` tests (default
+Default plan (``budget_split='levels'``, issue 20): each PC level gets a share of what
+the filter has left when it starts (:func:`level_slots`), and each round of the level
+shares what the level has left over the most tests the level can still ask (from the
+released graph; :class:`LevelPlannedTest`); level 0 (one test per pair) screens with the
+threshold ``T + C sd`` (:func:`screen_multiplier`). With ``plan_size``/``test_epsilon``
+or ``budget_split='run'`` the plan is fixed before the run:
+
+Fixed plan (public): ``K`` tests (default
 :func:`dpcg.private.planning.default_plan_size`), and a composition rule chosen from
 public information only (:func:`choose_rule`):
 
@@ -22,19 +29,32 @@ it refuses, the engine returns the graph so far, flagged. Proof note:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Any
 
 from accounting.costs import Budget, round_down, split_epsilon
+from accounting.errors import BudgetExceededError
+from accounting.mechanisms import Gaussian, Laplace
 from accounting.planning import choose_rule as acc_choose_rule
 from accounting.session import Session
+from dpcg.citests.base import CIResult
 from dpcg.citests.private import PrivateCITest, ReleasePlan, StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
-from dpcg.private.common import DiscreteAlgorithm, PlanSizeParams, plan_count
+from dpcg.pc.engine import pair_test_count
+from dpcg.private.common import (
+    DiscreteAlgorithm,
+    PlanSizeParams,
+    check_number_field,
+    exhaustion_note,
+    plan_count,
+    unspent,
+)
 from dpcg.private.contract import RunSettings
-from dpcg.private.planning import default_plan_size, laplace_sd
+from dpcg.private.planning import default_plan_size, laplace_sd, n_pairs
 from dpcg.private.registry import register_algorithm
 
 
@@ -46,24 +66,104 @@ class LaplacePCParams(PlanSizeParams):
     rule: str | None = option(
         None, type=str, help="composition rule: basic (Laplace) or zcdp (Gaussian); "
                              "default: chosen from public information")
+    budget_split: str | None = option(
+        None, type=str, metavar="HOW",
+        help="'levels' (default without --plan-size/--test-epsilon): each PC level's "
+             "share is fixed when it starts and shared by its rounds over the tests it "
+             "can still ask (counted from the released graph), and level 0 screens with "
+             "a raised threshold; 'run': one plan of K equal tests for the whole run")
+    screen: float | None = option(
+        None, type=float, metavar="C",
+        help="with budget split 'levels': level 0 says independent when the noisy score "
+             "is at most T + C noise sds (default: the public rule screen_multiplier(p))")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.rule is not None and self.rule not in ("basic", "zcdp"):
             raise AlgorithmError(f"rule: expected 'basic', 'zcdp' or None, got {self.rule!r}")
+        if self.budget_split not in (None, "run", "levels"):
+            raise AlgorithmError(f"budget_split: expected 'run' or 'levels', got "
+                                 f"{self.budget_split!r}")
+        if self.screen is not None:
+            check_number_field("screen", self.screen, nonnegative=True)
+            if self.split != "levels":
+                raise AlgorithmError("screen: applies only with budget split 'levels'")
+        if self.budget_split == "levels" and (self.plan_size is not None
+                                              or self.test_epsilon is not None):
+            raise AlgorithmError("budget split 'levels' plans each level itself: give "
+                                 "neither plan_size nor test_epsilon")
+
+    @property
+    def split(self) -> str:
+        """The budget split used: as given, else ``run`` when a plan size or per-test
+        epsilon is given and ``levels`` otherwise."""
+        if self.budget_split is not None:
+            return self.budget_split
+        fixed = self.plan_size is not None or self.test_epsilon is not None
+        return "run" if fixed else "levels"
 
 
 @dataclass(frozen=True)
 class LaplacePlan:
+    """The public plan. ``per_level``: ``release`` is level 0's (``tests`` = its pairs),
+    and each later level's is fixed when it starts (:class:`LevelPlannedTest`);
+    ``depth`` is the deepest level provisioned for and ``screen`` level 0's threshold
+    shift in noise sds."""
+
     rule: str
     tests: int
     release: ReleasePlan
     sensitivity: float
     max_depth: int | None
+    per_level: bool = False
+    depth: int = 0
+    screen: float = 0.0
 
     def describe(self) -> dict[str, Any]:
-        return {"rule": self.rule, "plan_size": self.tests, "sensitivity": self.sensitivity,
-                **self.release.describe(), "max_depth": self.max_depth}
+        out: dict[str, Any] = {"rule": self.rule, "plan_size": self.tests,
+                               "sensitivity": self.sensitivity, **self.release.describe(),
+                               "max_depth": self.max_depth}
+        if self.per_level:
+            out.update(budget_split="levels", horizon=self.depth, screen=self.screen)
+        return out
+
+
+#: Levels the per-level plan provisions for when ``max_depth`` is not given (public):
+#: see :func:`level_slots`.
+LEVELS_PLANNED_DEPTH = 2
+
+
+def screen_multiplier(p: int) -> float:
+    """Level 0's default screen ``C`` (public: from ``p`` only): the ``1 - q`` normal
+    quantile with ``q = min(1/4, p / (4 pairs)) = min(1/4, 1 / (2 (p - 1)))``, so that a
+    pair whose score sits at the threshold survives level 0 with probability about
+    ``q`` under Gaussian noise: about ``p/4`` false edges if every pair were
+    independent, and ``C -> 0`` as the noise vanishes relative to the score."""
+    q = min(0.25, 1.0 / (2.0 * max(p - 1, 1)))
+    return float(NormalDist().inv_cdf(1.0 - q))
+
+
+def noise_sd(mech: Laplace | Gaussian) -> float:
+    """Standard deviation of a release's noise (``sqrt 2 Delta/eps`` or ``sigma``)."""
+    if isinstance(mech, Laplace):
+        return math.sqrt(2.0) * mech.scale
+    return float(mech.sigma)
+
+
+#: The smallest per-test share a level uses: noise sd up to about ``2^20`` sensitivities
+#: (``eps >= 2^-20`` under ``basic``, ``rho >= 2^-41`` under ``zcdp``). A smaller share
+#: cannot tell any score from its threshold, so the level counts as having nothing left.
+MIN_LEVEL_EPSILON = 2.0 ** -20
+MIN_LEVEL_RHO = 2.0 ** -41
+
+
+def level_release(rule: str, share: Fraction) -> ReleasePlan | None:
+    """The release of one test from a per-test ``share`` (``eps`` under ``basic``,
+    ``rho`` under ``zcdp``), rounded down; ``None`` when nothing useful is left."""
+    value = round_down(share) if share > 0 else 0.0
+    if rule == "basic":
+        return ReleasePlan("laplace", epsilon=value) if value >= MIN_LEVEL_EPSILON else None
+    return ReleasePlan("gaussian", rho=value) if value >= MIN_LEVEL_RHO else None
 
 
 def choose_rule(budget: Budget, tests: int, sensitivity: float) -> str:
@@ -86,6 +186,8 @@ def make_plan(params: LaplacePCParams, settings: RunSettings,
     budget = settings.budget()
     if params.rule == "zcdp" and budget.delta <= 0:
         raise AlgorithmError("rule: 'zcdp' needs delta > 0 to convert to (epsilon, delta)")
+    if params.split == "levels":
+        return _level_plan(params, settings, source)
     k = plan_count(params, settings, default_plan_size(source.p))
     sens = source.sensitivity()
     units = max(k, 1)
@@ -103,12 +205,119 @@ def make_plan(params: LaplacePCParams, settings: RunSettings,
     return LaplacePlan(rule, k, release, sens, settings.max_depth)
 
 
+def _level_plan(params: LaplacePCParams, settings: RunSettings,
+                source: StatisticSource) -> LaplacePlan:
+    """Level 0's release from public facts alone: ``pairs`` tests share ``1/(D+2)`` of
+    the budget (:func:`level_slots`), the rule chosen for ``(D+1) pairs`` equal tests."""
+    budget = settings.budget()
+    pairs = n_pairs(source.p)
+    d = LEVELS_PLANNED_DEPTH if settings.max_depth is None else settings.max_depth
+    depth = max(0, min(int(d), source.p - 2))
+    sens = source.sensitivity()
+    rule = params.rule or choose_rule(budget, pairs * (depth + 1), sens)
+    total = Fraction(budget.epsilon_exact) if rule == "basic" else Fraction(budget.rho())
+    release = level_release(rule, total / (pairs * level_slots(0, depth)))
+    if release is None:  # nothing is admitted: an error before the run
+        raise AlgorithmError(
+            "epsilon: too small for laplace-pc's level 0 (one test per pair with noise sd "
+            "below 2^20 sensitivities); give a larger budget or --budget-split run")
+    screen = screen_multiplier(source.p) if params.screen is None else float(params.screen)
+    return LaplacePlan(rule, pairs, release, sens, settings.max_depth, per_level=True,
+                       depth=depth, screen=screen)
+
+
+def level_slots(level: int, depth: int) -> int:
+    """Level ``l`` gets ``1/level_slots`` of what is left: ``D - l + 2`` up to the
+    planned depth ``D`` (the levels still to come plus one reserve), 2 past it, so
+    every level has something and deeper levels get geometrically less (public)."""
+    return depth - level + 2 if level <= depth else 2
+
+
+class LevelPlannedTest(PrivateCITest):
+    """Laplace-PC's tester with ``budget_split='levels'``.
+
+    When a level starts it gets ``1/(D - l + 1)`` of what the filter has left (all of it
+    past ``D``). Each round of the level (one candidate set per open pair, chosen
+    together) shares what the level has left over the most tests the level can still
+    ask: for every open pair, its candidate sets not yet asked (counted from the frozen
+    adjacency, :func:`dpcg.pc.engine.pair_test_count`). A pair found independent asks no
+    more, so later rounds get more per test, and a level can never run out. All of it
+    is computed from public facts and released answers. At level 0 the threshold is
+    ``T + C sd`` (the screen)."""
+
+    def __init__(self, plan: LaplacePlan, source: StatisticSource, session: Session) -> None:
+        super().__init__(source, session, plan.release)
+        self.lplan = plan
+        self.level = 0
+        self.levels: list[dict[str, Any]] = []
+        self.exhaustion_note: str | None = None
+        self._left: dict[tuple[int, int], int] = {}  # open pair -> candidate sets not asked
+        self._level_left = Fraction(0)  # the level's budget not yet given to a round
+
+    def _remaining(self) -> Fraction:
+        rem = self.session.remaining()
+        total = rem.epsilon if self.lplan.rule == "basic" else rem.rho
+        assert total is not None
+        return Fraction(total)
+
+    def _stop(self, why: str) -> BudgetExceededError:
+        self.exhaustion_note = exhaustion_note(self.level, why)
+        return BudgetExceededError(f"laplace-pc: {why}")
+
+    def start_level(self, level: int, adjacency: Sequence[frozenset[int]],
+                    pairs: Sequence[tuple[int, int]]) -> None:
+        self.level = level
+        self._left = {(x, y): pair_test_count(level, adjacency, x, y) for x, y in pairs}
+        tests = sum(self._left.values())
+        self._level_left = self._remaining() / level_slots(level, self.lplan.depth)
+        self.levels.append({"level": level, "pairs": len(pairs), "tests_bound": tests,
+                            "share": float(self._level_left), "tests": 0, "rounds": 0})
+
+    def test_many(self, queries: Sequence[tuple[int, int, tuple[int, ...]]]
+                  ) -> list[CIResult]:
+        bound = max(sum(self._left.values()), len(queries), 1)
+        if self.level == 0:
+            release: ReleasePlan | None = self.lplan.release
+        else:
+            release = level_release(self.lplan.rule,
+                                    min(self._level_left, self._remaining()) / bound)
+        if release is None:
+            raise self._stop(f"the budget is used up: nothing useful is left for level "
+                             f"{self.level}")
+        if release != self.plan:
+            self.plan = release
+            self._mechs.clear()
+        out = super().test_many(queries)
+        value = release.epsilon if release.kind == "laplace" else release.rho
+        assert value is not None
+        unit = Fraction(value)
+        self._level_left = max(self._level_left - unit * len(out), Fraction(0))
+        for (x, y, _), res in zip(queries, out, strict=False):
+            key = (min(x, y), max(x, y))
+            n = self._left.get(key, 0) - 1
+            if res.independent or n <= 0:
+                self._left.pop(key, None)
+            else:
+                self._left[key] = n
+        rec = self.levels[-1]
+        rec["tests"] += len(out)
+        rec["rounds"] += 1
+        return out
+
+    def decision_threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        t = self.source.threshold(x, y, S)
+        if self.level == 0 and self.lplan.screen > 0.0:
+            t += self.lplan.screen * noise_sd(self.mechanism(x, y))
+        return t
+
+
 class LaplacePC(DiscreteAlgorithm[LaplacePCParams, LaplacePlan, PrivateCITest]):
     """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``laplace-pc``."""
 
     name = "laplace-pc"
     description = ("PC with every test a Laplace (basic) or Gaussian (zCDP) release of the "
-                   "score; budget split over a public plan of K tests")
+                   "score; budget shared per level and round over the tests each can ask "
+                   "(or over a fixed public plan of K tests)")
     params = LaplacePCParams
     proof_note = "docs/privacy/algorithm-laplace-pc.md"
 
@@ -118,9 +327,14 @@ class LaplacePC(DiscreteAlgorithm[LaplacePCParams, LaplacePlan, PrivateCITest]):
 
     def tester(self, plan: LaplacePlan, source: StatisticSource,
                session: Session) -> PrivateCITest:
+        if plan.per_level:
+            return LevelPlannedTest(plan, source, session)
         return PrivateCITest(source, session, plan.release)
 
     def usage(self, tester: PrivateCITest) -> dict[str, object]:
+        if isinstance(tester, LevelPlannedTest):
+            return {"used_releases": tester.releases, "used_levels": tester.levels,
+                    "used_unspent": unspent(tester.session)}
         return {"used_releases": tester.releases}
 
 

@@ -70,6 +70,7 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.tweak": PUBLIC, "plan.beta1": PUBLIC, "plan.beta2": PUBLIC,
     "plan.coin_epsilon": PUBLIC, "plan.epsilon_*": PUBLIC, "plan.epsilon_per_level[]": PUBLIC,
     "plan.horizon": PUBLIC, "plan.positive": PUBLIC, "plan.subsample_rate": PUBLIC,
+    "plan.budget_split": PUBLIC, "plan.screen": PUBLIC,  # laplace-pc: an option, a rule of p
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,
