@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcg.bench import utility_f1
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.datasets import list_networks, load_network
 from dpcg.metrics import skeleton_scores
@@ -312,9 +313,12 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", type=Path, default=None,
                    help="write the section to this file (default: print)")
+    utility_f1.add_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.f1_ratio:
+        return utility_f1.run(args)
     snr_rows = []
     for name in _networks(args.snr, args.family_seeds):
         snr_rows.append(snr(name, args.rows, args.seed, args.alpha, args.eps, args.delta))

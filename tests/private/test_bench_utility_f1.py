@@ -1,0 +1,89 @@
+"""``dpcg bench utility --f1-ratio``: cells, resume, skip, and the report's targets."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from dpcg.bench import utility_f1 as f1
+
+
+def test_cells_cover_families_named_and_extra_rows() -> None:
+    cells = f1.cells([50, 20], nets=2, seeds=2, rows=1000, extra_rows=[500], named=["asia"])
+    assert cells[0] == (f1.FAMILY.format(p=20, net=1), 1000, 1)
+    assert len(cells) == 2 * 2 * 2 + 2 + 2 * 2
+    assert (f1.FAMILY.format(p=50, net=2), 500, 2) in cells
+    assert ("asia", 1000, 2) in cells
+    assert f1.family_of(f1.FAMILY.format(p=50, net=2)) == "random 50 nodes"
+    assert f1.family_of("asia") == "asia"
+
+
+def test_jobs_skip_what_is_done_and_what_is_skipped() -> None:
+    net = f1.FAMILY.format(p=200, net=1)
+    cells = [(net, 1000, 1), ("asia", 1000, 1)]
+    done = {(net, 1000, 1, "laplace-pc", 1.0), ("asia", 1000, 1, f1.BASELINE, None)}
+    jobs = f1.jobs_to_run(cells, ["laplace-pc", "priv-pc"], [1.0, 5.0], done,
+                          skip=["200/priv-pc"])
+    assert (net, 1000, 1, "laplace-pc", (5.0,)) in jobs
+    assert (net, 1000, 1, f1.BASELINE, ()) in jobs
+    assert not any(j[0] == net and j[3] == "priv-pc" for j in jobs)
+    assert not any(j[0] == "asia" and j[3] == f1.BASELINE for j in jobs)
+    assert ("asia", 1000, 1, "priv-pc", (1.0, 5.0)) in jobs
+    assert f1._skipped("50@10000", "random 50 nodes", 10_000, "em-pc")
+    assert not f1._skipped("50@10000", "random 50 nodes", 100_000, "em-pc")
+
+
+def _args(tmp_path: Path, **kw: object) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=f1.ROWS)
+    f1.add_arguments(p)
+    ns = p.parse_args([])
+    ns.results = tmp_path / "f1.jsonl"
+    ns.f1_out = tmp_path / "f1.md"
+    for k, v in kw.items():
+        setattr(ns, k, v)
+    return ns
+
+
+def test_run_resumes_and_reports(tmp_path: Path) -> None:
+    args = _args(tmp_path, sizes="5", networks_per_size=1, seeds=1, extra_rows="", named="",
+                 algorithms="laplace-pc,svt-pc", epsilons="1,5", processes=1, rows=3000)
+    assert f1.run(args) == 0
+    rows = f1.load_results(args.results)
+    keys = {(r["algorithm"], r["epsilon"]) for r in rows}
+    assert keys == {(f1.BASELINE, None), ("laplace-pc", 1.0), ("laplace-pc", 5.0),
+                    ("svt-pc", 1.0), ("svt-pc", 5.0)}
+    for r in rows:
+        assert 0.0 <= r["f1"] <= 1.0
+        assert (r["nodes"], r["rows"]) == (5, 3000)
+    first = args.results.read_text()
+    assert f1.run(args) == 0  # nothing left to run: the file is unchanged
+    assert args.results.read_text() == first
+    text = args.f1_out.read_text()
+    assert "## eps = 1" in text
+    assert "## eps = 5" in text
+    assert "random 5 nodes" in text
+
+
+def _row(network: str, algo: str, eps: float | None, f1v: float,
+         seed: int = 1) -> dict[str, object]:
+    return {"network": network, "family": f1.family_of(network), "rows": f1.ROWS,
+            "seed": seed, "algorithm": algo, "epsilon": eps, "f1": f1v, "edges": 10,
+            "true_edges": 10, "cpu_s": 1.0, "precision": 1.0, "recall": 1.0,
+            "exhausted": False}
+
+
+@pytest.mark.parametrize(("best", "met"), [(0.9, True), (0.8, False)])
+def test_report_marks_the_target(best: float, met: bool) -> None:
+    net = f1.FAMILY.format(p=50, net=1)
+    results = [_row(net, f1.BASELINE, None, 1.0), _row(net, "laplace-pc", 1.0, best),
+               _row(net, "priv-pc", 1.0, best - 0.2)]
+    text = f1.render(results, ["laplace-pc", "priv-pc"], [1.0], "test")
+    line = next(x for x in text.splitlines() if x.startswith("| random 50 nodes | 100,000 | **"))
+    assert ("met (>= 0.85)" in line) == met
+    assert ("**not met**" in line) != met
+    assert "0.20 (> 0.10)" in line
+    assert f1.ratios(results)[("random 50 nodes", f1.ROWS, "priv-pc", 1.0)] == [
+        pytest.approx(best - 0.2)]
