@@ -32,7 +32,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from statistics import NormalDist
 from typing import Any
 
 from accounting.costs import Budget, round_down, split_epsilon
@@ -54,7 +53,7 @@ from dpcg.private.common import (
     unspent,
 )
 from dpcg.private.contract import RunSettings
-from dpcg.private.planning import default_plan_size, laplace_sd, n_pairs
+from dpcg.private.planning import default_plan_size, laplace_sd, n_pairs, screen_multiplier
 from dpcg.private.registry import register_algorithm
 
 
@@ -131,16 +130,6 @@ class LaplacePlan:
 #: Levels the per-level plan provisions for when ``max_depth`` is not given (public):
 #: see :func:`level_slots`.
 LEVELS_PLANNED_DEPTH = 2
-
-
-def screen_multiplier(p: int) -> float:
-    """Level 0's default screen ``C`` (public: from ``p`` only): the ``1 - q`` normal
-    quantile with ``q = min(1/4, p / (4 pairs)) = min(1/4, 1 / (2 (p - 1)))``, so that a
-    pair whose score sits at the threshold survives level 0 with probability about
-    ``q`` under Gaussian noise: about ``p/4`` false edges if every pair were
-    independent, and ``C -> 0`` as the noise vanishes relative to the score."""
-    q = min(0.25, 1.0 / (2.0 * max(p - 1, 1)))
-    return float(NormalDist().inv_cdf(1.0 - q))
 
 
 def noise_sd(mech: Laplace | Gaussian) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from statistics import NormalDist
 
 import numpy as np
 from scipy.optimize import minimize
@@ -386,3 +387,14 @@ def choose_unit_rule(epsilon: float, delta: float, units: int, parts: int = 1) -
     e_basic = unit_epsilon(Fraction(b.epsilon_exact) / k, "basic", parts)
     e_zcdp = unit_epsilon(b.rho() / k, "zcdp", parts)
     return "zcdp" if e_zcdp > e_basic else "basic"
+
+
+def screen_multiplier(p: int) -> float:
+    """Level 0's default screen ``C`` (public: from ``p`` only): the ``1 - q`` normal
+    quantile with ``q = min(1/4, p / (4 pairs)) = min(1/4, 1 / (2 (p - 1)))``, so that a
+    pair whose score sits at the threshold survives level 0 with probability about
+    ``q`` under Gaussian noise: about ``p/4`` false edges if every pair were
+    independent, and ``C -> 0`` as the noise vanishes relative to the score. Used by
+    Laplace-PC's level 0 (tried on Priv-PC's level-0 examine too: mixed, not adopted)."""
+    q = min(0.25, 1.0 / (2.0 * max(p - 1, 1)))
+    return float(NormalDist().inv_cdf(1.0 - q))

@@ -23,7 +23,8 @@ from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import candidate_sets, level_test_count, pair_test_count
 from dpcg.private import discover, laplace_pc
-from dpcg.private.laplace_pc import LaplacePCParams, level_slots, screen_multiplier
+from dpcg.private.laplace_pc import LaplacePCParams, level_slots
+from dpcg.private.planning import screen_multiplier
 
 
 @pytest.mark.parametrize("seed", range(8))
