@@ -30,6 +30,7 @@ from typing import Any
 from dpcg.api import discover
 from dpcg.datasets import load_network
 from dpcg.metrics import skeleton_scores
+from dpcg.private.api import nonprivate_pc
 from dpcg.private.contract import ScoreCache
 from dpcg.private.registry import get_algorithm
 from dpcg.private.run import discover_private
@@ -43,6 +44,8 @@ DELTA = 1e-6
 ROWS = 100_000
 EXTRA_ROWS = (10_000, 1_000_000)
 BASELINE = "pc-g2"
+#: Non-private PC with the private algorithms' default statistic: their no-noise ceiling.
+CEILING = "pc-split"
 OUT = Path("docs/benchmarks/utility-f1.md")
 RESULTS = Path(".bench/utility/f1.jsonl")
 
@@ -95,7 +98,8 @@ def _load(network: str, rows: int, seed: int, test: str) -> tuple[Any, Any, Scor
 def run_job(job: tuple[str, int, int, str, tuple[float, ...]]) -> list[dict[str, Any]]:
     """One algorithm (or the G^2 baseline) on one cell, every epsilon."""
     network, rows, seed, algorithm, epsilons = job
-    test = "g2" if algorithm == BASELINE else get_algorithm(algorithm).default_test
+    test = ("g2" if algorithm == BASELINE else
+            get_algorithm("laplace-pc" if algorithm == CEILING else algorithm).default_test)
     data, truth, cache = _load(network, rows, seed, test)
     base = {"network": network, "family": family_of(network), "rows": rows, "seed": seed,
             "nodes": len(data.names), "true_edges": truth.n_edges, "test": test}
@@ -107,6 +111,13 @@ def run_job(job: tuple[str, int, int, str, tuple[float, ...]]) -> list[dict[str,
         s = skeleton_scores(res.cpdag, truth)
         return [{**base, "algorithm": BASELINE, "epsilon": None, "f1": s.f1,
                  "edges": res.cpdag.n_edges, "cpu_s": sec}]
+    if algorithm == CEILING:
+        t0 = time.process_time()
+        ref = nonprivate_pc(data, test, cache=cache)
+        sec = time.process_time() - t0
+        s = skeleton_scores(ref.cpdag, truth)
+        return [{**base, "algorithm": CEILING, "epsilon": None, "f1": s.f1,
+                 "edges": ref.cpdag.n_edges, "cpu_s": sec}]
     for eps in epsilons:
         t0 = time.process_time()
         r = discover_private(data, algorithm, epsilon=eps, delta=DELTA,
@@ -147,10 +158,10 @@ def jobs_to_run(all_cells: Iterable[tuple[str, int, int]], algorithms: Sequence[
     jobs: list[tuple[str, int, int, str, tuple[float, ...]]] = []
     for network, rows, seed in all_cells:
         fam = family_of(network)
-        for algo in (BASELINE, *algorithms):
+        for algo in (BASELINE, CEILING, *algorithms):
             if any(_skipped(s, fam, rows, algo) for s in skip):
                 continue
-            if algo == BASELINE:
+            if algo in (BASELINE, CEILING):
                 if (network, rows, seed, algo, None) not in done:
                     jobs.append((network, rows, seed, algo, ()))
                 continue
@@ -198,14 +209,18 @@ def run_all(jobs: list[tuple[str, int, int, str, tuple[float, ...]]], results: P
 # ------------------------------------------------------------------------------ report
 
 
-def ratios(results: list[dict[str, Any]]) -> dict[tuple[str, int, str, float], list[float]]:
-    """(family, rows, algorithm, eps) -> the ratio of each run with a G^2 baseline."""
+def ratios(results: list[dict[str, Any]]
+           ) -> dict[tuple[str, int, str, float | None], list[float]]:
+    """(family, rows, algorithm, eps) -> the ratio of each run with a G^2 baseline (the
+    ceiling's eps is ``None``)."""
     g2 = {(r["network"], r["rows"], r["seed"]): r["f1"] for r in results
           if r["algorithm"] == BASELINE}
-    out: dict[tuple[str, int, str, float], list[float]] = defaultdict(list)
+    out: dict[tuple[str, int, str, float | None], list[float]] = defaultdict(list)
     for r in results:
         if r["algorithm"] == BASELINE:
             continue
+        if r["algorithm"] == CEILING:
+            r = {**r, "epsilon": None}
         ref = g2.get((r["network"], r["rows"], r["seed"]))
         if ref is None or ref <= 0:
             continue
@@ -249,7 +264,9 @@ def render(results: list[dict[str, Any]], algorithms: Sequence[str],
         "Targets (issue 20): at eps 1 the best algorithm >= 0.85 up to 100 nodes and >= 0.75 "
         "at 200 nodes, Priv-PC within 0.10 of the best; at eps 5 >= 0.9 everywhere. "
         "A cell is `mean ratio (runs)`; **bold** marks the best algorithm of a row; "
-        "`target` says whether the best reaches it. `-` = not run.",
+        "`target` says whether the best reaches it. `-` = not run. The last column is "
+        "non-private PC with the private algorithms' statistic (`kendall-split`, no "
+        "noise) over G^2 PC: the ratio the private runs tend to as eps grows.",
         "",
         "## G^2 PC baseline",
         "",
@@ -267,8 +284,8 @@ def render(results: list[dict[str, Any]], algorithms: Sequence[str],
     for eps in epsilons:
         lines += ["", f"## eps = {eps:g}", "",
                   "| family | rows | " + " | ".join(algorithms)
-                  + " | best | target | Priv-PC gap |",
-                  "|---|---|" + "---|" * (len(algorithms) + 3)]
+                  + " | best | target | Priv-PC gap | no-noise ceiling |",
+                  "|---|---|" + "---|" * (len(algorithms) + 4)]
         for fam, rows in fams:
             means = {a: statistics.mean(v) for a in algorithms
                      if (v := rat.get((fam, rows, a, eps)))}
@@ -290,8 +307,10 @@ def render(results: list[dict[str, Any]], algorithms: Sequence[str],
                    if "priv-pc" in means else "-")
             if "priv-pc" in means and eps == 1.0 and means[best] - means["priv-pc"] > 0.10:
                 gap += " (> 0.10)"
+            ceil = rat.get((fam, rows, CEILING, None))
+            ceil_txt = f"{statistics.mean(ceil):.2f} ({len(ceil)})" if ceil else "-"
             lines.append(f"| {fam} | {rows:,} | " + " | ".join(cells_)
-                         + f" | {best} {means[best]:.2f} | {tgt} | {gap} |")
+                         + f" | {best} {means[best]:.2f} | {tgt} | {gap} | {ceil_txt} |")
     lines += ["", "## Failure shapes at eps 1", "",
               "Mean over runs: edges returned (true edges), precision, recall, runs that "
               "stopped on a used-up plan, CPU seconds per run.", "",
@@ -299,7 +318,7 @@ def render(results: list[dict[str, Any]], algorithms: Sequence[str],
               "CPU s |", "|---|---|---|---|---|---|---|---|"]
     by = defaultdict(list)
     for r in results:
-        if r["algorithm"] != BASELINE and r["epsilon"] == 1.0:
+        if r["algorithm"] not in (BASELINE, CEILING) and r["epsilon"] == 1.0:
             by[(r["family"], r["rows"], r["algorithm"])].append(r)
     for fam, rows in fams:
         for a in algorithms:

@@ -53,7 +53,8 @@ def test_run_resumes_and_reports(tmp_path: Path) -> None:
     assert f1.run(args) == 0
     rows = f1.load_results(args.results)
     keys = {(r["algorithm"], r["epsilon"]) for r in rows}
-    assert keys == {(f1.BASELINE, None), ("laplace-pc", 1.0), ("laplace-pc", 5.0),
+    assert keys == {(f1.BASELINE, None), (f1.CEILING, None), ("laplace-pc", 1.0),
+                    ("laplace-pc", 5.0),
                     ("svt-pc", 1.0), ("svt-pc", 5.0)}
     for r in rows:
         assert 0.0 <= r["f1"] <= 1.0
@@ -79,11 +80,12 @@ def _row(network: str, algo: str, eps: float | None, f1v: float,
 def test_report_marks_the_target(best: float, met: bool) -> None:
     net = f1.FAMILY.format(p=50, net=1)
     results = [_row(net, f1.BASELINE, None, 1.0), _row(net, "laplace-pc", 1.0, best),
-               _row(net, "priv-pc", 1.0, best - 0.2)]
+               _row(net, "priv-pc", 1.0, best - 0.2), _row(net, f1.CEILING, None, 0.95)]
     text = f1.render(results, ["laplace-pc", "priv-pc"], [1.0], "test")
     line = next(x for x in text.splitlines() if x.startswith("| random 50 nodes | 100,000 | **"))
     assert ("met (>= 0.85)" in line) == met
     assert ("**not met**" in line) != met
     assert "0.20 (> 0.10)" in line
+    assert line.endswith("| 0.95 (1) |")  # the no-noise ceiling
     assert f1.ratios(results)[("random 50 nodes", f1.ROWS, "priv-pc", 1.0)] == [
         pytest.approx(best - 0.2)]
