@@ -143,13 +143,16 @@ def _key(row: dict[str, Any]) -> tuple[str, int, int, str, float | None]:
 
 
 def load_results(path: Path) -> list[dict[str, Any]]:
+    """The results in ``path``, one per (network, rows, seed, algorithm, eps): a run
+    written twice (two benchmark processes on one file) counts once."""
     if not path.exists():
         return []
-    rows = []
+    rows: dict[tuple[str, int, int, str, float | None], dict[str, Any]] = {}
     for line in path.read_text().splitlines():
         if line.strip():
-            rows.append(json.loads(line))
-    return rows
+            row = json.loads(line)
+            rows.setdefault(_key(row), row)
+    return list(rows.values())
 
 
 def jobs_to_run(all_cells: Iterable[tuple[str, int, int]], algorithms: Sequence[str],

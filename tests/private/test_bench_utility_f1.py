@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,11 @@ def test_report_marks_the_target(best: float, met: bool) -> None:
     assert line.endswith("| 0.95 (1) |")  # the no-noise ceiling
     assert f1.ratios(results)[("random 50 nodes", f1.ROWS, "priv-pc", 1.0)] == [
         pytest.approx(best - 0.2)]
+
+
+def test_a_run_written_twice_counts_once(tmp_path: Path) -> None:
+    net = f1.FAMILY.format(p=50, net=1)
+    row = _row(net, "laplace-pc", 1.0, 0.9)
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (row, row, _row(net, "svt-pc", 1.0, 0.5))))
+    assert len(f1.load_results(path)) == 2
