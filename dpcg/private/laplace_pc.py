@@ -225,8 +225,8 @@ def level_slots(level: int, depth: int) -> int:
 class LevelPlannedTest(PrivateCITest):
     """Laplace-PC's tester with ``budget_split='levels'``.
 
-    When a level starts it gets ``1/(D - l + 1)`` of what the filter has left (all of it
-    past ``D``). Each round of the level (one candidate set per open pair, chosen
+    When a level starts it gets ``1/level_slots(l, D)`` of what the filter has left
+    (:func:`level_slots`). Each round of the level (one candidate set per open pair, chosen
     together) shares what the level has left over the most tests the level can still
     ask: for every open pair, its candidate sets not yet asked (counted from the frozen
     adjacency, :func:`dpcg.pc.engine.pair_test_count`). A pair found independent asks no
