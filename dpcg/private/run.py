@@ -125,6 +125,13 @@ def _algorithm(algorithm: str | AnyAlgorithm) -> AnyAlgorithm:
     return get_algorithm(algorithm) if isinstance(algorithm, str) else algorithm
 
 
+#: The message of a completed run whose graph has no edge at all.
+EMPTY_GRAPH_NOTE = ("no edge survived: every test came out independent. At this budget "
+                    "the noise of each test may exceed any dependence in the data, so "
+                    "the empty graph is not evidence of independence; raise epsilon, "
+                    "use more rows, or use an algorithm with less noise per test")
+
+
 def run_private(
     algorithm: str | AnyAlgorithm,
     source: object,
@@ -180,6 +187,10 @@ def run_private(
     note = getattr(tester, "exhaustion_note", None)  # what the user gets, if it says
     if result.budget_exhausted and not nothing and isinstance(note, str) and note:
         message = note
+    if message is None and len(names) > 1 and result.cpdag.n_edges == 0:
+        # never a silent empty graph (issue 20): say what it means (post-processing of
+        # the released graph only)
+        message = EMPTY_GRAPH_NOTE
     g = session.guarantee()
     guarantee = {"epsilon": float(g.epsilon), "delta": float(g.delta),
                  "relation": Relation.parse(g.relation).value, "rule": str(g.rule)}

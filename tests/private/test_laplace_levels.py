@@ -113,3 +113,15 @@ def test_run_split_is_the_fixed_plan(net50: Any) -> None:
                    budget_split="run")
     assert "budget_split" not in res.plan
     assert res.plan["plan_size"] == 16 * (30 * 29 // 2)
+
+
+def test_an_empty_graph_is_never_silent() -> None:
+    # a budget far too small for 2,000 rows: every test comes out independent, nothing
+    # runs out, and the result says what the empty graph means
+    data = load_network("asia").sample(2000, 1)
+    res = discover(data, "svt-pc", epsilon=0.01, seed=1)
+    assert res.cpdag.n_edges == 0
+    assert not res.budget_exhausted
+    assert res.message is not None
+    assert "no edge survived" in res.message
+    assert "not evidence of independence" in res.message
