@@ -112,19 +112,10 @@ class LevelListener(Protocol):
                     pairs: Sequence[Pair]) -> None: ...
 
 
-def level_test_count(level: int, adjacency: Sequence[frozenset[int]],
-                     pairs: Sequence[Pair]) -> int:
-    """How many tests level ``level`` asks at most: for each pair, the number of sets
-    :func:`candidate_sets` yields, ``C(|a_x|, l) + C(|a_y|, l) - C(|a_x & a_y|, l)``
-    with ``a_x = adj(x) \\ {y}``, ``a_y = adj(y) \\ {x}`` (a pair that is never found
-    independent asks all of them)."""
-    if level == 0:
-        return len(pairs)
-    return sum(pair_test_count(level, adjacency, x, y) for x, y in pairs)
-
-
 def pair_test_count(level: int, adjacency: Sequence[frozenset[int]], x: int, y: int) -> int:
-    """How many sets :func:`candidate_sets` yields for ``(x, y)`` at ``level``."""
+    """How many sets :func:`candidate_sets` yields for ``(x, y)`` at ``level``:
+    ``C(|a_x|, l) + C(|a_y|, l) - C(|a_x & a_y|, l)`` with ``a_x = adj(x) \\ {y}``,
+    ``a_y = adj(y) \\ {x}`` (a pair that is never found independent asks all of them)."""
     if level == 0:
         return 1
     ax = adjacency[x] - {y}

@@ -53,7 +53,13 @@ from dpcg.private.common import (
     unspent,
 )
 from dpcg.private.contract import RunSettings
-from dpcg.private.planning import default_plan_size, laplace_sd, n_pairs, screen_multiplier
+from dpcg.private.planning import (
+    default_plan_size,
+    laplace_sd,
+    n_pairs,
+    planned_depth,
+    screen_multiplier,
+)
 from dpcg.private.registry import register_algorithm
 
 
@@ -200,8 +206,7 @@ def _level_plan(params: LaplacePCParams, settings: RunSettings,
     the budget (:func:`level_slots`), the rule chosen for ``(D+1) pairs`` equal tests."""
     budget = settings.budget()
     pairs = n_pairs(source.p)
-    d = LEVELS_PLANNED_DEPTH if settings.max_depth is None else settings.max_depth
-    depth = max(0, min(int(d), source.p - 2))
+    depth = planned_depth(source.p, settings.max_depth, LEVELS_PLANNED_DEPTH)
     sens = source.sensitivity()
     rule = params.rule or choose_rule(budget, pairs * (depth + 1), sens)
     total = Fraction(budget.epsilon_exact) if rule == "basic" else Fraction(budget.rho())

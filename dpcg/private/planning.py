@@ -308,12 +308,14 @@ DEFAULT_PLANNED_DEPTH = 1
 PRIV_PC_ROUNDS_PER_PAIR = 6
 
 
-def planned_depth(p: int, max_depth: int | None) -> int:
+def planned_depth(p: int, max_depth: int | None, default: int = DEFAULT_PLANNED_DEPTH
+                  ) -> int:
     """The deepest level a per-level plan provisions for: ``max_depth`` if given, else
-    :data:`DEFAULT_PLANNED_DEPTH`, never above ``p - 2`` (public)."""
+    ``default`` (:data:`DEFAULT_PLANNED_DEPTH` for SVT-PC and Priv-PC), never above
+    ``p - 2`` (public)."""
     if isinstance(p, bool) or not isinstance(p, int) or p < 2:
         raise AlgorithmError(f"p: need at least 2 variables, got {p!r}")
-    d = DEFAULT_PLANNED_DEPTH if max_depth is None else int(max_depth)
+    d = default if max_depth is None else int(max_depth)
     return max(0, min(d, p - 2))
 
 
