@@ -22,6 +22,7 @@ from accounting.mechanisms import (
     SparseVector,
     SparseVectorRun,
     SubsampledSparseVector,
+    TopK,
     mechanism_from_params,
 )
 from accounting.memory import InMemoryRecorder
@@ -51,6 +52,7 @@ __all__ = [
     "SparseVector",
     "SparseVectorRun",
     "SubsampledSparseVector",
+    "TopK",
     "make_generator",
     "mechanism_from_params",
     "split_epsilon",

@@ -515,6 +515,78 @@ class Exponential:
         return _argmax_rows(self._noisy(u, rng, _size(size)))
 
 
+@dataclass(frozen=True)
+class TopK:
+    """One-shot top-``k`` selection: the indices of the ``k`` largest
+    ``eps u_r/(2 Delta_u) + Gumbel(1)``, in decreasing order.
+
+    Its output has the law of ``k`` rounds of peeling with :class:`Exponential`
+    (``eps`` each) on the indices not yet chosen (Durfee-Rogers 2019, Lemma 4.2), so
+    it costs what ``k`` adaptively composed exponential mechanisms cost: ``k eps``
+    pure, rho ``k eps^2/8`` (each is ``eps``-bounded-range, Cesar-Rogers 2021). With
+    ``k`` at least the number of utilities every index is returned, in noisy order
+    (the same peeling, run to the end). ``Delta_u`` bounds the change of every
+    utility between neighbours (non-monotone utilities allowed).
+    Note ``docs/privacy/top-k.md``.
+    """
+
+    sensitivity: float
+    epsilon: float
+    k: int
+    relation: Relation = Relation.REPLACE_ONE
+    kind: ClassVar[str] = "top-k"
+
+    def __post_init__(self) -> None:
+        _set(self, "sensitivity", _positive("sensitivity", self.sensitivity))
+        _set(self, "epsilon", _positive("epsilon", self.epsilon))
+        _set(self, "k", _int("k", self.k, 1))
+        _set(self, "relation", _relation(self.relation))
+
+    def epsilon_under(self, relation: Relation) -> Fraction:
+        """One selection's epsilon under ``relation``."""
+        return Fraction(self.epsilon) * _factor(self.sensitivity, self.relation, relation)
+
+    def cost(self, relation: Relation) -> Cost:
+        return Cost.pure(self.epsilon_under(relation), bounded_range=True).times(self.k)
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {
+            "sensitivity": self.sensitivity,
+            "epsilon": self.epsilon,
+            "k": self.k,
+            "relation": self.relation.value,
+        }
+
+    def dp_event(self, relation: Relation) -> None:
+        """``None``: dp-accounting has no event for the exponential mechanism."""
+        _factor(self.sensitivity, self.relation, relation)
+        return None
+
+    def _noisy(self, u: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
+        shape = u.shape if size is None else (size, *u.shape)
+        logits = self.epsilon * u / (2.0 * self.sensitivity)
+        return logits + rng.gumbel(0.0, 1.0, size=shape)
+
+    def _top(self, noisy: FloatArray) -> IntArray:
+        k = min(self.k, noisy.shape[-1])
+        if k < noisy.shape[-1]:
+            part = np.argpartition(-noisy, k - 1, axis=-1)[..., :k]
+        else:
+            part = np.broadcast_to(np.arange(k), noisy.shape).copy()
+        vals = np.take_along_axis(noisy, part, axis=-1)
+        order = np.argsort(-vals, axis=-1, kind="stable")
+        return np.asarray(np.take_along_axis(part, order, axis=-1), dtype=np.int64)
+
+    def release(self, exact: Any, rng: np.random.Generator) -> IntArray:
+        u = _vector(exact, "utilities")
+        return self._top(self._noisy(u, rng, None))
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
+        """``size`` independent releases, one per row (shape ``(size, min(k, len))``)."""
+        u = _vector(exact, "utilities")
+        return self._top(self._noisy(u, rng, _size(size)))
+
+
 # ---------------------------------------------------------------------------------
 # Smooth-sensitivity median
 # ---------------------------------------------------------------------------------
@@ -994,6 +1066,7 @@ MECHANISMS: dict[str, type[Any]] = {
         Gaussian,
         ReportNoisyMax,
         Exponential,
+        TopK,
         SmoothSensitivityMedian,
         SparseVector,
         SubsampledSparseVector,
