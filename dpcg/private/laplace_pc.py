@@ -5,8 +5,11 @@ Default plan (``budget_split='levels'``, issue 20): each PC level gets a share o
 the filter has left when it starts (:func:`level_slots`), and each round of the level
 shares what the level has left over the most tests the level can still ask (from the
 released graph; :class:`LevelPlannedTest`); level 0 (one test per pair) screens with the
-threshold ``T + C sd`` (:func:`screen_multiplier`). With ``plan_size``/``test_epsilon``
-or ``budget_split='run'`` the plan is fixed before the run:
+threshold ``T + C sd`` (:func:`screen_multiplier`), or, on networks large enough for it
+to halve level 0's noise, first keeps the top ``K`` pairs by one
+:class:`~accounting.mechanisms.TopK` release and tests only those (:class:`Selection`).
+With ``plan_size``/``test_epsilon`` or ``budget_split='run'`` the plan is fixed before
+the run:
 
 Fixed plan (public): ``K`` tests (default
 :func:`dpcg.private.planning.default_plan_size`), and a composition rule chosen from
@@ -34,12 +37,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from accounting.costs import Budget, round_down, split_epsilon
 from accounting.errors import BudgetExceededError
-from accounting.mechanisms import Gaussian, Laplace
+from accounting.mechanisms import Gaussian, Laplace, TopK
 from accounting.planning import choose_rule as acc_choose_rule
 from accounting.session import Session
-from dpcg.citests.base import CIResult
+from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import PrivateCITest, ReleasePlan, StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
@@ -82,6 +87,17 @@ class LaplacePCParams(PlanSizeParams):
         help="with budget split 'levels': level 0 says independent when the noisy score "
              "is at most T + C noise sds (default: the public rule screen_multiplier(p))")
 
+    select: float | None = option(
+        None, type=float, metavar="KAPPA",
+        help="with budget split 'levels': level 0 first keeps the top K = KAPPA p pairs "
+             "by one top-K release (more while its noise stays small) and tests only "
+             "those; 0: test every pair with the screen instead (default: 4, used where "
+             "it cuts level 0's noise at least in half)")
+    select_share: float | None = option(
+        None, type=float, metavar="F",
+        help="with a level-0 selection: the share of level 0's budget it gets; the rest "
+             "tests the selected pairs (1: no level-0 test; default SELECT_SHARE)")
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.rule is not None and self.rule not in ("basic", "zcdp"):
@@ -93,6 +109,17 @@ class LaplacePCParams(PlanSizeParams):
             check_number_field("screen", self.screen, nonnegative=True)
             if self.split != "levels":
                 raise AlgorithmError("screen: applies only with budget split 'levels'")
+        if self.select is not None:
+            check_number_field("select", self.select, nonnegative=True)
+            if self.split != "levels":
+                raise AlgorithmError("select: applies only with budget split 'levels'")
+        if self.select_share is not None:
+            check_number_field("select_share", self.select_share, nonnegative=False)
+            if not 0.0 < self.select_share <= 1.0:
+                raise AlgorithmError("select_share: expected a number in (0, 1]")
+            if self.split != "levels":
+                raise AlgorithmError("select_share: applies only with budget split "
+                                     "'levels'")
         if self.budget_split == "levels" and (self.plan_size is not None
                                               or self.test_epsilon is not None):
             raise AlgorithmError("budget split 'levels' plans each level itself: give "
@@ -123,6 +150,7 @@ class LaplacePlan:
     per_level: bool = False
     depth: int = 0
     screen: float = 0.0
+    selection: Selection | None = None
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "plan_size": self.tests,
@@ -130,7 +158,27 @@ class LaplacePlan:
                                "max_depth": self.max_depth}
         if self.per_level:
             out.update(budget_split="levels", horizon=self.depth, screen=self.screen)
+            sel = self.selection
+            out["select_k"] = 0 if sel is None else sel.k
+            if sel is not None:
+                out["select_epsilon"] = sel.epsilon
+                out["select_test"] = None if sel.test is None else sel.test.describe()
         return out
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Level 0's public selection: one :class:`~accounting.mechanisms.TopK` release keeps
+    ``k`` pairs (``epsilon`` per peeling step, on the utilities ``(s - T)/Delta_pair``,
+    sensitivity 1), then each kept pair is tested with ``test`` (``None``: kept pairs are
+    not tested at level 0). Pairs not kept count as independent given the empty set."""
+
+    k: int
+    epsilon: float
+    test: ReleasePlan | None
+
+    def mechanism(self, relation: Any) -> TopK:
+        return TopK(1.0, self.epsilon, self.k, relation=relation)
 
 
 #: Levels the per-level plan provisions for when ``max_depth`` is not given (public):
@@ -143,6 +191,58 @@ def noise_sd(mech: Laplace | Gaussian) -> float:
     if isinstance(mech, Laplace):
         return math.sqrt(2.0) * mech.scale
     return float(mech.sigma)
+
+
+#: Level 0's selection keeps at least ``SELECT_PER_NODE * p`` pairs (public; measured on
+#: generated families with tuning seeds, docs/benchmarks/utility-f1-analysis.md).
+SELECT_PER_NODE = 4.0
+#: The share of level 0's budget that goes to the selection; the rest tests the kept pairs.
+SELECT_SHARE = 0.75
+#: The selection keeps more pairs while its noise sd stays at most this fraction of the
+#: smallest level-0 threshold, and is skipped once it would keep every pair.
+SELECT_NOISE = 0.5
+#: The selection is used only when its noise sd is at most this fraction of the sd of
+#: testing every pair with all of level 0's share (otherwise every pair is tested).
+SELECT_GAIN = 0.5
+#: Standard deviation of ``Gumbel(1)``: ``pi / sqrt 6``.
+GUMBEL_SD = math.pi / math.sqrt(6.0)
+
+
+def selection_epsilon(rule: str, share: Fraction, k: int) -> float:
+    """Per-step epsilon of a top-``k`` release costing at most ``share`` (``eps``
+    under ``basic``: ``k eps <= share``; ``rho`` under ``zcdp``: ``k eps^2/8 <=
+    share``), the largest such float."""
+    if rule == "basic":
+        return round_down(share / k)
+    e = math.sqrt(8.0 * float(share) / k)
+    while e > 0 and Fraction(e) ** 2 * k / 8 > share:
+        e = math.nextafter(e, 0.0)
+    return e
+
+
+def select_count(rule: str, share: Fraction, pairs: int, p: int, kappa: float,
+                 sd_max: float, sensitivity: float) -> int:
+    """How many pairs level 0's selection keeps (public): at least ``ceil(kappa p)``,
+    and more while the selection's noise sd (``GUMBEL_SD 2 Delta / eps_step`` on the
+    score scale) stays at most ``sd_max``; at most ``pairs``."""
+    floor_k = min(pairs, max(1, math.ceil(kappa * p)))
+    lo, hi = floor_k, pairs
+    if _selection_sd(rule, share, hi, sensitivity) <= sd_max:
+        return hi
+    if _selection_sd(rule, share, lo, sensitivity) > sd_max:
+        return lo
+    while hi - lo > 1:  # sd grows with k: largest k with sd <= sd_max
+        mid = (lo + hi) // 2
+        if _selection_sd(rule, share, mid, sensitivity) <= sd_max:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _selection_sd(rule: str, share: Fraction, k: int, sensitivity: float) -> float:
+    eps = selection_epsilon(rule, share, k)
+    return math.inf if eps <= 0 else GUMBEL_SD * 2.0 * sensitivity / eps
 
 
 #: The smallest per-test share a level uses: noise sd up to about ``2^20`` sensitivities
@@ -216,8 +316,47 @@ def _level_plan(params: LaplacePCParams, settings: RunSettings,
             "epsilon: too small for laplace-pc's level 0 (one test per pair with noise sd "
             "below 2^20 sensitivities); give a larger budget or --budget-split run")
     screen = screen_multiplier(source.p) if params.screen is None else float(params.screen)
+    selection = _selection(params, rule, total / level_slots(0, depth), pairs, source)
+    if selection is not None:
+        screen = 0.0
     return LaplacePlan(rule, pairs, release, sens, settings.max_depth, per_level=True,
-                       depth=depth, screen=screen)
+                       depth=depth, screen=screen, selection=selection)
+
+
+def _selection(params: LaplacePCParams, rule: str, level0: Fraction, pairs: int,
+               source: StatisticSource) -> Selection | None:
+    """Level 0's selection (public facts only), or ``None`` (then every pair is tested
+    with the screen) when it would keep every pair or, by default (no ``select``
+    given), when its noise sd is above ``SELECT_GAIN`` times that of testing every pair
+    with level 0's whole share."""
+    kappa = SELECT_PER_NODE if params.select is None else float(params.select)
+    if kappa <= 0:
+        return None
+    share = Fraction(SELECT_SHARE if params.select_share is None else params.select_share)
+    sel_share = level0 * share
+    sd_max = SELECT_NOISE * min_threshold(source)
+    sens = source.sensitivity()
+    k = select_count(rule, sel_share, pairs, source.p, kappa, sd_max, sens)
+    every = level_release(rule, level0 / pairs)
+    if k >= pairs or every is None:
+        return None
+    if params.select is None and _selection_sd(rule, sel_share, k, sens) > (
+            SELECT_GAIN * noise_sd(every.mechanism(sens))):
+        return None
+    eps = selection_epsilon(rule, sel_share, k)
+    test = None if share >= 1 else level_release(rule, (level0 - sel_share) / k)
+    if eps <= 0 or (share < 1 and test is None):
+        raise AlgorithmError(
+            "epsilon: too small for laplace-pc's level-0 selection; give a larger budget "
+            "or --select 0")
+    return Selection(k, eps, test)
+
+
+def min_threshold(source: StatisticSource) -> float:
+    """The smallest level-0 threshold over the pairs (public)."""
+    p = source.p
+    return min((source.threshold(x, y, ()) for x in range(p) for y in range(x + 1, p)),
+               default=1.0)
 
 
 def level_slots(level: int, depth: int) -> int:
@@ -269,6 +408,8 @@ class LevelPlannedTest(PrivateCITest):
 
     def test_many(self, queries: Sequence[tuple[int, int, tuple[int, ...]]]
                   ) -> list[CIResult]:
+        if self.level == 0 and self.lplan.selection is not None:
+            return self._select(queries, self.lplan.selection)
         bound = max(sum(self._left.values()), len(queries), 1)
         if self.level == 0:
             release: ReleasePlan | None = self.lplan.release
@@ -296,6 +437,41 @@ class LevelPlannedTest(PrivateCITest):
         rec = self.levels[-1]
         rec["tests"] += len(out)
         rec["rounds"] += 1
+        return out
+
+    def _select(self, queries: Sequence[tuple[int, int, tuple[int, ...]]],
+                sel: Selection) -> list[CIResult]:
+        """Level 0 with a selection: one top-K release over the round's pairs, then (with
+        a test share) one test of each kept pair; the others count as independent."""
+        src = self.source
+        valid = [validate_query(x, y, S, src.p) for x, y, S in queries]
+
+        def utilities() -> np.ndarray[Any, np.dtype[np.float64]]:
+            src.prefetch(valid)
+            return np.array([(src.score(x, y, S) - src.threshold(x, y, S))
+                             / src.sensitivity(pair=(x, y)) for x, y, S in valid])
+
+        chosen = self.session.release(
+            sel.mechanism(src.relation), utilities,
+            purpose=f"level 0: keep the top {sel.k} of {len(valid)} pairs")
+        kept = sorted(int(i) for i in np.asarray(chosen).ravel())
+        out = [CIResult(True, None, None) for _ in valid]
+        rec = self.levels[-1]
+        rec.update(selected=len(kept), rounds=1)
+        if sel.test is None:
+            for i in kept:
+                out[i] = CIResult(False, None, None)
+        else:
+            if sel.test != self.plan:
+                self.plan = sel.test
+                self._mechs.clear()
+            tested = super().test_many([valid[i] for i in kept])
+            if len(tested) < len(kept):
+                raise self._stop("the budget is used up in level 0's tests")
+            for i, res in zip(kept, tested, strict=False):
+                out[i] = res
+            rec["tests"] = len(tested)
+        self._left.clear()
         return out
 
     def decision_threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:

@@ -71,6 +71,8 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.coin_epsilon": PUBLIC, "plan.epsilon_*": PUBLIC, "plan.epsilon_per_level[]": PUBLIC,
     "plan.horizon": PUBLIC, "plan.positive": PUBLIC, "plan.subsample_rate": PUBLIC,
     "plan.budget_split": PUBLIC, "plan.screen": PUBLIC,  # laplace-pc: an option, a rule of p
+    "plan.select_k": PUBLIC, "plan.select_epsilon": PUBLIC,  # laplace-pc: rules of public
+    "plan.select_test.*": PUBLIC,  # facts (p, n, the budget, the options)
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,
@@ -175,6 +177,16 @@ def test_private_run_releases_only_the_allow_list(name: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     _released_only(["discover", *source_args(name, tmp_path), "--algorithm", name,
                     "--max-depth", "1"], tmp_path, capsys)
+
+
+def test_laplace_pc_selection_releases_only_the_allow_list(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # level 0's top-K release (an explicit --select forces it on the small table)
+    _released_only(["discover", *source_args("laplace-pc", tmp_path), "--algorithm",
+                    "laplace-pc", "--max-depth", "1", "--select", "1"], tmp_path, capsys)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["plan"]["select_k"] > 0
+    assert doc["mechanisms"].get("top-k") == 1
 
 
 def _released_only(argv: list[str], tmp: Path, capsys: pytest.CaptureFixture[str],

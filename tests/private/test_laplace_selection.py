@@ -1,0 +1,161 @@
+"""Laplace-PC's level-0 selection (issue 20): one top-K release keeps ``K`` pairs, the
+others count as independent given the empty set, the kept ones are tested.
+
+* the plan is a function of public facts only, uses the selection only where it cuts
+  level 0's noise at least in half, and falls back to testing every pair as the budget
+  grows (so a huge budget still reproduces non-private PC);
+* the selection and its tests fit level 0's share exactly;
+* a run records one top-k release, keeps at most ``K`` pairs, and removes the others
+  with the empty separating set;
+* the options are validated.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from accounting.costs import Budget
+from accounting.mechanisms import TopK
+from accounting.relations import Relation
+from dpcg.citests.private import source_for_dataset
+from dpcg.datasets import load_network
+from dpcg.errors import AlgorithmError
+from dpcg.private import discover, laplace_pc
+from dpcg.private.contract import RunSettings
+from dpcg.private.laplace_pc import (
+    GUMBEL_SD,
+    LaplacePCParams,
+    level_slots,
+    make_plan,
+    noise_sd,
+    select_count,
+    selection_epsilon,
+)
+from dpcg.private.planning import n_pairs
+
+
+@pytest.fixture(scope="module")
+def net100() -> Any:
+    return load_network("random:nodes=100,max_parents=3,card=2-4,seed=7,conc=1").sample(
+        20_000, 7)
+
+
+def _plan(data: Any, eps: float, **params: Any) -> laplace_pc.LaplacePlan:
+    src = source_for_dataset(data, "kendall-split")
+    return make_plan(LaplacePCParams(**params), RunSettings(
+        epsilon=eps, delta=1e-6, test="kendall-split"), src)
+
+
+def test_selection_follows_public_facts(net100: Any) -> None:
+    small = load_network("random:nodes=20,max_parents=3,card=2-4,seed=7,conc=1").sample(
+        2_000, 7)
+    assert _plan(small, 1.0).selection is None  # 190 pairs: too few to gain
+    plan = _plan(net100, 1.0)
+    sel = plan.selection
+    assert sel is not None
+    assert sel.k == math.ceil(laplace_pc.SELECT_PER_NODE * 100)
+    assert plan.screen == 0.0  # the kept pairs are tested against T itself
+    assert plan.describe()["select_k"] == sel.k
+    # a huge budget tests every pair again: the selection would not cut the noise
+    assert _plan(net100, 1e6).selection is None
+    assert _plan(net100, 1.0, select=0).selection is None
+    assert _plan(net100, 1.0, select=2).selection.k == 200  # type: ignore[union-attr]
+    assert _plan(net100, 1.0, select_share=1.0).selection.test is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 5.0])
+@pytest.mark.parametrize("rule", ["zcdp", "basic"])
+def test_selection_and_its_tests_fit_level_zero(net100: Any, eps: float, rule: str) -> None:
+    plan = _plan(net100, eps, rule=rule)
+    sel = plan.selection
+    assert sel is not None
+    budget = Budget(eps, 1e-6)
+    total = Fraction(budget.epsilon_exact) if rule == "basic" else Fraction(budget.rho())
+    level0 = total / level_slots(0, plan.depth)
+    cost = TopK(1.0, sel.epsilon, sel.k).cost(Relation.REPLACE_ONE)
+    assert sel.test is not None
+    test = sel.test.mechanism(plan.sensitivity).cost(Relation.REPLACE_ONE)
+    if rule == "basic":
+        assert cost.epsilon is not None
+        assert test.epsilon is not None
+        used = cost.epsilon + sel.k * test.epsilon
+    else:
+        assert cost.rho is not None
+        assert test.rho is not None
+        used = cost.rho + sel.k * test.rho
+    assert used <= level0
+    assert used >= level0 * Fraction(999, 1000)  # and leaves nothing on the table
+    # the selection is used because it cuts level 0's noise at least in half
+    every = laplace_pc.level_release(rule, level0 / n_pairs(100))
+    assert every is not None
+    sel_share = level0 * Fraction(laplace_pc.SELECT_SHARE)
+    sel_sd = GUMBEL_SD * 2 * plan.sensitivity / selection_epsilon(rule, sel_share, sel.k)
+    assert sel_sd <= laplace_pc.SELECT_GAIN * noise_sd(every.mechanism(plan.sensitivity))
+
+
+@pytest.mark.parametrize("rule", ["zcdp", "basic"])
+@pytest.mark.parametrize("share", [Fraction(1, 10**6), Fraction(1, 300), Fraction(3, 4)])
+def test_select_count_is_the_largest_k_within_the_noise_cap(rule: str,
+                                                            share: Fraction) -> None:
+    pairs, p, sens = 4950, 100, 0.02
+    for sd_max in (0.01, 0.5, 2.0, 1e9):
+        k = select_count(rule, share, pairs, p, 4.0, sd_max, sens)
+        assert 400 <= k <= pairs
+
+        def sd(j: int) -> float:
+            return GUMBEL_SD * 2 * sens / selection_epsilon(rule, share, j)
+
+        if 400 < k < pairs:
+            assert sd(k) <= sd_max < sd(k + 1)
+        if k == 400 and sd(400) <= sd_max:
+            assert sd(401) > sd_max
+        if sd(pairs) <= sd_max:
+            assert k == pairs
+        eps = selection_epsilon(rule, share, k)
+        spent = k * Fraction(eps) if rule == "basic" else k * Fraction(eps) ** 2 / 8
+        assert spent <= share
+
+
+def test_a_run_keeps_at_most_k_pairs(net100: Any) -> None:
+    res = discover(net100, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4)
+    plan = res.plan
+    k = plan["select_k"]
+    assert k == 400
+    assert res.mechanisms.get("top-k") == 1
+    lv0 = plan["used_levels"][0]
+    assert lv0["selected"] == k
+    assert lv0["tests"] == k  # the kept pairs are tested, nothing else at level 0
+    level1_pairs = plan["used_levels"][1]["pairs"]
+    assert level1_pairs <= k
+    # every pair not kept was removed at level 0 with the empty set
+    empty = [pair for pair, sep in res.pc.sepsets.items() if len(sep) == 0]
+    assert len(empty) >= n_pairs(100) - k
+    spent = Fraction(res.spent["exact"]["rho"])
+    assert spent <= Budget(1.0, 1e-6).rho()
+    assert not res.budget_exhausted
+
+
+def test_no_level_zero_test_with_the_whole_share(net100: Any) -> None:
+    res = discover(net100, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4,
+                   select_share=1.0)
+    lv0 = res.plan["used_levels"][0]
+    assert lv0["tests"] == 0
+    assert res.plan["used_levels"][1]["pairs"] == res.plan["select_k"]
+
+
+def test_options() -> None:
+    with pytest.raises(AlgorithmError, match="select"):
+        LaplacePCParams(select=-1.0)
+    with pytest.raises(AlgorithmError, match="select"):
+        LaplacePCParams(select=float("nan"))
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(AlgorithmError, match="select_share"):
+            LaplacePCParams(select_share=bad)
+    with pytest.raises(AlgorithmError, match="select"):
+        LaplacePCParams(budget_split="run", select=2.0)
+    with pytest.raises(AlgorithmError, match="select_share"):
+        LaplacePCParams(plan_size=10, select_share=0.5)
