@@ -159,3 +159,11 @@ def exhaustion_note(level: int, why: str) -> str:
                 f"not yet decided keep their edge")
     return (f"budget-limited: {why}; {what}. The guarantee covers everything released; "
             f"the unspent budget is in plan.used_unspent")
+
+
+def min_level0_threshold(source: StatisticSource) -> float:
+    """The smallest level-0 threshold over the pairs (public: from the schema, ``n`` and
+    ``alpha``)."""
+    p = source.p
+    return min((source.threshold(x, y, ()) for x in range(p) for y in range(x + 1, p)),
+               default=1.0)

@@ -54,13 +54,16 @@ from dpcg.private.common import (
     PlanSizeParams,
     check_number_field,
     exhaustion_note,
+    min_level0_threshold,
     plan_count,
     unspent,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
+    SELECT_SHARE,
     default_plan_size,
     laplace_sd,
+    level0_selection,
     n_pairs,
     planned_depth,
     screen_multiplier,
@@ -193,58 +196,6 @@ def noise_sd(mech: Laplace | Gaussian) -> float:
     return float(mech.sigma)
 
 
-#: Level 0's selection keeps at least ``SELECT_PER_NODE * p`` pairs (public; measured on
-#: generated families with tuning seeds, docs/benchmarks/utility-f1-analysis.md).
-SELECT_PER_NODE = 4.0
-#: The share of level 0's budget that goes to the selection; the rest tests the kept pairs.
-SELECT_SHARE = 0.75
-#: The selection keeps more pairs while its noise sd stays at most this fraction of the
-#: smallest level-0 threshold, and is skipped once it would keep every pair.
-SELECT_NOISE = 0.5
-#: The selection is used only when its noise sd is at most this fraction of the sd of
-#: testing every pair with all of level 0's share (otherwise every pair is tested).
-SELECT_GAIN = 0.5
-#: Standard deviation of ``Gumbel(1)``: ``pi / sqrt 6``.
-GUMBEL_SD = math.pi / math.sqrt(6.0)
-
-
-def selection_epsilon(rule: str, share: Fraction, k: int) -> float:
-    """Per-step epsilon of a top-``k`` release costing at most ``share`` (``eps``
-    under ``basic``: ``k eps <= share``; ``rho`` under ``zcdp``: ``k eps^2/8 <=
-    share``), the largest such float."""
-    if rule == "basic":
-        return round_down(share / k)
-    e = math.sqrt(8.0 * float(share) / k)
-    while e > 0 and Fraction(e) ** 2 * k / 8 > share:
-        e = math.nextafter(e, 0.0)
-    return e
-
-
-def select_count(rule: str, share: Fraction, pairs: int, p: int, kappa: float,
-                 sd_max: float, sensitivity: float) -> int:
-    """How many pairs level 0's selection keeps (public): at least ``ceil(kappa p)``,
-    and more while the selection's noise sd (``GUMBEL_SD 2 Delta / eps_step`` on the
-    score scale) stays at most ``sd_max``; at most ``pairs``."""
-    floor_k = min(pairs, max(1, math.ceil(kappa * p)))
-    lo, hi = floor_k, pairs
-    if _selection_sd(rule, share, hi, sensitivity) <= sd_max:
-        return hi
-    if _selection_sd(rule, share, lo, sensitivity) > sd_max:
-        return lo
-    while hi - lo > 1:  # sd grows with k: largest k with sd <= sd_max
-        mid = (lo + hi) // 2
-        if _selection_sd(rule, share, mid, sensitivity) <= sd_max:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _selection_sd(rule: str, share: Fraction, k: int, sensitivity: float) -> float:
-    eps = selection_epsilon(rule, share, k)
-    return math.inf if eps <= 0 else GUMBEL_SD * 2.0 * sensitivity / eps
-
-
 #: The smallest per-test share a level uses: noise sd up to about ``2^20`` sensitivities
 #: (``eps >= 2^-20`` under ``basic``, ``rho >= 2^-41`` under ``zcdp``). A smaller share
 #: cannot tell any score from its threshold, so the level counts as having nothing left.
@@ -325,38 +276,20 @@ def _level_plan(params: LaplacePCParams, settings: RunSettings,
 
 def _selection(params: LaplacePCParams, rule: str, level0: Fraction, pairs: int,
                source: StatisticSource) -> Selection | None:
-    """Level 0's selection (public facts only), or ``None`` (then every pair is tested
-    with the screen) when it would keep every pair or, by default (no ``select``
-    given), when its noise sd is above ``SELECT_GAIN`` times that of testing every pair
-    with level 0's whole share."""
-    kappa = SELECT_PER_NODE if params.select is None else float(params.select)
-    if kappa <= 0:
-        return None
+    """Level 0's selection (:func:`dpcg.private.planning.level0_selection`) with the
+    kept pairs' test release, or ``None`` (then every pair is tested with the screen)."""
     share = Fraction(SELECT_SHARE if params.select_share is None else params.select_share)
-    sel_share = level0 * share
-    sd_max = SELECT_NOISE * min_threshold(source)
-    sens = source.sensitivity()
-    k = select_count(rule, sel_share, pairs, source.p, kappa, sd_max, sens)
-    every = level_release(rule, level0 / pairs)
-    if k >= pairs or every is None:
+    got = level0_selection(rule, level0 * share, level0, source.p, source.sensitivity(),
+                           min_level0_threshold(source), params.select)
+    if got is None:
         return None
-    if params.select is None and _selection_sd(rule, sel_share, k, sens) > (
-            SELECT_GAIN * noise_sd(every.mechanism(sens))):
-        return None
-    eps = selection_epsilon(rule, sel_share, k)
-    test = None if share >= 1 else level_release(rule, (level0 - sel_share) / k)
-    if eps <= 0 or (share < 1 and test is None):
+    k, eps = got
+    test = None if share >= 1 else level_release(rule, level0 * (1 - share) / k)
+    if share < 1 and test is None:
         raise AlgorithmError(
             "epsilon: too small for laplace-pc's level-0 selection; give a larger budget "
             "or --select 0")
     return Selection(k, eps, test)
-
-
-def min_threshold(source: StatisticSource) -> float:
-    """The smallest level-0 threshold over the pairs (public)."""
-    p = source.p
-    return min((source.threshold(x, y, ()) for x in range(p) for y in range(x + 1, p)),
-               default=1.0)
 
 
 def level_slots(level: int, depth: int) -> int:

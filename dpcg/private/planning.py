@@ -400,3 +400,106 @@ def screen_multiplier(p: int) -> float:
     Laplace-PC's level 0 (tried on Priv-PC's level-0 examine too: mixed, not adopted)."""
     q = min(0.25, 1.0 / (2.0 * max(p - 1, 1)))
     return float(NormalDist().inv_cdf(1.0 - q))
+
+
+# ------------------------------------------------------------------ level-0 selection
+
+#: Level 0's selection keeps at least ``SELECT_PER_NODE * p`` pairs (public; ``kappa``
+#: 3, 4 and 6 were measured on generated families with tuning seeds, see
+#: ``docs/privacy/algorithm-laplace-pc.md``).
+SELECT_PER_NODE = 4.0
+#: The share of level 0's budget that goes to the selection; the rest tests the kept pairs.
+SELECT_SHARE = 0.75
+#: The selection keeps more pairs while its noise sd stays at most this fraction of the
+#: smallest level-0 threshold, and is skipped once it would keep every pair.
+SELECT_NOISE = 0.5
+#: By default the selection is used only when its noise sd is at most this fraction of
+#: the sd of testing every pair with all of level 0's share (otherwise every pair is
+#: tested).
+SELECT_GAIN = 0.5
+#: Standard deviation of ``Gumbel(1)``: ``pi / sqrt 6``.
+GUMBEL_SD = math.pi / math.sqrt(6.0)
+
+
+def selection_epsilon(rule: str, share: Fraction, k: int) -> float:
+    """Per-step epsilon of a top-``k`` release costing at most ``share`` (``eps``
+    under ``basic``: ``k eps <= share``; ``rho`` under ``zcdp``: ``k eps^2/8 <=
+    share``), the largest such float."""
+    if rule == "basic":
+        e = float(share / k)
+        while e > 0 and k * Fraction(e) > share:
+            e = math.nextafter(e, 0.0)
+        return e
+    e = math.sqrt(8.0 * float(share) / k)
+    while e > 0 and Fraction(e) ** 2 * k / 8 > share:
+        e = math.nextafter(e, 0.0)
+    return e
+
+
+def selection_sd(rule: str, share: Fraction, k: int, sensitivity: float) -> float:
+    """Noise sd of a top-``k`` release costing ``share``, on the score scale
+    (``GUMBEL_SD 2 Delta / eps_step``)."""
+    eps = selection_epsilon(rule, share, k)
+    return math.inf if eps <= 0 else GUMBEL_SD * 2.0 * sensitivity / eps
+
+
+def select_count(rule: str, share: Fraction, pairs: int, p: int, kappa: float,
+                 sd_max: float, sensitivity: float) -> int:
+    """How many pairs level 0's selection keeps (public): at least ``ceil(kappa p)``,
+    and more while the selection's noise sd stays at most ``sd_max``; at most
+    ``pairs``."""
+    lo, hi = min(pairs, max(1, math.ceil(kappa * p))), pairs
+    if selection_sd(rule, share, hi, sensitivity) <= sd_max:
+        return hi
+    if selection_sd(rule, share, lo, sensitivity) > sd_max:
+        return lo
+    while hi - lo > 1:  # the sd grows with k: the largest k with sd <= sd_max
+        mid = (lo + hi) // 2
+        if selection_sd(rule, share, mid, sensitivity) <= sd_max:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def every_pair_sd(rule: str, level0: Fraction, pairs: int, sensitivity: float) -> float:
+    """Noise sd of one test when ``pairs`` tests share ``level0`` equally (Gaussian with
+    ``rho = level0/pairs`` under ``zcdp``, Laplace with ``eps = level0/pairs`` under
+    ``basic``)."""
+    per = float(level0) / pairs
+    if per <= 0:
+        return math.inf
+    if rule == "basic":
+        return laplace_sd(sensitivity, per)
+    return sensitivity / math.sqrt(2.0 * per)
+
+
+def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
+                     sensitivity: float, threshold_min: float,
+                     select: float | None) -> tuple[int, float] | None:
+    """Level 0's top-``K`` selection from public facts: ``(K, eps_step)`` for a release
+    costing at most ``share`` of level 0's ``level0``, or ``None`` when level 0 should
+    test every pair instead.
+
+    ``K = select_count(...)`` with ``kappa = select`` (default ``SELECT_PER_NODE``) and
+    the noise cap ``SELECT_NOISE * threshold_min``. ``None`` when ``kappa = 0``, when
+    ``K`` would be every pair, or, by default (``select`` not given), when the
+    selection's noise sd is above ``SELECT_GAIN`` times :func:`every_pair_sd` for
+    ``level0``: the ratio depends on ``p`` only (until ``K`` grows past ``kappa p``),
+    about 80 nodes and up."""
+    kappa = SELECT_PER_NODE if select is None else float(select)
+    pairs = n_pairs(p)
+    if kappa <= 0 or pairs < 2 or share <= 0:
+        return None
+    k = select_count(rule, share, pairs, p, kappa, SELECT_NOISE * threshold_min,
+                     sensitivity)
+    if k >= pairs:
+        return None
+    sd = selection_sd(rule, share, k, sensitivity)
+    if select is None and sd > SELECT_GAIN * every_pair_sd(rule, level0, pairs, sensitivity):
+        return None
+    eps = selection_epsilon(rule, share, k)
+    if eps <= 0:
+        raise AlgorithmError("epsilon: too small for the level-0 selection; give a larger "
+                             "budget or --select 0")
+    return k, eps

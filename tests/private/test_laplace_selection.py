@@ -24,18 +24,10 @@ from accounting.relations import Relation
 from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
-from dpcg.private import discover, laplace_pc
+from dpcg.private import discover, laplace_pc, planning
 from dpcg.private.contract import RunSettings
-from dpcg.private.laplace_pc import (
-    GUMBEL_SD,
-    LaplacePCParams,
-    level_slots,
-    make_plan,
-    noise_sd,
-    select_count,
-    selection_epsilon,
-)
-from dpcg.private.planning import n_pairs
+from dpcg.private.laplace_pc import LaplacePCParams, level_slots, make_plan, noise_sd
+from dpcg.private.planning import GUMBEL_SD, n_pairs, select_count, selection_epsilon
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +49,7 @@ def test_selection_follows_public_facts(net100: Any) -> None:
     plan = _plan(net100, 1.0)
     sel = plan.selection
     assert sel is not None
-    assert sel.k == math.ceil(laplace_pc.SELECT_PER_NODE * 100)
+    assert sel.k == math.ceil(planning.SELECT_PER_NODE * 100)
     assert plan.screen == 0.0  # the kept pairs are tested against T itself
     assert plan.describe()["select_k"] == sel.k
     # a huge budget tests every pair again: the selection would not cut the noise
@@ -92,9 +84,9 @@ def test_selection_and_its_tests_fit_level_zero(net100: Any, eps: float, rule: s
     # the selection is used because it cuts level 0's noise at least in half
     every = laplace_pc.level_release(rule, level0 / n_pairs(100))
     assert every is not None
-    sel_share = level0 * Fraction(laplace_pc.SELECT_SHARE)
+    sel_share = level0 * Fraction(planning.SELECT_SHARE)
     sel_sd = GUMBEL_SD * 2 * plan.sensitivity / selection_epsilon(rule, sel_share, sel.k)
-    assert sel_sd <= laplace_pc.SELECT_GAIN * noise_sd(every.mechanism(plan.sensitivity))
+    assert sel_sd <= planning.SELECT_GAIN * noise_sd(every.mechanism(plan.sensitivity))
 
 
 @pytest.mark.parametrize("rule", ["zcdp", "basic"])
