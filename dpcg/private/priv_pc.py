@@ -48,12 +48,13 @@ import numpy as np
 
 from accounting.costs import Cost
 from accounting.errors import BudgetExceededError
-from accounting.mechanisms import Laplace, SparseVectorRun, SubsampledSparseVector
+from accounting.mechanisms import Laplace, SparseVectorRun, SubsampledSparseVector, TopK
 from accounting.relations import Relation
 from accounting.session import ReleaseRequest, Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
+from dpcg.errors import AlgorithmError
 from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
@@ -61,16 +62,19 @@ from dpcg.private.common import (
     check_number_field,
     exhaustion_note,
     fits,
+    min_level0_threshold,
     plan_count,
     unspent,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
     PRIV_PC_ROUNDS_PER_PAIR,
+    SELECT_SHARE,
     SIEVE_EPSILON_CAP,
     amplified_base_epsilon,
     choose_unit_rule,
     default_rounds,
+    level0_selection,
     level_share,
     level_units,
     n_pairs,
@@ -95,10 +99,20 @@ class PrivPCParams(PlanSizeParams):
     m: int | None = option(None, type=int, flag="--subsample-rows", metavar="M",
                            help="rows m of the sieve's subsample (default from the "
                                 "round's epsilon)")
+    select: float | None = option(
+        None, type=float, metavar="KAPPA",
+        help="per-level plans: level 0 first keeps the top K = KAPPA p pairs by one top-K "
+             "release and sieves only those; 0: sieve every pair (default: 4, used where "
+             "it cuts level 0's noise at least in half)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_number_field("tweak", self.tweak, nonnegative=True)
+        if self.select is not None:
+            check_number_field("select", self.select, nonnegative=True)
+            if self.plan_size is not None or self.test_epsilon is not None:
+                raise AlgorithmError("select: applies only to the per-level plans (give "
+                                     "neither plan_size nor test_epsilon)")
         if self.m is not None:
             check_count_field("m", self.m)
 
@@ -137,6 +151,8 @@ class PrivPCPlan:
     depth: int = 0
     pairs: int = 0
     m_fixed: int | None = None
+    select_k: int = 0
+    select_epsilon: float = 0.0
 
     @property
     def first(self) -> RoundParams:
@@ -152,7 +168,8 @@ class PrivPCPlan:
                 "sensitivity_full": self.sensitivity_full,
                 "sensitivity_subsample": self.sensitivity_sub, "positive": "independent",
                 "max_depth": self.max_depth,
-                "horizon": self.depth if self.per_level else None}
+                "horizon": self.depth if self.per_level else None,
+                "select_k": self.select_k, "select_epsilon": self.select_epsilon}
 
 
 def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> SubsampledSparseVector:
@@ -210,11 +227,20 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         units = r * max(depth + 1, 1)
         rule = choose_unit_rule(budget.epsilon, budget.delta, units, parts=2)
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
-        eps_half = unit_epsilon(level_share(total, r, 0, depth), rule, parts=2)
+        level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r rounds
+        got = level0_selection(rule, level0 * Fraction(SELECT_SHARE), level0, source.p,
+                               sens_n, min_level0_threshold(source), params.select)
+        k, eps_sel = (0, 0.0) if got is None else got
+        if got is None:
+            eps_half = unit_epsilon(level_share(total, r, 0, depth), rule, parts=2)
+        else:  # the kept pairs' rounds share the rest of level 0's share
+            r = k
+            eps_half = unit_epsilon(level0 * (1 - Fraction(SELECT_SHARE)) / k, rule, parts=2)
         first = round_params(n, eps_half, source, params.m)
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, settings.max_depth,
-                          per_level=True, depth=depth, pairs=pairs, m_fixed=params.m)
+                          per_level=True, depth=depth, pairs=pairs, m_fixed=params.m,
+                          select_k=k, select_epsilon=eps_sel)
     r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
         rule = "basic"
@@ -260,6 +286,8 @@ class SieveExamineTester:
         self.levels: list[dict[str, Any]] = []
         #: what the user gets when the run stops early (for the result's message)
         self.exhaustion_note: str | None = None
+        #: level 0's kept pairs (``None``: no selection, or not made yet)
+        self._kept: set[tuple[int, int]] | None = None
 
     def _examine_mech(self, params: RoundParams, sensitivity: float | None = None) -> Laplace:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
@@ -304,6 +332,15 @@ class SieveExamineTester:
         self._level = level
         if not self.plan.per_level:
             return
+        if level == 0 and self.plan.select_k > 0 and self._kept is None:
+            self._select()
+            self.levels.append({"level": 0, "open_pairs": self.plan.pairs,
+                                "selected": len(self._kept or ()),
+                                "rounds_planned": self.plan.rounds, "rounds": 0,
+                                "epsilon_per_round": self.plan.epsilon_round})
+            self._params = self.plan.first
+            self._left = self.plan.rounds
+            return
         open_pairs = max(self.plan.pairs - self._removed, 0)
         units = level_rounds(open_pairs, level)
         rem = self.session.remaining()
@@ -331,6 +368,26 @@ class SieveExamineTester:
                                           self.plan.m_fixed))
         record["m"] = self._params.m
         self._left = units
+
+    def _select(self) -> None:
+        """Level 0's selection: one top-K release over every pair on the utilities
+        ``(s - T)/Delta(x, y)`` (sensitivity 1); the pairs not kept count as
+        independent given the empty set."""
+        src = self.source
+        p = src.p
+        pairs = [(x, y) for x in range(p) for y in range(x + 1, p)]
+
+        def utilities() -> np.ndarray[Any, np.dtype[np.float64]]:
+            src.prefetch([(x, y, ()) for x, y in pairs])
+            return np.array([(src.score(x, y, ()) - src.threshold(x, y, ()))
+                             / src.sensitivity(pair=(x, y)) for x, y in pairs])
+
+        mech = TopK(1.0, self.plan.select_epsilon, self.plan.select_k,
+                    relation=src.relation)
+        chosen = self.session.release(
+            mech, utilities, purpose=f"priv-pc level 0: keep the top {mech.k} of "
+                                     f"{len(pairs)} pairs")
+        self._kept = {pairs[int(i)] for i in np.asarray(chosen).ravel()}
 
     def _count_round(self) -> None:
         self._left -= 1
@@ -369,6 +426,9 @@ class SieveExamineTester:
         x, y, S = validate_query(x, y, S, self.source.p)
         if len(S) != self._level:
             self._enter_level(len(S))
+        if not S and self._kept is not None and (min(x, y), max(x, y)) not in self._kept:
+            self._removed += 1  # not kept by level 0's selection: independent given {}
+            return CIResult(True, None, None)
         if self.sieve is None or self.sieve.halted:
             if self._next is not None:  # started together with the last examine
                 self._begin(self._next, self._next_params)

@@ -1,5 +1,6 @@
-"""Laplace-PC's level-0 selection (issue 20): one top-K release keeps ``K`` pairs, the
-others count as independent given the empty set, the kept ones are tested.
+"""The level-0 selection of Laplace-PC and Priv-PC (issue 20): one top-K release keeps
+``K`` pairs, the others count as independent given the empty set, the kept ones are
+tested (Laplace-PC) or sieved (Priv-PC).
 
 * the plan is a function of public facts only, uses the selection only where it cuts
   level 0's noise at least in half, and falls back to testing every pair as the budget
@@ -151,3 +152,45 @@ def test_options() -> None:
         LaplacePCParams(budget_split="run", select=2.0)
     with pytest.raises(AlgorithmError, match="select_share"):
         LaplacePCParams(plan_size=10, select_share=0.5)
+
+
+# ------------------------------------------------------------------------- Priv-PC
+
+
+def test_priv_pc_selects_then_sieves_the_kept_pairs(net100: Any) -> None:
+    res = discover(net100, "priv-pc", epsilon=1.0, delta=1e-6, seed=4)
+    plan = res.plan
+    k = plan["select_k"]
+    assert k == 400
+    assert res.mechanisms.get("top-k") == 1
+    lv0 = plan["used_levels"][0]
+    assert lv0["selected"] == k
+    assert lv0["rounds"] <= lv0["rounds_planned"] == k  # one round per kept pair at most
+    assert plan["used_levels"][1]["open_pairs"] <= k
+    empty = [pair for pair, sep in res.pc.sepsets.items() if len(sep) == 0]
+    assert len(empty) >= n_pairs(100) - k
+    assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
+    assert not res.budget_exhausted
+
+
+def test_priv_pc_level_zero_fits_its_share(net100: Any) -> None:
+    from dpcg.private.priv_pc import PrivPCParams
+    from dpcg.private.priv_pc import make_plan as priv_plan
+
+    src = source_for_dataset(net100, "kendall-split")
+    settings = RunSettings(epsilon=1.0, delta=1e-6, test="kendall-split")
+    plan = priv_plan(PrivPCParams(), settings, src)
+    assert plan.select_k == 400
+    level0 = Budget(1.0, 1e-6).rho() / (plan.depth + 1)
+    sel = TopK(1.0, plan.select_epsilon, plan.select_k).cost(Relation.REPLACE_ONE)
+    # a round is two pure halves of at most eps_half each: rho <= 2 eps_half^2 / 2
+    per_round = 2 * Fraction(plan.epsilon_half) ** 2 / 2
+    assert sel.rho is not None
+    assert sel.rho + plan.rounds * per_round <= level0
+    assert priv_plan(PrivPCParams(select=0), settings, src).select_k == 0
+    assert priv_plan(PrivPCParams(), RunSettings(epsilon=1e6, delta=1e-6,
+                                                 test="kendall-split"), src).select_k == 0
+    with pytest.raises(AlgorithmError, match="select"):
+        PrivPCParams(plan_size=10, select=2.0)
+    with pytest.raises(AlgorithmError, match="select"):
+        PrivPCParams(select=-1.0)
