@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from accounting.costs import Cost, round_down
+from accounting.mechanisms import TopK
 from accounting.session import Session
 from dpcg.citests.private import DEFAULT_SCORE, SCORES, ScoreOptions, StatisticSource
 from dpcg.citests.private import source_for_dataset as _source_for_dataset
@@ -167,3 +171,24 @@ def min_level0_threshold(source: StatisticSource) -> float:
     p = source.p
     return min((source.threshold(x, y, ()) for x in range(p) for y in range(x + 1, p)),
                default=1.0)
+
+
+def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: float,
+                 who: str) -> set[tuple[int, int]]:
+    """Level 0's selection for testers that ask one pair at a time: one
+    :class:`~accounting.mechanisms.TopK` release (``k`` pairs, ``epsilon`` per step) over
+    every pair ``x < y`` on the utilities ``(s(x, y | {}) - T(x, y)) / Delta(x, y)``
+    (sensitivity 1; ``docs/privacy/top-k.md``), admitted and recorded before any score
+    is computed. Returns the kept pairs."""
+    p = source.p
+    pairs = [(x, y) for x in range(p) for y in range(x + 1, p)]
+
+    def utilities() -> npt.NDArray[np.float64]:
+        source.prefetch([(x, y, ()) for x, y in pairs])
+        return np.array([(source.score(x, y, ()) - source.threshold(x, y, ()))
+                         / source.sensitivity(pair=(x, y)) for x, y in pairs])
+
+    mech = TopK(1.0, epsilon, k, relation=source.relation)
+    chosen = session.release(
+        mech, utilities, purpose=f"{who} level 0: keep the top {k} of {len(pairs)} pairs")
+    return {pairs[int(i)] for i in np.asarray(chosen).ravel()}

@@ -48,7 +48,7 @@ import numpy as np
 
 from accounting.costs import Cost
 from accounting.errors import BudgetExceededError
-from accounting.mechanisms import Laplace, SparseVectorRun, SubsampledSparseVector, TopK
+from accounting.mechanisms import Laplace, SparseVectorRun, SubsampledSparseVector
 from accounting.relations import Relation
 from accounting.session import ReleaseRequest, Session
 from dpcg.citests.base import CIResult, validate_query
@@ -64,6 +64,7 @@ from dpcg.private.common import (
     fits,
     min_level0_threshold,
     plan_count,
+    select_pairs,
     unspent,
 )
 from dpcg.private.contract import RunSettings
@@ -370,24 +371,10 @@ class SieveExamineTester:
         self._left = units
 
     def _select(self) -> None:
-        """Level 0's selection: one top-K release over every pair on the utilities
-        ``(s - T)/Delta(x, y)`` (sensitivity 1); the pairs not kept count as
-        independent given the empty set."""
-        src = self.source
-        p = src.p
-        pairs = [(x, y) for x in range(p) for y in range(x + 1, p)]
-
-        def utilities() -> np.ndarray[Any, np.dtype[np.float64]]:
-            src.prefetch([(x, y, ()) for x, y in pairs])
-            return np.array([(src.score(x, y, ()) - src.threshold(x, y, ()))
-                             / src.sensitivity(pair=(x, y)) for x, y in pairs])
-
-        mech = TopK(1.0, self.plan.select_epsilon, self.plan.select_k,
-                    relation=src.relation)
-        chosen = self.session.release(
-            mech, utilities, purpose=f"priv-pc level 0: keep the top {mech.k} of "
-                                     f"{len(pairs)} pairs")
-        self._kept = {pairs[int(i)] for i in np.asarray(chosen).ravel()}
+        """Level 0's selection (:func:`dpcg.private.common.select_pairs`); the pairs not
+        kept count as independent given the empty set."""
+        self._kept = select_pairs(self.source, self.session, self.plan.select_k,
+                                  self.plan.select_epsilon, "priv-pc")
 
     def _count_round(self) -> None:
         self._left -= 1

@@ -25,6 +25,7 @@ run. The filter enforces the budget. Proof note: ``docs/privacy/algorithm-svt-pc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from accounting.errors import BudgetExceededError
@@ -33,19 +34,25 @@ from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
+from dpcg.errors import AlgorithmError
 from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
     check_count_field,
+    check_number_field,
     exhaustion_note,
     fits,
+    min_level0_threshold,
     plan_count,
+    select_pairs,
     unspent,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
+    SELECT_SHARE,
     choose_unit_rule,
     default_rounds,
+    level0_selection,
     level_share,
     level_units,
     n_pairs,
@@ -64,9 +71,20 @@ class SVTPCParams(PlanSizeParams):
                          help="positives (independence answers) per SVT instance "
                               "(default 1)")
 
+    select: float | None = option(
+        None, type=float, metavar="KAPPA",
+        help="per-level plans: level 0 first keeps the top K = KAPPA p pairs by one top-K "
+             "release and streams only those; 0: every pair (default: 4, used where it "
+             "cuts level 0's noise at least in half)")
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_count_field("cutoff", self.cutoff)
+        if self.select is not None:
+            check_number_field("select", self.select, nonnegative=True)
+            if self.plan_size is not None or self.test_epsilon is not None:
+                raise AlgorithmError("select: applies only to the per-level plans (give "
+                                     "neither plan_size nor test_epsilon)")
 
 
 @dataclass(frozen=True)
@@ -85,13 +103,16 @@ class SVTPlan:
     per_level: bool = False
     depth: int = 0
     pairs: int = 0
+    select_k: int = 0
+    select_epsilon: float = 0.0
 
     def describe(self) -> dict[str, Any]:
         return {"rule": self.rule, "plan_size": self.instances,
                 "epsilon_per_instance": self.epsilon_instance, "cutoff": self.cutoff,
                 "sensitivity": self.sensitivity, "positive": "independent",
                 "max_depth": self.max_depth,
-                "horizon": self.depth if self.per_level else None}
+                "horizon": self.depth if self.per_level else None,
+                "select_k": self.select_k, "select_epsilon": self.select_epsilon}
 
 
 def level_instances(open_pairs: int, level: int, cutoff: int) -> int:
@@ -110,9 +131,19 @@ def make_plan(params: SVTPCParams, settings: RunSettings, source: StatisticSourc
         r = level_instances(pairs, 0, cutoff)
         rule = choose_unit_rule(budget.epsilon, budget.delta, r * (depth + 1))
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
-        eps = unit_epsilon(level_share(total, r, 0, depth), rule)
+        level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r instances
+        got = level0_selection(rule, level0 * Fraction(SELECT_SHARE), level0, source.p,
+                               source.sensitivity(), min_level0_threshold(source),
+                               params.select)
+        k, eps_sel = (0, 0.0) if got is None else got
+        if got is None:
+            eps = unit_epsilon(level_share(total, r, 0, depth), rule)
+        else:  # the kept pairs' instances share the rest of level 0's share
+            r = level_instances(k, 0, cutoff)
+            eps = unit_epsilon(level0 * (1 - Fraction(SELECT_SHARE)) / r, rule)
         return SVTPlan(rule, r, eps, cutoff, source.sensitivity(), settings.max_depth,
-                       per_level=True, depth=depth, pairs=pairs)
+                       per_level=True, depth=depth, pairs=pairs, select_k=k,
+                       select_epsilon=eps_sel)
     r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
         rule, eps = "basic", float(params.test_epsilon)
@@ -139,6 +170,8 @@ class SVTTester:
         self._removed = 0
         self.levels: list[dict[str, Any]] = []
         self.exhaustion_note: str | None = None
+        #: level 0's kept pairs (``None``: no selection, or not made yet)
+        self._kept: set[tuple[int, int]] | None = None
 
     def _mechanism(self) -> SparseVector:
         return SparseVector(threshold=0.0, sensitivity=self.plan.sensitivity,
@@ -149,6 +182,16 @@ class SVTTester:
         released removals only). A running instance carries on into the level."""
         self._level = level
         if not self.plan.per_level:
+            return
+        if level == 0 and self.plan.select_k > 0 and self._kept is None:
+            self._kept = select_pairs(self.source, self.session, self.plan.select_k,
+                                      self.plan.select_epsilon, "svt-pc")
+            self._eps = self.plan.epsilon_instance
+            self._left = self.plan.instances
+            self.levels.append({"level": 0, "open_pairs": self.plan.pairs,
+                                "selected": len(self._kept),
+                                "instances_planned": self.plan.instances, "instances": 0,
+                                "epsilon_per_instance": self._eps})
             return
         open_pairs = max(self.plan.pairs - self._removed, 0)
         units = level_instances(open_pairs, level, self.plan.cutoff)
@@ -186,6 +229,9 @@ class SVTTester:
         x, y, S = validate_query(x, y, S, self.source.p)
         if len(S) != self._level:
             self._enter_level(len(S))
+        if not S and self._kept is not None and (min(x, y), max(x, y)) not in self._kept:
+            self._removed += 1  # not kept by level 0's selection: independent given {}
+            return CIResult(True, None, None)
         if self.run is None or self.run.halted:
             self.run = self._start()
         src = self.source

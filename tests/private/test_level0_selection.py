@@ -1,6 +1,6 @@
-"""The level-0 selection of Laplace-PC and Priv-PC (issue 20): one top-K release keeps
-``K`` pairs, the others count as independent given the empty set, the kept ones are
-tested (Laplace-PC) or sieved (Priv-PC).
+"""The level-0 selection of Laplace-PC, Priv-PC and SVT-PC (issue 20): one top-K release
+keeps ``K`` pairs, the others count as independent given the empty set, the kept ones
+are tested (Laplace-PC), sieved (Priv-PC) or streamed through SVT (SVT-PC).
 
 * the plan is a function of public facts only, uses the selection only where it cuts
   level 0's noise at least in half, and falls back to testing every pair as the budget
@@ -194,3 +194,33 @@ def test_priv_pc_level_zero_fits_its_share(net100: Any) -> None:
         PrivPCParams(plan_size=10, select=2.0)
     with pytest.raises(AlgorithmError, match="select"):
         PrivPCParams(select=-1.0)
+
+
+# ------------------------------------------------------------------------- SVT-PC
+
+
+def test_svt_pc_selects_then_streams_the_kept_pairs(net100: Any) -> None:
+    from dpcg.private.svt_pc import SVTPCParams
+    from dpcg.private.svt_pc import make_plan as svt_plan
+
+    res = discover(net100, "svt-pc", epsilon=1.0, delta=1e-6, seed=4)
+    plan = res.plan
+    k = plan["select_k"]
+    assert k == 400
+    assert res.mechanisms.get("top-k") == 1
+    lv0 = plan["used_levels"][0]
+    assert lv0["selected"] == k
+    assert lv0["instances"] <= lv0["instances_planned"] == k
+    assert plan["used_levels"][1]["open_pairs"] <= k
+    assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
+    assert not res.budget_exhausted
+    src = source_for_dataset(net100, "kendall-split")
+    settings = RunSettings(epsilon=1.0, delta=1e-6, test="kendall-split")
+    sp = svt_plan(SVTPCParams(), settings, src)
+    level0 = Budget(1.0, 1e-6).rho() / (sp.depth + 1)
+    sel = TopK(1.0, sp.select_epsilon, sp.select_k).cost(Relation.REPLACE_ONE)
+    assert sel.rho is not None
+    assert sel.rho + sp.instances * Fraction(sp.epsilon_instance) ** 2 / 2 <= level0
+    assert svt_plan(SVTPCParams(select=0), settings, src).select_k == 0
+    with pytest.raises(AlgorithmError, match="select"):
+        SVTPCParams(plan_size=10, select=2.0)
