@@ -562,7 +562,10 @@ class TopK:
         _factor(self.sensitivity, self.relation, relation)
         return None
 
-    def _noisy(self, u: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
+    def _keys(self, u: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
+        """Gumbel-max keys ``eps u_r/(2 Delta_u) + G_r``, as in :class:`Exponential`
+        (named apart from ``Exponential._noisy`` so that each has its own anchor in
+        ``audits/mutate/catalogue.py``)."""
         shape = u.shape if size is None else (size, *u.shape)
         logits = self.epsilon * u / (2.0 * self.sensitivity)
         return logits + rng.gumbel(0.0, 1.0, size=shape)
@@ -579,12 +582,12 @@ class TopK:
 
     def release(self, exact: Any, rng: np.random.Generator) -> IntArray:
         u = _vector(exact, "utilities")
-        return self._top(self._noisy(u, rng, None))
+        return self._top(self._keys(u, rng, None))
 
     def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
         """``size`` independent releases, one per row (shape ``(size, min(k, len))``)."""
         u = _vector(exact, "utilities")
-        return self._top(self._noisy(u, rng, _size(size)))
+        return self._top(self._keys(u, rng, _size(size)))
 
 
 # ---------------------------------------------------------------------------------

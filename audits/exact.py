@@ -6,7 +6,9 @@ These feed the white-box check :func:`audits.empirical.exact_epsilon`:
   the first positive, or "none"); threshold noise Laplace or Gaussian, query noise
   Laplace (or none);
 * :func:`rnm_pmf`: report-noisy-max with exponential, Laplace or Gumbel noise;
-* :func:`exponential_mechanism_pmf`: the exponential mechanism (a softmax).
+* :func:`exponential_mechanism_pmf`: the exponential mechanism (a softmax);
+* :func:`top_k_pmf`: one-shot Gumbel top-``k`` (ordered output, or the selected set),
+  as ``k`` rounds of peeling with the exponential mechanism.
 
 Integrals are computed piecewise with Gauss-Legendre quadrature between the kinks of
 the integrand (the points where a noise density or cdf changes formula), so they are
@@ -15,6 +17,7 @@ accurate to ~1e-12 relative for these piecewise-smooth integrands.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -105,6 +108,48 @@ def exponential_mechanism_pmf(utilities: Vector, sensitivity: float,
     u -= u.max()
     p = np.exp(u)
     return np.asarray(p / p.sum(), dtype=np.float64)
+
+
+def top_k_outcomes(n: int, k: int, *, ordered: bool = True) -> list[tuple[int, ...]]:
+    """The outcomes :func:`top_k_pmf` enumerates, in its order: ordered ``k``-tuples of
+    distinct indices in ``range(n)`` (lexicographic), or sorted ``k``-subsets."""
+    k = min(k, n)
+    if ordered:
+        return list(itertools.permutations(range(n), k))
+    return list(itertools.combinations(range(n), k))
+
+
+def top_k_pmf(utilities: Vector, sensitivity: float, epsilon: float, k: int, *,
+              ordered: bool = True) -> FloatArray:
+    """Exact law of one-shot Gumbel top-``k`` (the ``k`` largest
+    ``eps u_r/(2 Delta) + Gumbel(1)`` in decreasing order), over
+    :func:`top_k_outcomes`.
+
+    Computed from the peeling form (Durfee & Rogers 2019, Lemma 4.2;
+    ``docs/privacy/top-k.md``): ``P(i_1, ..., i_k) = prod_j w_{i_j} / sum_{r in R_j} w_r``
+    with ``w_r = exp(eps u_r/(2 Delta))`` and ``R_j`` the indices not among
+    ``i_1, ..., i_{j-1}``. With
+    ``ordered=False`` the probability of each selected set is the sum over its ``k!``
+    orders."""
+    u = np.asarray(utilities, dtype=np.float64) * epsilon / (2.0 * sensitivity)
+    w = np.exp(u - u.max())
+    n = u.size
+    probs: dict[tuple[int, ...], float] = {}
+    for seq in top_k_outcomes(n, k, ordered=True):
+        p = 1.0
+        rest = np.ones(n, dtype=bool)
+        for i in seq:  # the remaining mass is summed afresh: no cancellation
+            p *= float(w[i]) / float(w[rest].sum())
+            rest[i] = False
+        probs[seq] = p
+    if ordered:
+        return np.asarray([probs[s] for s in top_k_outcomes(n, k)], dtype=np.float64)
+    sets: dict[tuple[int, ...], float] = {}
+    for seq, p in probs.items():
+        key = tuple(sorted(seq))
+        sets[key] = sets.get(key, 0.0) + p
+    return np.asarray([sets[s] for s in top_k_outcomes(n, k, ordered=False)],
+                      dtype=np.float64)
 
 
 def rnm_pmf(scores: Vector, scale: float, noise: str) -> FloatArray:

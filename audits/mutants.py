@@ -159,7 +159,7 @@ def svt_sampler(variant: SVTVariant, threshold: float) -> Sampler:
 
 
 # ---------------------------------------------------------------------------------
-# Report-noisy-max and the exponential mechanism
+# Report-noisy-max, the exponential mechanism and top-k
 # ---------------------------------------------------------------------------------
 
 
@@ -195,6 +195,27 @@ def rnm_sampler(sensitivity: float, epsilon: float, noise: str = "exponential", 
 def exponential_mechanism_sampler(sensitivity: float, epsilon: float) -> Sampler:
     """Exponential mechanism via the Gumbel-max trick (``Gumbel(2 Delta / eps)``)."""
     return rnm_sampler(sensitivity, epsilon, "gumbel")
+
+
+def top_k_sampler(sensitivity: float, epsilon: float, k: int, *,
+                  logit_factor: float = 1.0) -> Sampler:
+    """One-shot Gumbel top-``k``: the indices of the ``k`` largest
+    ``logit_factor * eps u_r / (2 Delta) + Gumbel(1)``, in decreasing order (rows of an
+    ``(n, k)`` int64 array). ``logit_factor = 1`` is the correct mechanism
+    (``k eps``-DP); ``logit_factor = 2`` is the mutant with logits ``eps u / Delta``
+    (Gumbel noise of scale ``Delta / eps`` on the utilities), which is what the
+    exponential mechanism may use for monotone utilities only: on utilities that move
+    in both directions each peeling round can lose ``2 eps``, so it is only
+    ``2 k eps``-DP while declaring ``k eps``."""
+    a = logit_factor * epsilon / (2.0 * sensitivity)
+
+    def run(utilities: Any, n: int, rng: np.random.Generator) -> NDArray[Any]:
+        u = np.asarray(utilities, dtype=np.float64)
+        keys = a * u[None, :] + rng.gumbel(0.0, 1.0, size=(n, u.size))
+        top = np.argsort(-keys, axis=1, kind="stable")[:, : min(k, u.size)]
+        return np.asarray(top, dtype=np.int64)
+
+    return run
 
 
 # ---------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from accounting.relations import Relation
 from audits import fixtures, mutants
 from audits.empirical import EmpiricalResult, Sampler, audit, exact_epsilon
-from audits.exact import exponential_mechanism_pmf, rnm_pmf, svt_pmf
+from audits.exact import exponential_mechanism_pmf, rnm_pmf, svt_pmf, top_k_pmf
 
 Progress = Callable[[str], None]
 
@@ -122,6 +122,8 @@ class SuiteResult:
 # ---------------------------------------------------------------------------------
 
 EPS = 1.0
+#: ``k`` of the top-k rows (declared ``TOP_K * EPS``).
+TOP_K = 2
 #: Largest fresh split for a mutant (they are flagged far below it).
 MUTANT_CAP = 2_000_000
 
@@ -235,6 +237,9 @@ def mechanism_items(notes: list[str]) -> list[EmpiricalItem]:
     items.append(EmpiricalItem(
         "mechanism", "SubsampledSparseVector n=20 m=5", _subsampled_sampler(sub),
         fixtures.subsampled_svt_pair(20), declared_epsilon(sub), scale=0.2))
+    # last, so that the items above keep their seeds (seed + position)
+    items.append(item(f"TopK k={TOP_K} (one-shot Gumbel top-k, ordered output)",
+                      mech.TopK(1.0, EPS, TOP_K), fixtures.top_k_pair(TOP_K)))
     return items
 
 
@@ -281,6 +286,16 @@ def mutant_items() -> list[EmpiricalItem]:
                       mutants.rnm_sampler(1.0, EPS, "exponential", release_value=True),
                       fixtures.rnm_pair(), EPS, expect_flag=True,
                       defect="releases max_r s_r + Expo(2 Delta/eps)", scale=0.3),
+        EmpiricalItem("mutant", f"TopK k={TOP_K} with logits eps u / Delta",
+                      mutants.top_k_sampler(1.0, EPS, TOP_K, logit_factor=2.0),
+                      fixtures.top_k_pair(TOP_K), TOP_K * EPS, expect_flag=True,
+                      defect="Gumbel noise of scale Delta/eps on the utilities (valid for "
+                             "monotone utilities only): 2 k eps-DP, declares k eps",
+                      scale=0.3),
+        EmpiricalItem("mutant", f"TopK k={TOP_K} charged for one selection",
+                      mutants.top_k_sampler(1.0, EPS, TOP_K), fixtures.top_k_pair(TOP_K),
+                      EPS, expect_flag=True,
+                      defect="correct sampler, declares eps instead of k eps", scale=0.3),
     ]
 
 
@@ -299,6 +314,9 @@ def reference_items() -> list[EmpiricalItem]:
         EmpiricalItem("mechanism", "reference RNM index (audits.mutants)",
                       mutants.rnm_sampler(1.0, EPS, "exponential"), fixtures.rnm_pair(), EPS,
                       scale=0.3),
+        EmpiricalItem("mechanism", f"reference TopK k={TOP_K} (audits.mutants)",
+                      mutants.top_k_sampler(1.0, EPS, TOP_K), fixtures.top_k_pair(TOP_K),
+                      TOP_K * EPS, scale=0.3),
     ]
 
 
@@ -400,10 +418,15 @@ def _run_empirical(items: list[EmpiricalItem], profile: Profile, seed: int,
 
 def _exact_rows(result: SuiteResult, progress: Progress) -> None:
     """White-box checks: exact loss on the worst-case fixtures."""
-    progress("exact: SVT / RNM / exponential mechanism pmfs")
+    from accounting.mechanisms import TopK
+
+    progress("exact: SVT / RNM / exponential mechanism / top-k pmfs")
     svt = fixtures.svt_pair()
     rnm = fixtures.rnm_pair()
-    cases: list[tuple[str, str, bool, Callable[[Any], NDArray[Any]], Any, str]] = []
+    top = fixtures.top_k_pair(TOP_K)
+    #: (section, label, expect_flag, pmf, fixture, declared eps)
+    cases: list[tuple[str, str, bool, Callable[[Any], NDArray[Any]], fixtures.Neighbours,
+                      float]] = []
     for name, expect in (("alg1", False), ("alg4", True), ("alg5", True),
                          ("gaussian-refresh", True)):
         var = mutants.svt_variant(name, 1.0, EPS)
@@ -415,30 +438,48 @@ def _exact_rows(result: SuiteResult, progress: Progress) -> None:
 
         label = {"alg1": "SVT Alg. 1 c=1", "alg4": "SVT Alg. 4 c=1", "alg5": "SVT Alg. 5 c=1",
                  "gaussian-refresh": "SVT Gaussian threshold"}[name]
-        cases.append(("mutant" if expect else "mechanism", label, expect, pmf, svt,
-                      svt.description))
+        cases.append(("mutant" if expect else "mechanism", label, expect, pmf, svt, EPS))
     for noise in ("exponential", "gumbel", "laplace"):
         def pmf_r(a: Any, noise: str = noise) -> NDArray[Any]:
             return rnm_pmf(a, 2.0 / EPS, noise)
 
-        cases.append(("mechanism", f"RNM ({noise} noise)", False, pmf_r, rnm, rnm.description))
+        cases.append(("mechanism", f"RNM ({noise} noise)", False, pmf_r, rnm, EPS))
 
     def pmf_em(a: Any) -> NDArray[Any]:
         return exponential_mechanism_pmf(a, 1.0, EPS)
 
-    cases.append(("mechanism", "Exponential mechanism", False, pmf_em, rnm, rnm.description))
+    cases.append(("mechanism", "Exponential mechanism", False, pmf_em, rnm, EPS))
+
+    def pmf_top(a: Any) -> NDArray[Any]:
+        return top_k_pmf(a, 1.0, EPS, TOP_K)
+
+    def pmf_top_set(a: Any) -> NDArray[Any]:
+        return top_k_pmf(a, 1.0, EPS, TOP_K, ordered=False)
+
+    def pmf_top_double(a: Any) -> NDArray[Any]:
+        return top_k_pmf(a, 1.0, 2.0 * EPS, TOP_K)  # logits eps u / Delta
+
+    top_declared = declared_epsilon(TopK(1.0, EPS, TOP_K))  # what the real TopK charges
+    cases.append(("mechanism", f"TopK k={TOP_K} (ordered output)", False, pmf_top, top,
+                  top_declared))
+    cases.append(("mechanism", f"TopK k={TOP_K} (selected set)", False, pmf_top_set, top,
+                  top_declared))
 
     def pmf_rnm_half(a: Any) -> NDArray[Any]:
         return rnm_pmf(a, 1.0 / EPS, "exponential")
 
-    cases.append(("mutant", "RNM with noise Expo(Delta/eps)", True, pmf_rnm_half, rnm,
-                  rnm.description))
-    for section, label, expect, pmf_fn, pair, desc in cases:
+    cases.append(("mutant", "RNM with noise Expo(Delta/eps)", True, pmf_rnm_half, rnm, EPS))
+    cases.append(("mutant", f"TopK k={TOP_K} with logits eps u / Delta", True, pmf_top_double,
+                  top, TOP_K * EPS))
+    cases.append(("mutant", f"TopK k={TOP_K} charged for one selection", True, pmf_top, top,
+                  EPS))
+    for section, label, expect, pmf_fn, pair, declared in cases:
         t0 = time.perf_counter()
         e = exact_epsilon(pmf_fn(pair.d), pmf_fn(pair.d_prime))
         result.rows.append(Row(
-            section, label, "exact", f"eps={EPS:g}", e, "exact (quadrature)", e / EPS, 0,
-            expect, e > EPS * (1 + 1e-9), f"max log-ratio of the output pmf; fixture: {desc}",
+            section, label, "exact", f"eps={declared:g}", e, "exact (quadrature)",
+            e / declared, 0, expect, e > declared * (1 + 1e-9),
+            f"max log-ratio of the output pmf; fixture: {pair.description}",
             time.perf_counter() - t0,
         ))
 

@@ -145,6 +145,17 @@ MUTANTS: tuple[Mutant, ...] = (
       "exponential mechanism samples with eps u / Delta (forgets the 2): 2 eps-DP",
       after="def _noisy(self, u: FloatArray, rng: np.random.Generator, size: int | None) "
             "-> FloatArray:"),
+    M("topk-double-logits", MECH,
+      "logits = self.epsilon * u / (2.0 * self.sensitivity)",
+      "logits = self.epsilon * u / self.sensitivity",
+      "top-k keys eps u / Delta + Gumbel (Gumbel scale Delta/eps; monotone utilities "
+      "only): 2 k eps-DP",
+      after="def _keys(self, u: FloatArray, rng: np.random.Generator, size: int | None) "
+            "-> FloatArray:"),
+    M("topk-charges-one-selection", MECH,
+      "return Cost.pure(self.epsilon_under(relation), bounded_range=True).times(self.k)",
+      "return Cost.pure(self.epsilon_under(relation), bounded_range=True)",
+      "top-k charges eps (one selection) instead of k eps"),
     M("svt-unnoised-threshold", MECH,
       "return base + self.grid_threshold.noise(rng, size).astype(np.float64)",
       "return base + np.zeros(size)",

@@ -19,9 +19,21 @@ from audits.empirical import (
     epsilon_lower_bound,
     exact_epsilon,
 )
-from audits.exact import exponential_mechanism_pmf, rnm_pmf, svt_pmf
-from audits.fixtures import laplace_pair, rnm_pair, svt_pair
-from audits.mutants import laplace_sampler, rnm_sampler, svt_sampler, svt_variant
+from audits.exact import (
+    exponential_mechanism_pmf,
+    rnm_pmf,
+    svt_pmf,
+    top_k_outcomes,
+    top_k_pmf,
+)
+from audits.fixtures import laplace_pair, rnm_pair, svt_pair, top_k_pair
+from audits.mutants import (
+    laplace_sampler,
+    rnm_sampler,
+    svt_sampler,
+    svt_variant,
+    top_k_sampler,
+)
 
 
 def test_clopper_pearson_matches_beta_quantiles() -> None:
@@ -119,3 +131,52 @@ def test_auditor_on_svt_patterns() -> None:
     bad = run("alg5")
     assert not ok.exceeds
     assert bad.exceeds
+
+
+def test_top_k_pmf_is_peeling_and_matches_both_samplers() -> None:
+    from accounting.mechanisms import Exponential, TopK
+
+    u = np.array([0.0, 1.0, 0.5, -0.5])
+    pmf = top_k_pmf(u, 1.0, 2.0, 2)
+    outcomes = top_k_outcomes(4, 2)
+    assert len(outcomes) == pmf.size == 12
+    assert pmf.sum() == pytest.approx(1.0, abs=1e-12)
+    em = Exponential(1.0, 2.0)
+    for (i, j), p in zip(outcomes, pmf, strict=True):
+        rest = [r for r in range(4) if r != i]
+        assert p == pytest.approx(em.probabilities(u)[i]
+                                  * em.probabilities(u[rest])[rest.index(j)], rel=1e-12)
+    sets = top_k_pmf(u, 1.0, 2.0, 2, ordered=False)
+    assert top_k_outcomes(4, 2, ordered=False)[0] == (0, 1)
+    assert sets[0] == pytest.approx(pmf[outcomes.index((0, 1))] + pmf[outcomes.index((1, 0))])
+    assert np.allclose(top_k_pmf(u, 1.0, 2.0, 1), exponential_mechanism_pmf(u, 1.0, 2.0))
+    for sample in (top_k_sampler(1.0, 2.0, 2)(u, 200_000, np.random.default_rng(5)),
+                   TopK(1.0, 2.0, 2).sample(u, np.random.default_rng(6), 200_000)):
+        codes = np.array([outcomes.index((int(a), int(b))) for a, b in sample[:20_000]])
+        freq = np.bincount(codes, minlength=12) / codes.size
+        assert np.allclose(freq, pmf, atol=0.012)
+
+
+def test_top_k_exact_loss_on_the_fixture() -> None:
+    pair = top_k_pair(2)
+    ok = exact_epsilon(top_k_pmf(pair.d, 1.0, 1.0, 2), top_k_pmf(pair.d_prime, 1.0, 1.0, 2))
+    assert 0.9 * 2 < ok <= 2.0
+    sets = exact_epsilon(top_k_pmf(pair.d, 1.0, 1.0, 2, ordered=False),
+                         top_k_pmf(pair.d_prime, 1.0, 1.0, 2, ordered=False))
+    assert sets <= ok + 1e-12  # post-processing
+    bad = exact_epsilon(top_k_pmf(pair.d, 1.0, 2.0, 2), top_k_pmf(pair.d_prime, 1.0, 2.0, 2))
+    assert bad > 1.8 * 2  # logits eps u / Delta: close to 2 k eps
+
+
+def test_auditor_on_top_k() -> None:
+    pair = top_k_pair(2)
+
+    def run(s: Sampler, declared: float) -> EmpiricalResult:
+        return audit("top-k", s, pair.d, pair.d_prime, declared_epsilon=declared,
+                     n_selection=20_000, n_fresh=200_000, alpha=0.01, seed=13)
+
+    good = run(top_k_sampler(1.0, 1.0, 2), 2.0)
+    assert not good.exceeds
+    assert good.epsilon_lb > 1.2
+    assert run(top_k_sampler(1.0, 1.0, 2, logit_factor=2.0), 2.0).exceeds
+    assert run(top_k_sampler(1.0, 1.0, 2), 1.0).exceeds  # charged for one selection

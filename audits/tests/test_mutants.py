@@ -10,6 +10,7 @@ from audits.mutants import (
     partial_charging_sampler,
     simulate_svt,
     svt_variant,
+    top_k_sampler,
 )
 from audits.suite import algorithm_sampler
 
@@ -61,3 +62,15 @@ def test_algorithm_sampler_codes_are_shared() -> None:
     assert set(a.tolist()) <= {0, 1}
     assert set(b.tolist()) <= {2, 3}
     assert set(a2.tolist()) <= {0, 1}
+
+
+def test_top_k_sampler_rows() -> None:
+    rng = np.random.default_rng(3)
+    u = np.array([0.0, 500.0, 100.0, 300.0])
+    out = top_k_sampler(1.0, 1.0, 3)(u, 20, rng)
+    assert out.shape == (20, 3)
+    assert out.dtype == np.int64
+    assert (out == [1, 3, 2]).all()  # far-apart utilities: their order
+    mixed = top_k_sampler(1.0, 1.0, 10, logit_factor=2.0)(np.zeros(4), 50, rng)
+    assert mixed.shape == (50, 4)  # k >= len: a permutation per row
+    assert (np.sort(mixed, axis=1) == np.arange(4)).all()

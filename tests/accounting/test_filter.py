@@ -28,6 +28,7 @@ from accounting import (
     SmoothSensitivityMedian,
     SparseVector,
     SubsampledSparseVector,
+    TopK,
     split_epsilon,
 )
 from accounting.costs import split_rho, zcdp_to_epsilon
@@ -119,6 +120,7 @@ def _menu(budget_eps: float) -> list[Any]:
         ReportNoisyMax(1.0, e / 5, "exponential"),
         ReportNoisyMax(1.0, e / 4, "laplace"),
         Exponential(1.0, e / 6),
+        TopK(1.0, e / 9, 2),
         SmoothSensitivityMedian(min(e / 4, 1.0), 1e-8, 0.0, 1.0),
         SparseVector(0.5, 0.1, e / 5, cutoff=2),
         SubsampledSparseVector(1000, 100, 0.5, 0.1, e / 2),
@@ -126,7 +128,7 @@ def _menu(budget_eps: float) -> list[Any]:
 
 
 def _exact_input(mech: Any) -> Any:
-    if isinstance(mech, ReportNoisyMax | Exponential):
+    if isinstance(mech, ReportNoisyMax | Exponential | TopK):
         return np.array([0.0, 1.0, 0.5])
     if isinstance(mech, SmoothSensitivityMedian):
         return np.array([0.1, 0.4, 0.9])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from accounting import (
     SmoothSensitivityMedian,
     SparseVector,
     SubsampledSparseVector,
+    TopK,
     mechanism_from_params,
 )
 from accounting.errors import StatisticError
@@ -35,6 +37,7 @@ GOOD: dict[str, dict[str, Any]] = {
     "gaussian": {"l2_sensitivity": 0.5, "sigma": 2.0},
     "report-noisy-max": {"sensitivity": 1.0, "epsilon": 0.3, "noise": "exponential"},
     "exponential": {"sensitivity": 1.0, "epsilon": 0.3},
+    "top-k": {"sensitivity": 1.0, "epsilon": 0.3, "k": 2},
     "smooth-sensitivity-median": {"epsilon": 0.5, "delta": 1e-6, "lower": 0.0, "upper": 1.0},
     "sparse-vector": {"threshold": 1.0, "sensitivity": 0.1, "epsilon": 0.4, "cutoff": 2},
     "subsampled-sparse-vector": {
@@ -44,8 +47,8 @@ GOOD: dict[str, dict[str, Any]] = {
 
 NAN, INF = float("nan"), float("inf")
 BAD: list[tuple[str, str, object]] = [
-    *[(k, p, v) for k in ("laplace", "report-noisy-max", "exponential", "sparse-vector",
-                          "subsampled-sparse-vector")
+    *[(k, p, v) for k in ("laplace", "report-noisy-max", "exponential", "top-k",
+                          "sparse-vector", "subsampled-sparse-vector")
       for p in ("sensitivity", "epsilon") for v in (0.0, -1.0, NAN, INF, "1", True, None)],
     *[("gaussian", p, v) for p in ("l2_sensitivity", "sigma")
       for v in (0.0, -1.0, NAN, INF, "1", None)],
@@ -56,6 +59,7 @@ BAD: list[tuple[str, str, object]] = [
     ("smooth-sensitivity-median", "upper", INF),
     ("smooth-sensitivity-median", "relation", "add-remove"),
     ("report-noisy-max", "noise", "cauchy"),
+    *[("top-k", "k", v) for v in (0, -1, 1.5, True, "2", None)],
     ("laplace", "sampler", "fast"),
     ("gaussian", "sampler", "exact"),
     ("sparse-vector", "sampler", "snapping"),
@@ -101,6 +105,15 @@ def test_round_trip_from_public_params(kind: str) -> None:
         mechanism_from_params("no-such", mech.public_params())
 
 
+def test_every_kind_has_good_parameters_and_a_proof_note() -> None:
+    """Every registered mechanism is covered by the parameter tests above and has its
+    proof note ``docs/privacy/<kind>.md`` (the HTML report links it by that name)."""
+    assert set(GOOD) == set(MECHANISMS)
+    docs = Path(__file__).resolve().parents[2] / "docs" / "privacy"
+    for kind in MECHANISMS:
+        assert (docs / f"{kind}.md").is_file(), f"no proof note for {kind}"
+
+
 def test_stored_params_rejected_when_incomplete() -> None:
     with pytest.raises(InvalidParameterError, match="params"):
         mechanism_from_params("laplace", {"epsilon": 1.0})
@@ -119,6 +132,7 @@ def test_costs() -> None:
         assert c.epsilon == Fraction(1, 2)
         assert c.rho == rho
     assert Exponential(1.0, 0.5).cost(r1).rho == Fraction(1, 32)
+    assert TopK(1.0, 0.5, 3).cost(r1) == Cost(Fraction(3, 2), Fraction(0), Fraction(3, 32))
     assert SparseVector(0.0, 1.0, 0.5, cutoff=3).cost(r1) == Cost.pure(0.5)
     sm = SmoothSensitivityMedian(0.5, 1e-6, 0.0, 1.0).cost(r1)
     assert sm.rho is None
@@ -141,9 +155,10 @@ def test_relation_conversion() -> None:
     assert g.cost(r1).rho == 4 * g.cost(ar).rho  # type: ignore[operator]
     assert ReportNoisyMax(1.0, 0.5, relation=ar).cost(r1).epsilon == 1
     assert SparseVector(0.0, 1.0, 0.5, relation=ar).cost(r1).epsilon == 1
+    assert TopK(1.0, 0.5, 3, relation=ar).cost(r1).epsilon == 3
     # replace-one never converts to add/remove
     for mech in (Laplace(1.0, 0.5), Gaussian(1.0, 1.0), Exponential(1.0, 1.0),
-                 ReportNoisyMax(1.0, 1.0), SparseVector(0.0, 1.0, 1.0),
+                 TopK(1.0, 1.0, 2), ReportNoisyMax(1.0, 1.0), SparseVector(0.0, 1.0, 1.0),
                  SubsampledSparseVector(10, 5, 0.0, 1.0, 1.0),
                  SmoothSensitivityMedian(0.5, 1e-6, 0.0, 1.0)):
         with pytest.raises(InvalidParameterError, match="relation"):
@@ -174,8 +189,8 @@ def test_dp_events_normalised() -> None:
     assert isinstance(gv, dp_accounting.GaussianDpEvent)
     assert gv.noise_multiplier == pytest.approx(4.0)
     assert Gaussian(0.5, 2.0, relation=ar).dp_event(r1).noise_multiplier == pytest.approx(2.0)
-    for mech in (ReportNoisyMax(1.0, 1.0), Exponential(1.0, 1.0), SparseVector(0.0, 1.0, 1.0),
-                 SubsampledSparseVector(10, 5, 0.0, 1.0, 1.0),
+    for mech in (ReportNoisyMax(1.0, 1.0), Exponential(1.0, 1.0), TopK(1.0, 1.0, 2),
+                 SparseVector(0.0, 1.0, 1.0), SubsampledSparseVector(10, 5, 0.0, 1.0, 1.0),
                  SmoothSensitivityMedian(0.5, 1e-6, 0.0, 1.0)):
         assert mech.dp_event(r1) is None
 
@@ -205,6 +220,10 @@ def test_outputs_types() -> None:
             assert type(i) is int
             assert 0 <= i < 3
     assert type(Exponential(1.0, 1.0).release([0.0, 3.0], rng)) is int
+    top = TopK(1.0, 1.0, 2).release([0.0, 3.0, 1.0], rng)
+    assert isinstance(top, np.ndarray)
+    assert top.dtype == np.int64
+    assert top.shape == (2,)
     assert isinstance(SmoothSensitivityMedian(1.0, 1e-6, 0.0, 1.0).release([0.2, 0.5], rng),
                       float)
     assert Laplace(1.0, 1.0).sample([1.0, 2.0, 3.0], rng, 5).shape == (5, 3)
@@ -215,6 +234,8 @@ def test_outputs_types() -> None:
         Laplace(1.0, 1.0).release(np.zeros((2, 2)), rng)
     with pytest.raises(StatisticError):
         Exponential(1.0, 1.0).release([], rng)
+    with pytest.raises(StatisticError):
+        TopK(1.0, 1.0, 1).release([], rng)
     with pytest.raises(StatisticError):
         Gaussian(1.0, 1.0).release("abc", rng)
 
@@ -262,6 +283,7 @@ def test_round_trip_property(
         Gaussian(sens, min(1.0 / eps, sens * 2.0**25), relation=rel),
         ReportNoisyMax(sens, eps, "laplace", relation=rel),
         Exponential(sens, eps, relation=rel),
+        TopK(sens, eps, 1, relation=rel),  # one selection: the exponential mechanism's cost
         SparseVector(0.5, sens, eps, cutoff, monotone, relation=rel),
         SubsampledSparseVector(n, m, 0.5, sens, eps, monotone, relation=rel),
     ]

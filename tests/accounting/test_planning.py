@@ -18,6 +18,7 @@ from accounting import (
     ReportNoisyMax,
     SmoothSensitivityMedian,
     SparseVector,
+    TopK,
 )
 from accounting.costs import zcdp_to_epsilon
 from accounting.planning import (
@@ -176,6 +177,12 @@ def test_report_plan() -> None:
     assert mixed.basic is not None
     assert mixed.basic == pytest.approx(0.5 + 0.3 + 0.2 + 0.8)
     assert mixed.pld <= mixed.basic + 1e-9
+    # top-k is planned as k exponential mechanisms (pure k eps, rho k eps^2/8)
+    top = report_plan([(TopK(1.0, 0.1, 3), 2)], DELTA)
+    em = report_plan([(Exponential(1.0, 0.1), 6)], DELTA)
+    assert top.basic == em.basic == pytest.approx(0.6)
+    assert top.zcdp == em.zcdp
+    assert top.rdp == pytest.approx(em.rdp)
     # approximate DP: PLD finite when delta exceeds the mechanism's, RDP unavailable
     sm = report_plan([(SmoothSensitivityMedian(0.5, 1e-8, 0.0, 1.0), 2)], DELTA)
     assert sm.rdp is None

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accounting.costs import Budget
+from accounting.costs import Budget, Cost
+from accounting.entries import EntryDraft
 from accounting.errors import (
     BudgetExceededError,
     InvalidParameterError,
@@ -16,7 +17,7 @@ from accounting.errors import (
     UnknownDatasetError,
 )
 from accounting.ledger import Ledger, session_for_run, verify_certificate
-from accounting.mechanisms import Gaussian, Laplace, ReportNoisyMax, SparseVector
+from accounting.mechanisms import Gaussian, Laplace, ReportNoisyMax, SparseVector, TopK
 from accounting.relations import Relation
 
 from .conftest import state
@@ -104,6 +105,33 @@ def test_zcdp_session(ledger: Ledger) -> None:
     report = ledger.verify()
     assert report.ok, report.problems
     assert report.runs[0].spent_rho == Fraction(k, 128)
+
+
+def test_top_k_is_recorded_and_reverified(ledger: Ledger) -> None:
+    """A TopK release is charged k eps, its stored parameters re-derive that cost in the
+    verifier, and an entry declaring one selection's eps is refused."""
+    session = session_for_run(ledger, "survey-2024", Budget(1.0), "basic", seed=11,
+                              store_outputs=True)
+    mech = TopK(sensitivity=2.0, epsilon=0.125, k=3)
+    out = session.release(mech, lambda: np.array([4.0, 0.0, 9.0, 1.0, 7.0]), purpose="top 3")
+    assert out.shape == (3,)
+    entry = [e for e in ledger.entries() if e["kind"] == "mechanism"][-1]
+    assert entry["mechanism"] == "top-k"
+    assert entry["params"] == {"sensitivity": 2.0, "epsilon": 0.125, "k": 3,
+                               "relation": "replace-one"}
+    assert entry["cost"] == {"epsilon": "3/8", "delta": "0", "rho": "3/512"}
+    assert ledger.entries()[-1]["data"]["output"] == out.tolist()
+    session.close()
+    report = ledger.verify()
+    assert report.ok, report.problems
+    assert report.runs[0].spent_epsilon == Fraction(3, 8)
+    run = ledger.open_run("survey-2024", Budget(0.5), "basic", seed_explicit=False)
+    n_entries = len(ledger.entries())
+    with pytest.raises(InvalidParameterError, match="re-derived from the parameters"):
+        run.record(EntryDraft(mech.kind, mech.public_params(), mech.sensitivity,
+                              Relation.REPLACE_ONE, Cost.pure(0.125, bounded_range=True),
+                              "one selection's cost", False))
+    assert len(ledger.entries()) == n_entries
 
 
 def test_relations_are_converted_explicitly(ledger: Ledger) -> None:
