@@ -3,8 +3,12 @@
 At the first test of order ``i`` the strategy re-plans with SLSQP
 (:func:`dpcg.private.planning.curate_plan`) from public quantities only: the remaining
 zCDP budget, the current edge count ``e_i`` (a post-processed output of the earlier
-noisy tests) and the public test bound ``t_j = e_i C(p-2, j)``. Orders beyond a public
-horizon (``i + 3``) are re-planned when they are reached.
+noisy tests) and public test bounds ``t_j`` from the released graph's degrees
+(:func:`dpcg.private.planning.degree_tests_bound`, never above the published
+``e_i C(p-2, j)``). Orders beyond a public horizon (``i + 3``) are re-planned when they
+are reached. On large networks order 0 first keeps the top ``K`` pairs by one
+:class:`~accounting.mechanisms.TopK` release (the rule shared with Laplace-PC,
+:func:`dpcg.private.planning.level0_selection`) and tests only those.
 
 Each test of order ``i`` releases the score with ``Laplace(Delta, eps_i)``; EVERY test is
 charged (``rho = eps_i^2 / 2`` under the zCDP filter, which enforces the adaptively
@@ -41,13 +45,20 @@ from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
-from dpcg.private.common import DiscreteAlgorithm, check_number_field
+from dpcg.private.common import (
+    DiscreteAlgorithm,
+    check_number_field,
+    min_level0_threshold,
+    select_pairs,
+)
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
+    SELECT_SHARE,
     CuratePlan,
     check_positive,
     curate_plan,
-    n_pairs,
+    degree_tests_bound,
+    level0_selection,
 )
 from dpcg.private.registry import register_algorithm
 
@@ -66,8 +77,16 @@ class CurateParams:
                           help="dependent when the noisy score > T (1 + beta2); "
                                f"beta2 >= 0 (default {DEFAULT_BETA2})")
 
+    select: float | None = option(
+        None, type=float, metavar="KAPPA",
+        help="order 0 first keeps the top K = KAPPA p pairs by one top-K release and "
+             "tests only those; 0: every pair (default: 4, used where it cuts order 0's "
+             "noise at least in half)")
+
     def __post_init__(self) -> None:
         check_number_field("beta1", self.beta1, nonnegative=True)
+        if self.select is not None:
+            check_number_field("select", self.select, nonnegative=True)
         check_number_field("beta2", self.beta2, nonnegative=True)
         if self.beta1 >= 1:
             raise AlgorithmError(f"beta1: must be < 1, got {self.beta1}")
@@ -77,6 +96,9 @@ HORIZON = 3
 COIN_EPSILON = 1e-9
 #: Share of rho kept back for coins (coins are cheaper than 1e-17 rho each).
 COIN_RESERVE = 1e-6
+#: Order 0's share of rho when it starts with a selection (public; Laplace-PC's level-0
+#: share with its planned depth 2): the selection gets ``SELECT_SHARE`` of it.
+SELECT_LEVEL0 = Fraction(1, 4)
 
 
 @dataclass(frozen=True)
@@ -88,12 +110,15 @@ class CurateSettings:
     sensitivity: float
     rho_total: float
     max_depth: int | None
+    select_k: int = 0
+    select_epsilon: float = 0.0
 
     def describe(self) -> dict[str, Any]:
         return {"rule": self.rule, "beta1": self.beta1, "beta2": self.beta2,
                 "sensitivity": self.sensitivity, "rho_total": self.rho_total,
                 "horizon": HORIZON, "coin_epsilon": COIN_EPSILON,
-                "max_depth": self.max_depth}
+                "max_depth": self.max_depth, "select_k": self.select_k,
+                "select_epsilon": self.select_epsilon}
 
 
 def make_plan(params: CurateParams, settings: RunSettings,
@@ -103,8 +128,13 @@ def make_plan(params: CurateParams, settings: RunSettings,
         raise AlgorithmError("delta: CURATE runs under the zCDP filter and needs delta > 0")
     b1 = float(params.beta1)
     b2 = float(params.beta2)
+    level0 = Fraction(budget.rho()) * SELECT_LEVEL0
+    got = level0_selection("zcdp", level0 * Fraction(SELECT_SHARE), level0, source.p,
+                           source.sensitivity(), min_level0_threshold(source),
+                           params.select)
+    k, eps = (0, 0.0) if got is None else got
     return CurateSettings("zcdp", source.p, b1, b2, source.sensitivity(),
-                          float(budget.rho()), settings.max_depth)
+                          float(budget.rho()), settings.max_depth, k, eps)
 
 
 class CurateTester:
@@ -120,6 +150,8 @@ class CurateTester:
         self.removed: set[tuple[int, int]] = set()
         self.history: list[dict[str, Any]] = []
         self.coins = 0
+        #: order 0's kept pairs (``None``: no selection, or not made yet)
+        self._kept: set[tuple[int, int]] | None = None
 
     def _remaining_rho(self) -> float:
         rem = self.session.remaining()
@@ -128,14 +160,27 @@ class CurateTester:
 
     def _replan(self, order: int) -> None:
         p = self.plan.p
-        edges = n_pairs(p) - len(self.removed)
+        if order == 0 and self.plan.select_k > 0 and self._kept is None:
+            self._kept = select_pairs(self.source, self.session, self.plan.select_k,
+                                      self.plan.select_epsilon, "curate")
+            self.removed |= {(x, y) for x in range(p) for y in range(x + 1, p)
+                             if (x, y) not in self._kept}
+        open_pairs = [(x, y) for x in range(p) for y in range(x + 1, p)
+                      if (x, y) not in self.removed]
+        edges = len(open_pairs)
+        degrees = [0] * p
+        for x, y in open_pairs:
+            degrees[x] += 1
+            degrees[y] += 1
         last = p - 2 if self.plan.max_depth is None else min(p - 2, self.plan.max_depth)
         last = max(order, min(last, order + HORIZON))
+        bounds = [edges if j == 0 else degree_tests_bound(degrees, open_pairs, j)
+                  for j in range(order, last + 1)]
         T = self.source.threshold(0, 1, ()) if p >= 2 else 1.0
         self.current = curate_plan(
             rho_remaining=self._remaining_rho(), edges=edges, p=p, order=order,
             max_order=last, threshold=T, sensitivity=self.plan.sensitivity,
-            beta1=self.plan.beta1, beta2=self.plan.beta2,
+            beta1=self.plan.beta1, beta2=self.plan.beta2, bounds=bounds,
         )
         self.order = order
         self.history.append({"order": order, "edges": edges,
@@ -154,6 +199,8 @@ class CurateTester:
         x, y, S = validate_query(x, y, S, self.source.p)
         if len(S) != self.order or self.current is None:
             self._replan(len(S))
+        if not S and self._kept is not None and (min(x, y), max(x, y)) not in self._kept:
+            return CIResult(True, None, None)  # not kept by order 0's selection
         assert self.current is not None
         eps = self.current.epsilon
         if not (eps > 0 and math.isfinite(eps)):
@@ -174,7 +221,7 @@ class CurateTester:
         else:
             indep = self._coin()
         if indep:
-            self.removed.add((x, y))
+            self.removed.add((min(x, y), max(x, y)))
         return CIResult(indep, noisy, None)
 
 

@@ -12,6 +12,7 @@ prototype's findings they start from).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
@@ -212,6 +213,19 @@ def curate_tests_bound(edges: int, p: int, order: int) -> int:
     return int(edges) * int(comb(p - 2, order, exact=True))
 
 
+def degree_tests_bound(degrees: Sequence[int], pairs: Sequence[tuple[int, int]],
+                       order: int) -> int:
+    """A public bound on the order-``order`` tests still to come, never above
+    :func:`curate_tests_bound`: ``sum min(C(d_x - 1, j) + C(d_y - 1, j), C(p - 2, j))``
+    over the pairs still adjacent, with ``d`` the degrees of the released graph (``p =
+    len(degrees)``; PC-stable tests a pair on subsets of ``adj(x) - {y}`` and of
+    ``adj(y) - {x}``, all of them subsets of the other ``p - 2``; degrees only shrink, so
+    it bounds every later order too)."""
+    cap = math.comb(max(len(degrees) - 2, 0), order)
+    table = [math.comb(max(d - 1, 0), order) for d in range(max(degrees, default=0) + 1)]
+    return sum(min(table[degrees[x]] + table[degrees[y]], cap) for x, y in pairs)
+
+
 def curate_error_surrogate(
     eps: np.ndarray, threshold: float, sensitivity: float, beta1: float, beta2: float,
     c1: float, c2: float,
@@ -236,6 +250,7 @@ def curate_plan(
     beta2: float,
     c1: float = 0.1,
     c2: float = 0.1,
+    bounds: Sequence[int] | None = None,
 ) -> CuratePlan:
     """Solve CURATE's ``OPT`` with SLSQP on public quantities.
 
@@ -245,12 +260,17 @@ def curate_plan(
     edge count, an upper bound on later edge counts); monotonicity
     ``eps_j >= eps_{j+1}``. If SLSQP fails, the feasible uniform-in-rho allocation is used.
     The result is always feasible (it is scaled into the constraint after solving).
+    ``bounds``: public test bounds ``t_order..t_max_order`` to use instead (e.g.
+    :func:`degree_tests_bound`).
     """
     if max_order < order:
         raise AlgorithmError(f"max_order={max_order} must be >= order={order}")
     k = max_order - order + 1
-    t = np.array([max(1, curate_tests_bound(edges, p, j)) for j in range(order, max_order + 1)],
-                 dtype=np.float64)
+    if bounds is None:
+        bounds = [curate_tests_bound(edges, p, j) for j in range(order, max_order + 1)]
+    if len(bounds) != k:
+        raise AlgorithmError(f"bounds: expected {k} values, got {len(bounds)}")
+    t = np.array([max(1, int(b)) for b in bounds], dtype=np.float64)
     if rho_remaining <= 0:
         return CuratePlan(order, tuple(0.0 for _ in range(k)), tuple(int(v) for v in t))
 

@@ -1,6 +1,7 @@
-"""The level-0 selection of Laplace-PC, Priv-PC and SVT-PC (issue 20): one top-K release
-keeps ``K`` pairs, the others count as independent given the empty set, the kept ones
-are tested (Laplace-PC), sieved (Priv-PC) or streamed through SVT (SVT-PC).
+"""The level-0 selection of Laplace-PC, Priv-PC, SVT-PC and CURATE (issue 20): one top-K
+release keeps ``K`` pairs, the others count as independent given the empty set, the
+kept ones are tested (Laplace-PC, CURATE), sieved (Priv-PC) or streamed through SVT
+(SVT-PC); and CURATE's degree-based test bound.
 
 * the plan is a function of public facts only, uses the selection only where it cuts
   level 0's noise at least in half, and falls back to testing every pair as the budget
@@ -224,3 +225,54 @@ def test_svt_pc_selects_then_streams_the_kept_pairs(net100: Any) -> None:
     assert svt_plan(SVTPCParams(select=0), settings, src).select_k == 0
     with pytest.raises(AlgorithmError, match="select"):
         SVTPCParams(plan_size=10, select=2.0)
+
+
+# ------------------------------------------------------------------------- CURATE
+
+
+def test_curate_selects_then_tests_the_kept_pairs(net100: Any) -> None:
+    from dpcg.private.curate import CurateParams
+
+    res = discover(net100, "curate", epsilon=1.0, delta=1e-6, seed=4)
+    plan = res.plan
+    assert plan["select_k"] == 400
+    assert res.mechanisms.get("top-k") == 1
+    orders = plan["orders"]
+    assert orders[0]["order"] == 0
+    assert orders[0]["edges"] == 400  # order 0 is planned over the kept pairs only
+    assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
+    assert discover(net100, "curate", epsilon=1.0, delta=1e-6, seed=4,
+                    select=0).plan["select_k"] == 0
+    with pytest.raises(AlgorithmError, match="select"):
+        CurateParams(select=-1.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_degree_bound_covers_every_later_order(seed: int) -> None:
+    import itertools
+    import random
+
+    from dpcg.pc.engine import candidate_sets
+    from dpcg.private.planning import curate_tests_bound, degree_tests_bound
+
+    rng = random.Random(seed)
+    p = rng.randint(4, 10)
+    adj: list[set[int]] = [set() for _ in range(p)]
+    for a, b in itertools.combinations(range(p), 2):
+        if rng.random() < 0.5:
+            adj[a].add(b)
+            adj[b].add(a)
+    pairs = [(x, y) for x in range(p) for y in sorted(adj[x]) if x < y]
+    degrees = [len(a) for a in adj]
+    frozen = [frozenset(a) for a in adj]
+    for order in range(1, 4):
+        bound = degree_tests_bound(degrees, pairs, order)
+        asked = sum(len(list(candidate_sets(x, y, order, frozen))) for x, y in pairs)
+        assert asked <= bound <= curate_tests_bound(len(pairs), p, order)
+        # removing edges (what later orders see) only lowers it
+        if pairs:
+            x, y = pairs[0]
+            fewer = list(degrees)
+            fewer[x] -= 1
+            fewer[y] -= 1
+            assert degree_tests_bound(fewer, pairs[1:], order) <= bound
