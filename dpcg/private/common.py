@@ -13,7 +13,7 @@ the filter refuses a mechanism the engine stops and returns the graph so far wit
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
@@ -174,14 +174,16 @@ def min_level0_threshold(source: StatisticSource) -> float:
 
 
 def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: float,
-                 who: str) -> set[tuple[int, int]]:
+                 who: str, pairs: Sequence[tuple[int, int]] | None = None
+                 ) -> set[tuple[int, int]]:
     """Level 0's selection for testers that ask one pair at a time: one
     :class:`~accounting.mechanisms.TopK` release (``k`` pairs, ``epsilon`` per step) over
-    every pair ``x < y`` on the utilities ``(s(x, y | {}) - T(x, y)) / Delta(x, y)``
-    (sensitivity 1; ``docs/privacy/top-k.md``), admitted and recorded before any score
-    is computed. Returns the kept pairs."""
+    ``pairs`` (default: every pair ``x < y``) on the utilities
+    ``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` (sensitivity 1; ``docs/privacy/top-k.md``),
+    admitted and recorded before any score is computed. Returns the kept pairs."""
     p = source.p
-    pairs = [(x, y) for x in range(p) for y in range(x + 1, p)]
+    if pairs is None:
+        pairs = [(x, y) for x in range(p) for y in range(x + 1, p)]
 
     def utilities() -> npt.NDArray[np.float64]:
         source.prefetch([(x, y, ()) for x, y in pairs])

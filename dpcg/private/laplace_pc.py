@@ -37,11 +37,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
 from accounting.costs import Budget, round_down, split_epsilon
 from accounting.errors import BudgetExceededError
-from accounting.mechanisms import Gaussian, Laplace, TopK
+from accounting.mechanisms import Gaussian, Laplace
 from accounting.planning import choose_rule as acc_choose_rule
 from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
@@ -56,6 +54,7 @@ from dpcg.private.common import (
     exhaustion_note,
     min_level0_threshold,
     plan_count,
+    select_pairs,
     unspent,
 )
 from dpcg.private.contract import RunSettings
@@ -179,9 +178,6 @@ class Selection:
     k: int
     epsilon: float
     test: ReleasePlan | None
-
-    def mechanism(self, relation: Any) -> TopK:
-        return TopK(1.0, self.epsilon, self.k, relation=relation)
 
 
 #: Levels the per-level plan provisions for when ``max_depth`` is not given (public):
@@ -378,16 +374,9 @@ class LevelPlannedTest(PrivateCITest):
         a test share) one test of each kept pair; the others count as independent."""
         src = self.source
         valid = [validate_query(x, y, S, src.p) for x, y, S in queries]
-
-        def utilities() -> np.ndarray[Any, np.dtype[np.float64]]:
-            src.prefetch(valid)
-            return np.array([(src.score(x, y, S) - src.threshold(x, y, S))
-                             / src.sensitivity(pair=(x, y)) for x, y, S in valid])
-
-        chosen = self.session.release(
-            sel.mechanism(src.relation), utilities,
-            purpose=f"level 0: keep the top {sel.k} of {len(valid)} pairs")
-        kept = sorted(int(i) for i in np.asarray(chosen).ravel())
+        chosen = select_pairs(src, self.session, sel.k, sel.epsilon, "laplace-pc",
+                              pairs=[(x, y) for x, y, _ in valid])
+        kept = [i for i, (x, y, _) in enumerate(valid) if (x, y) in chosen]
         out = [CIResult(True, None, None) for _ in valid]
         rec = self.levels[-1]
         rec.update(selected=len(kept), rounds=1)
