@@ -30,6 +30,7 @@ from dpcg.citests.registry import option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError
 from dpcg.private.contract import Plan, RunSettings, ScoreCache, Tester
+from dpcg.private.planning import SELECT_SHARE, level0_selection
 
 __all__ = ["DiscreteAlgorithm", "PlanSizeParams", "check_count_field", "exhaustion_note", "fits",
            "plan_count", "unspent"]
@@ -163,6 +164,15 @@ def exhaustion_note(level: int, why: str) -> str:
                 f"not yet decided keep their edge")
     return (f"budget-limited: {why}; {what}. The guarantee covers everything released; "
             f"the unspent budget is in plan.used_unspent")
+
+
+def plan_level0_selection(rule: str, level0: Fraction, source: StatisticSource,
+                          select: float | None, share: Fraction = Fraction(SELECT_SHARE)
+                          ) -> tuple[int, float] | None:
+    """:func:`dpcg.private.planning.level0_selection` for ``source``: the selection gets
+    ``share`` of level 0's ``level0`` (public facts only)."""
+    return level0_selection(rule, level0 * share, level0, source.p, source.sensitivity(),
+                            min_level0_threshold(source), select)
 
 
 def min_level0_threshold(source: StatisticSource) -> float:

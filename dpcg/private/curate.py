@@ -48,17 +48,15 @@ from dpcg.errors import AlgorithmError
 from dpcg.private.common import (
     DiscreteAlgorithm,
     check_number_field,
-    min_level0_threshold,
+    plan_level0_selection,
     select_pairs,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
-    SELECT_SHARE,
     CuratePlan,
     check_positive,
     curate_plan,
     degree_tests_bound,
-    level0_selection,
 )
 from dpcg.private.registry import register_algorithm
 
@@ -129,9 +127,7 @@ def make_plan(params: CurateParams, settings: RunSettings,
     b1 = float(params.beta1)
     b2 = float(params.beta2)
     level0 = Fraction(budget.rho()) * SELECT_LEVEL0
-    got = level0_selection("zcdp", level0 * Fraction(SELECT_SHARE), level0, source.p,
-                           source.sensitivity(), min_level0_threshold(source),
-                           params.select)
+    got = plan_level0_selection("zcdp", level0, source, params.select)
     k, eps = (0, 0.0) if got is None else got
     return CurateSettings("zcdp", source.p, b1, b2, source.sensitivity(),
                           float(budget.rho()), settings.max_depth, k, eps)

@@ -52,8 +52,8 @@ from dpcg.private.common import (
     PlanSizeParams,
     check_number_field,
     exhaustion_note,
-    min_level0_threshold,
     plan_count,
+    plan_level0_selection,
     select_pairs,
     unspent,
 )
@@ -62,7 +62,6 @@ from dpcg.private.planning import (
     SELECT_SHARE,
     default_plan_size,
     laplace_sd,
-    level0_selection,
     n_pairs,
     planned_depth,
     screen_multiplier,
@@ -275,8 +274,7 @@ def _selection(params: LaplacePCParams, rule: str, level0: Fraction, pairs: int,
     """Level 0's selection (:func:`dpcg.private.planning.level0_selection`) with the
     kept pairs' test release, or ``None`` (then every pair is tested with the screen)."""
     share = Fraction(SELECT_SHARE if params.select_share is None else params.select_share)
-    got = level0_selection(rule, level0 * share, level0, source.p, source.sensitivity(),
-                           min_level0_threshold(source), params.select)
+    got = plan_level0_selection(rule, level0, source, params.select, share)
     if got is None:
         return None
     k, eps = got

@@ -445,15 +445,8 @@ def selection_epsilon(rule: str, share: Fraction, k: int) -> float:
     """Per-step epsilon of a top-``k`` release costing at most ``share`` (``eps``
     under ``basic``: ``k eps <= share``; ``rho`` under ``zcdp``: ``k eps^2/8 <=
     share``), the largest such float."""
-    if rule == "basic":
-        e = float(share / k)
-        while e > 0 and k * Fraction(e) > share:
-            e = math.nextafter(e, 0.0)
-        return e
-    e = math.sqrt(8.0 * float(share) / k)
-    while e > 0 and Fraction(e) ** 2 * k / 8 > share:
-        e = math.nextafter(e, 0.0)
-    return e
+    # k eps^2/8 <= share is k eps^2/2 <= 4 share: unit_epsilon's zcdp form
+    return unit_epsilon(share if rule == "basic" else 4 * share, rule, parts=k)
 
 
 def selection_sd(rule: str, share: Fraction, k: int, sensitivity: float) -> float:

@@ -62,8 +62,8 @@ from dpcg.private.common import (
     check_number_field,
     exhaustion_note,
     fits,
-    min_level0_threshold,
     plan_count,
+    plan_level0_selection,
     select_pairs,
     unspent,
 )
@@ -75,7 +75,6 @@ from dpcg.private.planning import (
     amplified_base_epsilon,
     choose_unit_rule,
     default_rounds,
-    level0_selection,
     level_share,
     level_units,
     n_pairs,
@@ -229,8 +228,7 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         rule = choose_unit_rule(budget.epsilon, budget.delta, units, parts=2)
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
         level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r rounds
-        got = level0_selection(rule, level0 * Fraction(SELECT_SHARE), level0, source.p,
-                               sens_n, min_level0_threshold(source), params.select)
+        got = plan_level0_selection(rule, level0, source, params.select)
         k, eps_sel = (0, 0.0) if got is None else got
         if got is None:
             eps_half = unit_epsilon(level_share(total, r, 0, depth), rule, parts=2)
@@ -334,9 +332,10 @@ class SieveExamineTester:
         if not self.plan.per_level:
             return
         if level == 0 and self.plan.select_k > 0 and self._kept is None:
-            self._select()
+            self._kept = select_pairs(self.source, self.session, self.plan.select_k,
+                                      self.plan.select_epsilon, "priv-pc")
             self.levels.append({"level": 0, "open_pairs": self.plan.pairs,
-                                "selected": len(self._kept or ()),
+                                "selected": len(self._kept),
                                 "rounds_planned": self.plan.rounds, "rounds": 0,
                                 "epsilon_per_round": self.plan.epsilon_round})
             self._params = self.plan.first
@@ -369,12 +368,6 @@ class SieveExamineTester:
                                           self.plan.m_fixed))
         record["m"] = self._params.m
         self._left = units
-
-    def _select(self) -> None:
-        """Level 0's selection (:func:`dpcg.private.common.select_pairs`); the pairs not
-        kept count as independent given the empty set."""
-        self._kept = select_pairs(self.source, self.session, self.plan.select_k,
-                                  self.plan.select_epsilon, "priv-pc")
 
     def _count_round(self) -> None:
         self._left -= 1

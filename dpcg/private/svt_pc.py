@@ -42,8 +42,8 @@ from dpcg.private.common import (
     check_number_field,
     exhaustion_note,
     fits,
-    min_level0_threshold,
     plan_count,
+    plan_level0_selection,
     select_pairs,
     unspent,
 )
@@ -52,7 +52,6 @@ from dpcg.private.planning import (
     SELECT_SHARE,
     choose_unit_rule,
     default_rounds,
-    level0_selection,
     level_share,
     level_units,
     n_pairs,
@@ -132,9 +131,7 @@ def make_plan(params: SVTPCParams, settings: RunSettings, source: StatisticSourc
         rule = choose_unit_rule(budget.epsilon, budget.delta, r * (depth + 1))
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
         level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r instances
-        got = level0_selection(rule, level0 * Fraction(SELECT_SHARE), level0, source.p,
-                               source.sensitivity(), min_level0_threshold(source),
-                               params.select)
+        got = plan_level0_selection(rule, level0, source, params.select)
         k, eps_sel = (0, 0.0) if got is None else got
         if got is None:
             eps = unit_epsilon(level_share(total, r, 0, depth), rule)

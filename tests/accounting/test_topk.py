@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
 from accounting import (
     Budget,
@@ -27,21 +26,11 @@ from accounting import (
 )
 from accounting.errors import StatisticError
 from accounting.mechanisms import MECHANISMS
+from tests.accounting.test_samplers import chi2_p
 
 R1, AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
 P_MIN = 1e-3  # fixed seeds make these deterministic; the bar only guards regressions
 NAN, INF = float("nan"), float("inf")
-
-
-def chi2_p(counts: np.ndarray, probs: np.ndarray) -> float:
-    """Chi-square p-value of ``counts`` against ``probs`` (cells expected < 5 pooled)."""
-    expected = probs / probs.sum() * counts.sum()
-    keep = expected >= 5
-    obs = np.append(counts[keep], counts[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    if exp[-1] == 0:
-        obs, exp = obs[:-1], exp[:-1]
-    return float(stats.chisquare(obs, exp).pvalue)
 
 
 def peeling_pmf(u: np.ndarray, sensitivity: float, epsilon: float,
