@@ -30,7 +30,7 @@ from accounting import (
     mechanism_from_params,
 )
 from accounting.errors import StatisticError
-from accounting.mechanisms import MECHANISMS, dilation_defect
+from accounting.mechanisms import MECHANISMS, SIGMA_BITS, dilation_defect, round_up_bits
 
 GOOD: dict[str, dict[str, Any]] = {
     "laplace": {"sensitivity": 0.5, "epsilon": 0.3},
@@ -200,11 +200,38 @@ def test_gaussian_for_rho_fits() -> None:
         for rho in (Fraction(1, 3), Fraction(1e-5), Fraction(2, 7) / 997):
             g = Gaussian.for_rho(d2, rho)
             assert g.rho_under(Relation.REPLACE_ONE) <= rho
-            assert g.rho_under(Relation.REPLACE_ONE) > rho * (1 - Fraction(1, 10**12))
+            # sigma has SIGMA_BITS significant bits, rounded up: at most 2^-(b-1) larger
+            assert g.rho_under(Relation.REPLACE_ONE) > rho / (1 + Fraction(2, 2**SIGMA_BITS)) ** 2
+            assert round_up_bits(g.sigma) == g.sigma
     g = Gaussian.for_rho(1.0, 0.5, relation=Relation.ADD_REMOVE)
     assert g.rho_under(Relation.ADD_REMOVE) <= Fraction(0.5)
     with pytest.raises(InvalidParameterError, match="rho"):
         Gaussian.for_rho(1.0, 0.0)
+
+
+def test_round_up_bits() -> None:
+    for x in (1.0, 0.3, 7.123456789, 1e-9, 3e12, 255.0, 257.0):
+        y = round_up_bits(x)
+        mant, _exp = math.frexp(y)
+        assert y >= x
+        assert y <= x * (1 + 2.0 ** (1 - SIGMA_BITS))
+        assert math.ldexp(mant, SIGMA_BITS).is_integer()
+        assert round_up_bits(y) == y
+    assert round_up_bits(256.0, 8) == 256.0
+    assert round_up_bits(257.0, 8) == 258.0
+
+
+def test_many_gaussian_scales_keep_the_exact_total_short() -> None:
+    """Every for_rho sigma has SIGMA_BITS significant bits, so a total over thousands of
+    different noise scales (as a per-round plan makes) keeps a short exact form; with
+    53-bit sigmas each new scale added ~106 bits to the denominator."""
+    rng = np.random.default_rng(3)
+    total = Cost.zcdp(Fraction(0))
+    for d2, rho in zip(rng.uniform(0.01, 0.1, 3000), rng.uniform(1e-8, 1e-4, 3000), strict=True):
+        total = total + Gaussian.for_rho(float(d2), float(rho)).cost(Relation.REPLACE_ONE)
+    assert total.rho is not None
+    assert total.rho.denominator.bit_length() < 2000
+    assert len(total.as_dict()["rho"] or "") < 1500
 
 
 def test_outputs_types() -> None:

@@ -82,7 +82,9 @@ def test_selection_and_its_tests_fit_level_zero(net100: Any, eps: float, rule: s
         assert test.rho is not None
         used = cost.rho + sel.k * test.rho
     assert used <= level0
-    assert used >= level0 * Fraction(999, 1000)  # and leaves nothing on the table
+    # and leaves nothing on the table (the tests' sigma is rounded up to 8 significant
+    # bits, so they may use up to 2^-6 less than their share)
+    assert used >= level0 * Fraction(98, 100)
     # the selection is used because it cuts level 0's noise at least in half
     every = laplace_pc.level_release(rule, level0 / n_pairs(100))
     assert every is not None
