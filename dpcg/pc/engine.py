@@ -147,9 +147,12 @@ class LevelCandidates(Mapping[Pair, tuple[Sepset, ...]]):
     its own reports them with :meth:`record` so they appear in the result.
     """
 
-    def __init__(self, level: int, sets: dict[Pair, tuple[Sepset, ...]]) -> None:
+    def __init__(self, level: int, sets: dict[Pair, tuple[Sepset, ...]],
+                 adjacency: Sequence[frozenset[int]] = ()) -> None:
         self.level = level
         self._sets = sets
+        #: The adjacency frozen for the level (what the candidate sets were built from).
+        self.adjacency: tuple[frozenset[int], ...] = tuple(adjacency)
         self.records: list[TestRecord] = []
 
     def __getitem__(self, pair: Pair) -> tuple[Sepset, ...]:
@@ -340,8 +343,8 @@ def pc_stable(
             if mode == "level":
                 assert isinstance(tester, LevelStrategy)
                 cands = LevelCandidates(
-                    level, {pair: tuple(candidate_sets(*pair, level, frozen)) for pair in pairs}
-                )
+                    level, {pair: tuple(candidate_sets(*pair, level, frozen)) for pair in pairs},
+                    frozen)
                 t0 = clock()
                 try:
                     decided = tester.decide_level(level, cands)

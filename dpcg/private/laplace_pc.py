@@ -1,13 +1,15 @@
-"""Laplace-PC: every CI test is one noisy release of the score, and every test is
-charged.
+"""Laplace-PC: CI decisions from noisy releases of the score, every release charged.
 
 Default plan (``budget_split='levels'``, issue 20): each PC level gets a share of what
-the filter has left when it starts (:func:`level_slots`), and each round of the level
-shares what the level has left over the most tests the level can still ask (from the
-released graph; :class:`LevelPlannedTest`); level 0 (one test per pair) screens with the
-threshold ``T + C sd`` (:func:`screen_multiplier`), or, on networks large enough for it
-to halve level 0's noise, first keeps the top ``K`` pairs by one
+the filter has left when it starts (:func:`level_slots`). Level 0 (one test per pair)
+screens with the threshold ``T + C sd`` (:func:`screen_multiplier`), or, on networks
+large enough for it to halve level 0's noise, first keeps the top ``K`` pairs by one
 :class:`~accounting.mechanisms.TopK` release and tests only those (:class:`Selection`).
+Every later level releases, per open pair, one noisy minimum of ``score - T`` over its
+conditioning sets and picks each removed pair's separating set with the exponential
+mechanism (``release='pair'``, :class:`PairMinTest`); with ``release='test'`` each round
+of the level shares what the level has left over the most tests the level can still ask
+(from the released graph; :class:`LevelPlannedTest`).
 With ``plan_size``/``test_epsilon`` or ``budget_split='run'`` the plan is fixed before
 the run:
 
@@ -35,18 +37,22 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
+from itertools import combinations
 from typing import Any
+
+import numpy as np
 
 from accounting.costs import Budget, round_down, split_epsilon
 from accounting.errors import BudgetExceededError
-from accounting.mechanisms import Gaussian, Laplace
+from accounting.mechanisms import Exponential, Gaussian, Laplace
 from accounting.planning import choose_rule as acc_choose_rule
 from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import PrivateCITest, ReleasePlan, StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
-from dpcg.pc.engine import pair_test_count
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset, pair_test_count
 from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
@@ -65,6 +71,7 @@ from dpcg.private.planning import (
     n_pairs,
     planned_depth,
     screen_multiplier,
+    unit_epsilon,
 )
 from dpcg.private.registry import register_algorithm
 
@@ -98,6 +105,12 @@ class LaplacePCParams(PlanSizeParams):
         None, type=float, metavar="F",
         help="with a level-0 selection: the share of level 0's budget it gets; the rest "
              "tests the selected pairs (1: no level-0 test; default SELECT_SHARE)")
+    release: str | None = option(
+        None, type=str, metavar="WHAT",
+        help="with budget split 'levels', what a level >= 1 releases: 'pair' (default): "
+             "one noisy minimum over the pair's conditioning sets of score - T per open "
+             "pair, then one selection of the separating set per removed pair; 'test': "
+             "one noisy score per test, round by round")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -121,6 +134,12 @@ class LaplacePCParams(PlanSizeParams):
             if self.split != "levels":
                 raise AlgorithmError("select_share: applies only with budget split "
                                      "'levels'")
+        if self.release is not None:
+            if self.release not in ("pair", "test"):
+                raise AlgorithmError(f"release: expected 'pair' or 'test', got "
+                                     f"{self.release!r}")
+            if self.split != "levels":
+                raise AlgorithmError("release: applies only with budget split 'levels'")
         if self.budget_split == "levels" and (self.plan_size is not None
                                               or self.test_epsilon is not None):
             raise AlgorithmError("budget split 'levels' plans each level itself: give "
@@ -152,13 +171,17 @@ class LaplacePlan:
     depth: int = 0
     screen: float = 0.0
     selection: Selection | None = None
+    pair_release: bool = False
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "plan_size": self.tests,
                                "sensitivity": self.sensitivity, **self.release.describe(),
                                "max_depth": self.max_depth}
         if self.per_level:
-            out.update(budget_split="levels", horizon=self.depth, screen=self.screen)
+            out.update(budget_split="levels", horizon=self.depth, screen=self.screen,
+                       release="pair" if self.pair_release else "test")
+            if self.pair_release:
+                out["sepset_share"] = float(SEPSET_SHARE)
             sel = self.selection
             out["select_k"] = 0 if sel is None else sel.k
             if sel is not None:
@@ -178,6 +201,15 @@ class Selection:
     epsilon: float
     test: ReleasePlan | None
 
+
+#: With per-pair releases: the share of a level (>= 1) that selects the separating sets
+#: of the pairs it removed (one exponential-mechanism selection each); the rest releases
+#: one noisy minimum margin per open pair (public).
+SEPSET_SHARE = Fraction(1, 4)
+#: With per-pair releases: a pair's minimum runs over every candidate set when it has at
+#: most twice this many, else over at most this many per endpoint, built from its
+#: strongest neighbours (:meth:`PairMinTest._ranked_sets`; public, bounds the work).
+SETS_PER_SIDE = 16
 
 #: Levels the per-level plan provisions for when ``max_depth`` is not given (public):
 #: see :func:`level_slots`.
@@ -266,7 +298,8 @@ def _level_plan(params: LaplacePCParams, settings: RunSettings,
     if selection is not None:
         screen = 0.0
     return LaplacePlan(rule, pairs, release, sens, settings.max_depth, per_level=True,
-                       depth=depth, screen=screen, selection=selection)
+                       depth=depth, screen=screen, selection=selection,
+                       pair_release=params.release != "test")
 
 
 def _selection(params: LaplacePCParams, rule: str, level0: Fraction, pairs: int,
@@ -401,6 +434,170 @@ class LevelPlannedTest(PrivateCITest):
         return t
 
 
+class PairMinTest(LevelPlannedTest):
+    """Laplace-PC's tester with per-pair releases (``release='pair'``, the default of the
+    per-level plan): a level strategy (:class:`dpcg.pc.engine.LevelStrategy`).
+
+    Level 0 is :class:`LevelPlannedTest`'s (one test per pair, or the selection). At a
+    level ``l >= 1`` with ``L`` the level's share (:func:`level_slots`) and ``P`` open pairs
+    that have a candidate set: every pair releases, in one batch,
+    ``min_S (s(x, y | S) - T(x, y, S)) + noise`` over its candidate sets (frozen
+    adjacency, public) with ``(1 - SEPSET_SHARE) L / P`` each; its sensitivity is the
+    pair's bound (a minimum of functions each within ``Delta(x, y)`` moves by at most
+    ``Delta(x, y)``). A pair whose noisy minimum is ``<= 0`` is removed. Then each removed
+    pair with more than one candidate set picks its separating set by one
+    exponential-mechanism release on the utilities ``T - s`` (sensitivity
+    ``Delta(x, y)``: the set that separates best, like PC-Max's largest p-value), sharing
+    what the level has left. One noisy answer per pair replaces
+    one per candidate set: the noise is that of ``P`` releases instead of every test the
+    level asks, and a dependent pair is no longer removed by the one noisy test of many
+    that falls below ``T``. Proof note: ``docs/privacy/algorithm-laplace-pc.md``."""
+
+    def __init__(self, plan: LaplacePlan, source: StatisticSource, session: Session) -> None:
+        super().__init__(plan, source, session)
+        self._strength: dict[Pair, float] = {}  # released level-0 scores
+
+    def decide_level(self, level: int, candidates: LevelCandidates) -> dict[Pair, Sepset]:
+        pairs = [pair for pair in candidates if candidates[pair]]
+        self.level = level
+        self._left = {pair: len(candidates[pair]) for pair in pairs}
+        self._level_left = self._remaining() / level_slots(level, self.lplan.depth)
+        rec: dict[str, Any] = {
+            "level": level, "pairs": len(pairs), "tests_bound": sum(self._left.values()),
+            "share": float(self._level_left), "tests": 0, "rounds": 0}
+        self.levels.append(rec)
+        if not pairs:
+            return {}
+        if level == 0:
+            return self._rounds(pairs, candidates)
+        sets = {pair: self._ranked_sets(level, pair, candidates) for pair in pairs}
+        rec["sets"] = sum(len(v) for v in sets.values())
+        unit = min(self._level_left, self._remaining()) * (1 - SEPSET_SHARE) / len(pairs)
+        release = level_release(self.lplan.rule, unit)
+        if release is None:
+            raise self._stop(f"the budget is used up: nothing useful is left for level "
+                             f"{level}")
+        if release != self.plan:
+            self.plan = release
+            self._mechs.clear()
+        src = self.source
+        queries = [(x, y, S) for x, y in pairs for S in sets[(x, y)]]
+        pending = [True]
+
+        def margin(x: int, y: int) -> float:
+            if pending[0]:  # after the whole batch was admitted and recorded
+                src.prefetch(queries)
+                pending[0] = False
+            return min(src.score(x, y, S) - src.threshold(x, y, S) for S in sets[(x, y)])
+
+        outputs = self.session.release_many([
+            (self.mechanism(x, y), partial(margin, x, y),
+             f"min over {len(sets[(x, y)])} level-{level} sets of score - T, {x} _||_ {y}")
+            for x, y in pairs])
+        self.releases += len(outputs)
+        value = release.epsilon if release.kind == "laplace" else release.rho
+        assert value is not None
+        self._level_left = max(self._level_left - Fraction(value) * len(outputs), Fraction(0))
+        rec.update(tests=len(outputs), rounds=1)
+        if len(outputs) < len(pairs):
+            raise self._stop(f"the budget is used up in level {level}'s releases")
+        removed = [(pair, float(np.asarray(out))) for pair, out in zip(pairs, outputs,
+                                                                        strict=True)
+                   if float(np.asarray(out)) <= 0.0]
+        return self._sepsets(level, removed, sets, candidates, rec)
+
+    def _ranked_sets(self, level: int, pair: Pair, candidates: LevelCandidates
+                     ) -> tuple[Sepset, ...]:
+        """The candidate sets a pair's minimum runs over: all of them when there are at
+        most ``2 SETS_PER_SIDE``; else, for each of x and y, the size-``l`` subsets of its
+        ``m`` strongest other neighbours (``m`` the largest with ``C(m, l) <=
+        SETS_PER_SIDE``), a neighbour's strength being its released level-0 score with
+        that endpoint (post-processing of released values; neighbours without one rank
+        last, ties by index). Every set returned is one of the engine's candidates."""
+        sets = candidates[pair]
+        if len(sets) <= 2 * SETS_PER_SIDE:
+            return sets
+        allowed = set(sets)
+        out: list[Sepset] = []
+        for a, b in (pair, pair[::-1]):
+            strength = {v: self._strength.get((min(a, v), max(a, v)), -math.inf)
+                        for v in candidates.adjacency[a] - {b}}
+            nbrs = sorted(strength, key=lambda v: (-strength[v], v))
+            m = level
+            while m < len(nbrs) and math.comb(m + 1, level) <= SETS_PER_SIDE:
+                m += 1
+            for S in combinations(sorted(nbrs[:m]), level):
+                if S in allowed and S not in out:
+                    out.append(S)
+        return tuple(out) if out else sets
+
+    def _rounds(self, pairs: list[Pair], candidates: LevelCandidates) -> dict[Pair, Sepset]:
+        """Level 0 and the levels past the planned depth: :class:`LevelPlannedTest`'s
+        rounds (every open pair's next candidate set; a pair found independent asks no
+        more), as the engine's batch mode runs them."""
+        todo = {pair: iter(candidates[pair]) for pair in pairs}
+        removals: dict[Pair, Sepset] = {}
+        while todo:
+            queries = []
+            for (x, y), sets in list(todo.items()):
+                S = next(sets, None)
+                if S is None:
+                    del todo[(x, y)]
+                else:
+                    queries.append((x, y, S))
+            if not queries:
+                break
+            out = self.test_many(queries)
+            for (x, y, S), res in zip(queries, out, strict=False):
+                candidates.record(x, y, S, res)
+                if self.level == 0 and res.statistic is not None:
+                    self._strength[(x, y)] = float(res.statistic)
+                if res.independent:
+                    removals[(x, y)] = S
+                    del todo[(x, y)]
+            if len(out) < len(queries):
+                raise self._stop(f"the budget is used up in level {self.level}'s tests")
+        return removals
+
+    def _sepsets(self, level: int, removed: list[tuple[Pair, float]],
+                 sets_of: dict[Pair, tuple[Sepset, ...]], candidates: LevelCandidates,
+                 rec: dict[str, Any]) -> dict[Pair, Sepset]:
+        """One exponential-mechanism pick of the separating set per removed pair with
+        several candidate sets (utilities ``T - s``, sensitivity the pair's bound: the
+        set that separates best, as PC-Max picks the largest p-value), sharing what the
+        level has left equally (the pairs are known from the released minima)."""
+        src = self.source
+        many = [pair for pair, _ in removed if len(sets_of[pair]) > 1]
+        share = min(self._level_left, self._remaining())
+        each = share / len(many) if many else Fraction(0)
+        # pure eps costs eps (basic) or eps^2/8 (zcdp, bounded range): unit_epsilon gives
+        # e with e^2/2 <= 4 * each, i.e. e^2/8 <= each
+        eps = unit_epsilon(each if self.lplan.rule == "basic" else 4 * each, self.lplan.rule)
+        if many and eps <= 0.0:
+            raise self._stop(f"the budget is used up before level {level}'s separating sets")
+        removals: dict[Pair, Sepset] = {}
+        picks = 0
+        for (x, y), noisy in removed:
+            sets = sets_of[(x, y)]
+            if len(sets) == 1:
+                S = sets[0]
+            else:
+                def utilities(x: int = x, y: int = y, sets: tuple[Sepset, ...] = sets
+                              ) -> np.ndarray:
+                    return np.array([src.threshold(x, y, S) - src.score(x, y, S)
+                                     for S in sets], dtype=np.float64)
+                idx = int(self.session.release(
+                    Exponential(src.sensitivity(pair=(x, y)), eps), utilities,
+                    purpose=f"level-{level} separating set of {x} _||_ {y}"))
+                S = sets[idx]
+                picks += 1
+            removals[(x, y)] = S
+            candidates.record(x, y, S, CIResult(True, noisy, None))
+        self.releases += picks
+        rec["sepset_picks"] = picks
+        return removals
+
+
 class LaplacePC(DiscreteAlgorithm[LaplacePCParams, LaplacePlan, PrivateCITest]):
     """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``laplace-pc``."""
 
@@ -418,6 +615,8 @@ class LaplacePC(DiscreteAlgorithm[LaplacePCParams, LaplacePlan, PrivateCITest]):
     def tester(self, plan: LaplacePlan, source: StatisticSource,
                session: Session) -> PrivateCITest:
         if plan.per_level:
+            if plan.pair_release:
+                return PairMinTest(plan, source, session)
             return LevelPlannedTest(plan, source, session)
         return PrivateCITest(source, session, plan.release)
 

@@ -73,6 +73,7 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.budget_split": PUBLIC, "plan.screen": PUBLIC,  # laplace-pc: an option, a rule of p
     "plan.select_k": PUBLIC, "plan.select_epsilon": PUBLIC,  # laplace-pc: rules of public
     "plan.select_test.*": PUBLIC,  # facts (p, n, the budget, the options)
+    "plan.release": PUBLIC, "plan.sepset_share": PUBLIC,  # laplace-pc: an option, a constant
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,

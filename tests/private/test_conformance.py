@@ -25,6 +25,7 @@ from accounting.mechanisms import Mechanism, SparseVectorRun
 from accounting.relations import Relation
 from accounting.session import ReleaseRequest, Session
 from dpcg.citests.continuous_pc import KernelOptions
+from dpcg.citests.private import source_for_dataset
 from dpcg.citests.registry import TestContext, get_test
 from dpcg.cli import main
 from dpcg.data.dataset import Dataset
@@ -233,6 +234,27 @@ def test_cli_records_in_the_durable_ledger_by_default(
     assert main([*argv, "--lifetime-epsilon", "5"]) == 2
 
 
+class _MinStrategy:
+    """Non-private PC-stable deciding each pair at each level by its smallest
+    ``score - T`` over the candidate sets, the separating set being the smallest's (the
+    largest p-value, as PC-Max): what Laplace-PC's per-pair releases become as the noise
+    vanishes. Its skeleton is PC-stable's (a pair is removed iff some set tests
+    independent)."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+    def decide_level(self, level: int, candidates: Any) -> dict[Any, Any]:
+        src = self.source
+        out = {}
+        for (x, y) in candidates:
+            sets = candidates[(x, y)]
+            margins = [src.score(x, y, S) - src.threshold(x, y, S) for S in sets]
+            if margins and min(margins) <= 0:
+                out[(x, y)] = sets[margins.index(min(margins))]
+        return out
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_huge_epsilon_reproduces_nonprivate_pc(name: str, tmp_path: Path) -> None:
     if name not in REPRODUCES_PC:
@@ -245,6 +267,11 @@ def test_huge_epsilon_reproduces_nonprivate_pc(name: str, tmp_path: Path) -> Non
     if _is_continuous(algo):
         gcm = get_test("gcm").make(TestContext(data, 0.05, KernelOptions()))
         ref = pc_stable(gcm, tuple(data.names), max_depth=2)
+    elif name == "laplace-pc":  # per-pair releases: the smallest score - T decides
+        ref = pc_stable(_MinStrategy(source_for_dataset(data, algo.default_test)),
+                        tuple(data.names), max_depth=2)
+        assert ref.cpdag.skeleton() == nonprivate_pc(data, algo.default_test,
+                                                     max_depth=2).cpdag.skeleton()
     else:
         ref = nonprivate_pc(data, algo.default_test, max_depth=2)
     assert not res.budget_exhausted

@@ -58,14 +58,24 @@ def net50() -> Any:
         20_000, 5)
 
 
+@pytest.mark.parametrize("release", ["test", "pair"])
 @pytest.mark.parametrize("eps", [0.5, 2.0])
-def test_levels_spend_within_their_shares(net50: Any, eps: float) -> None:
-    res = discover(net50, "laplace-pc", epsilon=eps, delta=1e-6, seed=3)
+def test_levels_spend_within_their_shares(net50: Any, eps: float, release: str) -> None:
+    res = discover(net50, "laplace-pc", epsilon=eps, delta=1e-6, seed=3, release=release)
     plan = res.plan
     assert plan["budget_split"] == "levels"
+    assert plan["release"] == release
     levels = plan["used_levels"]
     assert [lv["level"] for lv in levels] == list(range(len(levels)))
-    assert sum(lv["tests"] for lv in levels) == plan["used_releases"] == res.n_tests
+    picks = sum(lv.get("sepset_picks", 0) for lv in levels)
+    assert sum(lv["tests"] for lv in levels) + picks == plan["used_releases"]
+    assert plan["used_releases"] == sum(res.mechanisms.values())
+    if release == "test":
+        assert picks == 0
+        assert plan["used_releases"] == res.n_tests
+    else:
+        assert levels[1]["tests"] == levels[1]["pairs"] > 0  # one release per open pair
+        assert picks > 0
     for lv in levels:
         assert lv["tests"] <= lv["tests_bound"]
     spent = Fraction(res.spent["exact"]["rho"])
@@ -106,6 +116,11 @@ def test_options() -> None:
         LaplacePCParams(budget_split="levels", plan_size=10)
     with pytest.raises(AlgorithmError, match="screen"):
         LaplacePCParams(screen=-1.0)
+    assert LaplacePCParams(release="test").release == "test"
+    with pytest.raises(AlgorithmError, match="release"):
+        LaplacePCParams(release="pairs")
+    with pytest.raises(AlgorithmError, match="release"):
+        LaplacePCParams(budget_split="run", release="pair")
 
 
 def test_run_split_is_the_fixed_plan(net50: Any) -> None:
