@@ -34,8 +34,9 @@ Three kinds of testers drive the decisions:
 
 If the tester raises :class:`accounting.errors.BudgetExceededError` or
 :class:`accounting.errors.SessionHaltedError`, the skeleton phase stops: removals
-already decided in the interrupted level are applied (their tests were answered), no
-further tests run, and orientation still runs on the graph so far. The result says
+already decided in the interrupted level are applied (their tests were answered; a level
+strategy hands them over as the exception's ``partial`` mapping), no further tests run,
+and orientation still runs on the graph so far. The result says
 ``budget_exhausted=True``.
 """
 
@@ -346,8 +347,13 @@ def pc_stable(
                     level, {pair: tuple(candidate_sets(*pair, level, frozen)) for pair in pairs},
                     frozen)
                 t0 = clock()
+                stop: BaseException | None = None
                 try:
                     decided = tester.decide_level(level, cands)
+                except (BudgetExceededError, SessionHaltedError) as exc:
+                    # a strategy stopped by its budget may hand over what it decided
+                    decided = dict(getattr(exc, "partial", None) or {})
+                    stop = exc
                 finally:
                     test_seconds += clock() - t0
                     tests.extend(cands.records)
@@ -360,6 +366,8 @@ def pc_stable(
                     removals[pair] = tuple(sep)
                 if progress is not None:
                     progress(level, len(tests))
+                if stop is not None:
+                    raise stop
             elif mode == "batch":
                 assert isinstance(tester, BatchEdgeTester)
                 test_many = tester.test_many

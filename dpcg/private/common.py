@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import combinations
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -29,8 +30,9 @@ from dpcg.citests.private import source_for_dataset as _source_for_dataset
 from dpcg.citests.registry import option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset
 from dpcg.private.contract import Plan, RunSettings, ScoreCache, Tester
-from dpcg.private.planning import SELECT_SHARE, level0_selection
+from dpcg.private.planning import SELECT_GAIN, SELECT_SHARE, level0_selection
 
 __all__ = ["DiscreteAlgorithm", "PlanSizeParams", "check_count_field", "exhaustion_note", "fits",
            "plan_count", "unspent"]
@@ -167,12 +169,12 @@ def exhaustion_note(level: int, why: str) -> str:
 
 
 def plan_level0_selection(rule: str, level0: Fraction, source: StatisticSource,
-                          select: float | None, share: Fraction = Fraction(SELECT_SHARE)
-                          ) -> tuple[int, float] | None:
+                          select: float | None, share: Fraction = Fraction(SELECT_SHARE),
+                          gain: float = SELECT_GAIN) -> tuple[int, float] | None:
     """:func:`dpcg.private.planning.level0_selection` for ``source``: the selection gets
     ``share`` of level 0's ``level0`` (public facts only)."""
     return level0_selection(rule, level0 * share, level0, source.p, source.sensitivity(),
-                            min_level0_threshold(source), select)
+                            min_level0_threshold(source), select, gain)
 
 
 def min_level0_threshold(source: StatisticSource) -> float:
@@ -204,3 +206,37 @@ def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: flo
     chosen = session.release(
         mech, utilities, purpose=f"{who} level 0: keep the top {k} of {len(pairs)} pairs")
     return {pairs[int(i)] for i in np.asarray(chosen).ravel()}
+
+
+#: Per-pair releases (Laplace-PC, Priv-PC): a pair's minimum over its conditioning sets
+#: runs over all of them when it has at most twice this many, else over at most this
+#: many per endpoint built from its strongest neighbours (:func:`ranked_sets`; public,
+#: bounds the exact statistics a level computes).
+SETS_PER_SIDE = 16
+
+
+def ranked_sets(level: int, pair: Pair, candidates: LevelCandidates,
+                strength: Mapping[Pair, float]) -> tuple[Sepset, ...]:
+    """The candidate sets a pair's per-pair release runs over: all of them when there
+    are at most ``2 SETS_PER_SIDE``; else, for each endpoint ``a`` (other endpoint
+    ``b``), the size-``level`` subsets of the ``m`` strongest neighbours in
+    ``adj(a) \\ {b}`` (``m`` the largest with ``C(m, level) <= SETS_PER_SIDE``). A
+    neighbour ``v``'s strength is ``strength[(min(a, v), max(a, v))]``, which must be
+    released values (or public facts); neighbours without one rank last, ties by index.
+    Every set returned is one of the engine's candidates for the pair."""
+    sets = candidates[pair]
+    if len(sets) <= 2 * SETS_PER_SIDE:
+        return sets
+    allowed = set(sets)
+    out: list[Sepset] = []
+    for a, b in (pair, (pair[1], pair[0])):
+        power = {v: strength.get((min(a, v), max(a, v)), -math.inf)
+                 for v in candidates.adjacency[a] - {b}}
+        nbrs = sorted(power, key=lambda v: (-power[v], v))
+        m = level
+        while m < len(nbrs) and math.comb(m + 1, level) <= SETS_PER_SIDE:
+            m += 1
+        for S in combinations(sorted(nbrs[:m]), level):
+            if S in allowed and S not in out:
+                out.append(S)
+    return tuple(out) if out else sets

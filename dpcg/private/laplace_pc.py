@@ -38,7 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -60,6 +59,7 @@ from dpcg.private.common import (
     exhaustion_note,
     plan_count,
     plan_level0_selection,
+    ranked_sets,
     select_pairs,
     unspent,
 )
@@ -206,10 +206,6 @@ class Selection:
 #: of the pairs it removed (one exponential-mechanism selection each); the rest releases
 #: one noisy minimum margin per open pair (public).
 SEPSET_SHARE = Fraction(1, 4)
-#: With per-pair releases: a pair's minimum runs over every candidate set when it has at
-#: most twice this many, else over at most this many per endpoint, built from its
-#: strongest neighbours (:meth:`PairMinTest._ranked_sets`; public, bounds the work).
-SETS_PER_SIDE = 16
 
 #: Levels the per-level plan provisions for when ``max_depth`` is not given (public):
 #: see :func:`level_slots`.
@@ -470,7 +466,7 @@ class PairMinTest(LevelPlannedTest):
             return {}
         if level == 0:
             return self._rounds(pairs, candidates)
-        sets = {pair: self._ranked_sets(level, pair, candidates) for pair in pairs}
+        sets = {pair: ranked_sets(level, pair, candidates, self._strength) for pair in pairs}
         rec["sets"] = sum(len(v) for v in sets.values())
         unit = min(self._level_left, self._remaining()) * (1 - SEPSET_SHARE) / len(pairs)
         release = level_release(self.lplan.rule, unit)
@@ -505,31 +501,6 @@ class PairMinTest(LevelPlannedTest):
                                                                         strict=True)
                    if float(np.asarray(out)) <= 0.0]
         return self._sepsets(level, removed, sets, candidates, rec)
-
-    def _ranked_sets(self, level: int, pair: Pair, candidates: LevelCandidates
-                     ) -> tuple[Sepset, ...]:
-        """The candidate sets a pair's minimum runs over: all of them when there are at
-        most ``2 SETS_PER_SIDE``; else, for each of x and y, the size-``l`` subsets of its
-        ``m`` strongest other neighbours (``m`` the largest with ``C(m, l) <=
-        SETS_PER_SIDE``), a neighbour's strength being its released level-0 score with
-        that endpoint (post-processing of released values; neighbours without one rank
-        last, ties by index). Every set returned is one of the engine's candidates."""
-        sets = candidates[pair]
-        if len(sets) <= 2 * SETS_PER_SIDE:
-            return sets
-        allowed = set(sets)
-        out: list[Sepset] = []
-        for a, b in (pair, pair[::-1]):
-            strength = {v: self._strength.get((min(a, v), max(a, v)), -math.inf)
-                        for v in candidates.adjacency[a] - {b}}
-            nbrs = sorted(strength, key=lambda v: (-strength[v], v))
-            m = level
-            while m < len(nbrs) and math.comb(m + 1, level) <= SETS_PER_SIDE:
-                m += 1
-            for S in combinations(sorted(nbrs[:m]), level):
-                if S in allowed and S not in out:
-                    out.append(S)
-        return tuple(out) if out else sets
 
     def _rounds(self, pairs: list[Pair], candidates: LevelCandidates) -> dict[Pair, Sepset]:
         """Level 0 and the levels past the planned depth: :class:`LevelPlannedTest`'s

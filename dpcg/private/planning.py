@@ -437,6 +437,10 @@ SELECT_NOISE = 0.5
 #: the sd of testing every pair with all of level 0's share (otherwise every pair is
 #: tested).
 SELECT_GAIN = 0.5
+#: Priv-PC's gain: its level 0 (a subsampled sieve, then an examine at half a round's
+#: budget) is much noisier than a Laplace-PC test, so the selection pays off earlier, and
+#: its per-pair levels need level 0 to have pruned (``docs/privacy/algorithm-priv-pc.md``).
+PRIV_PC_SELECT_GAIN = 0.75
 #: Standard deviation of ``Gumbel(1)``: ``pi / sqrt 6``.
 GUMBEL_SD = math.pi / math.sqrt(6.0)
 
@@ -489,7 +493,8 @@ def every_pair_sd(rule: str, level0: Fraction, pairs: int, sensitivity: float) -
 
 def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
                      sensitivity: float, threshold_min: float,
-                     select: float | None) -> tuple[int, float] | None:
+                     select: float | None, gain: float = SELECT_GAIN
+                     ) -> tuple[int, float] | None:
     """Level 0's top-``K`` selection from public facts: ``(K, eps_step)`` for a release
     costing at most ``share`` of level 0's ``level0``, or ``None`` when level 0 should
     test every pair instead.
@@ -497,9 +502,10 @@ def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
     ``K = select_count(...)`` with ``kappa = select`` (default ``SELECT_PER_NODE``) and
     the noise cap ``SELECT_NOISE * threshold_min``. ``None`` when ``kappa = 0``, when
     ``K`` would be every pair, or, by default (``select`` not given), when the
-    selection's noise sd is above ``SELECT_GAIN`` times :func:`every_pair_sd` for
-    ``level0``: the ratio depends on ``p`` only (until ``K`` grows past ``kappa p``),
-    about 80 nodes and up."""
+    selection's noise sd is above ``gain`` (default ``SELECT_GAIN``) times
+    :func:`every_pair_sd` for ``level0``: the ratio depends on ``p`` only (until ``K``
+    grows past ``kappa p``), about 80 nodes and up at the default gain, about 40 at
+    Priv-PC's :data:`PRIV_PC_SELECT_GAIN`."""
     kappa = SELECT_PER_NODE if select is None else float(select)
     pairs = n_pairs(p)
     if kappa <= 0 or pairs < 2 or share <= 0:
@@ -509,7 +515,7 @@ def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
     if k >= pairs:
         return None
     sd = selection_sd(rule, share, k, sensitivity)
-    if select is None and sd > SELECT_GAIN * every_pair_sd(rule, level0, pairs, sensitivity):
+    if select is None and sd > gain * every_pair_sd(rule, level0, pairs, sensitivity):
         return None
     eps = selection_epsilon(rule, share, k)
     if eps <= 0:

@@ -47,14 +47,15 @@ from typing import Any, cast
 import numpy as np
 
 from accounting.costs import Cost
-from accounting.errors import BudgetExceededError
-from accounting.mechanisms import Laplace, SparseVectorRun, SubsampledSparseVector
+from accounting.errors import BudgetExceededError, SessionHaltedError
+from accounting.mechanisms import Exponential, Laplace, SparseVectorRun, SubsampledSparseVector
 from accounting.relations import Relation
 from accounting.session import ReleaseRequest, Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset
 from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
@@ -64,12 +65,14 @@ from dpcg.private.common import (
     fits,
     plan_count,
     plan_level0_selection,
+    ranked_sets,
     select_pairs,
     unspent,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
     PRIV_PC_ROUNDS_PER_PAIR,
+    PRIV_PC_SELECT_GAIN,
     SELECT_SHARE,
     SIEVE_EPSILON_CAP,
     amplified_base_epsilon,
@@ -103,11 +106,26 @@ class PrivPCParams(PlanSizeParams):
         None, type=float, metavar="KAPPA",
         help="per-level plans: level 0 first keeps the top K = KAPPA p pairs by one top-K "
              "release and sieves only those; 0: sieve every pair (default: 4, used where "
-             "it cuts level 0's noise at least in half)")
+             "it cuts level 0's noise to at most 3/4)")
+
+    release: str | None = option(
+        None, type=str, metavar="WHAT",
+        help="per-level plans, what a level >= 1 asks: 'pair': one sieve query per open "
+             "pair on its smallest subsample score - T over its conditioning sets, "
+             "examined on the full data the same way, then one selection of the "
+             "separating set per removed pair; 'test': one query per test (default: "
+             "'pair' when level 0 makes a selection, else 'test')")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_number_field("tweak", self.tweak, nonnegative=True)
+        if self.release is not None:
+            if self.release not in ("pair", "test"):
+                raise AlgorithmError(f"release: expected 'pair' or 'test', got "
+                                     f"{self.release!r}")
+            if self.plan_size is not None or self.test_epsilon is not None:
+                raise AlgorithmError("release: applies only to the per-level plans (give "
+                                     "neither plan_size nor test_epsilon)")
         if self.select is not None:
             check_number_field("select", self.select, nonnegative=True)
             if self.plan_size is not None or self.test_epsilon is not None:
@@ -153,6 +171,7 @@ class PrivPCPlan:
     m_fixed: int | None = None
     select_k: int = 0
     select_epsilon: float = 0.0
+    pair_release: bool = False
 
     @property
     def first(self) -> RoundParams:
@@ -169,7 +188,9 @@ class PrivPCPlan:
                 "sensitivity_subsample": self.sensitivity_sub, "positive": "independent",
                 "max_depth": self.max_depth,
                 "horizon": self.depth if self.per_level else None,
-                "select_k": self.select_k, "select_epsilon": self.select_epsilon}
+                "select_k": self.select_k, "select_epsilon": self.select_epsilon,
+                **({"release": "pair" if self.pair_release else "test"}
+                   if self.per_level else {})}
 
 
 def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> SubsampledSparseVector:
@@ -228,7 +249,8 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         rule = choose_unit_rule(budget.epsilon, budget.delta, units, parts=2)
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
         level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r rounds
-        got = plan_level0_selection(rule, level0, source, params.select)
+        got = plan_level0_selection(rule, level0, source, params.select,
+                                    gain=PRIV_PC_SELECT_GAIN)
         k, eps_sel = (0, 0.0) if got is None else got
         if got is None:
             eps_half = unit_epsilon(level_share(total, r, 0, depth), rule, parts=2)
@@ -239,7 +261,11 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, settings.max_depth,
                           per_level=True, depth=depth, pairs=pairs, m_fixed=params.m,
-                          select_k=k, select_epsilon=eps_sel)
+                          select_k=k, select_epsilon=eps_sel,
+                          # per-pair levels need level 0 to have pruned: by default
+                          # only after a selection (docs/privacy/algorithm-priv-pc.md)
+                          pair_release=(params.release == "pair"
+                                        or (params.release is None and k > 0)))
     r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
         rule = "basic"
@@ -325,9 +351,10 @@ class SieveExamineTester:
         self.exhaustion_note = exhaustion_note(self._level, why)
         return BudgetExceededError(f"priv-pc: {why}")
 
-    def _enter_level(self, level: int) -> None:
+    def _enter_level(self, level: int, units: int | None = None) -> None:
         """Fix the level's plan when its first test comes (public facts and the count of
-        released removals only)."""
+        released removals only; ``units``: the level's rounds when the caller knows them
+        from the released graph)."""
         self._level = level
         if not self.plan.per_level:
             return
@@ -342,7 +369,8 @@ class SieveExamineTester:
             self._left = self.plan.rounds
             return
         open_pairs = max(self.plan.pairs - self._removed, 0)
-        units = level_rounds(open_pairs, level)
+        if units is None:
+            units = level_rounds(open_pairs, level)
         rem = self.session.remaining()
         total = rem.epsilon if self.plan.rule == "basic" else rem.rho
         assert total is not None
@@ -453,6 +481,125 @@ class SieveExamineTester:
         return CIResult(independent, noisy, None)
 
 
+def split_examine(epsilon_half: float, rule: str) -> tuple[float, float]:
+    """``(examine, pick)`` epsilons of a per-pair round whose examine half is
+    ``epsilon_half``: together they cost at most one ``Laplace(eps/2)`` examine. Under
+    ``basic``: ``3/4`` and ``1/4`` of it; under ``zcdp`` (a pure ``e`` examine costs
+    ``e^2/2``, the bounded-range pick ``e^2/8``): ``sqrt(3)/2`` of it and all of it,
+    ``3/8 + 1/8 = 1/2``. Checked in exact arithmetic (public)."""
+    e = Fraction(epsilon_half)
+    if rule == "basic":
+        ex = 0.75 * epsilon_half
+        pick = epsilon_half - ex
+        while Fraction(ex) + Fraction(pick) > e:  # pragma: no cover - exact in binary
+            pick = math.nextafter(pick, 0.0)
+        return ex, pick
+    ex, pick = epsilon_half * math.sqrt(3.0) / 2.0, epsilon_half
+    while Fraction(ex) ** 2 / 2 + Fraction(pick) ** 2 / 8 > e * e / 2:
+        ex = math.nextafter(ex, 0.0)
+    return ex, pick
+
+
+class PairSieveTester(SieveExamineTester):
+    """Priv-PC with per-pair queries (``release='pair'``, the default of the per-level
+    plans): a level strategy (:class:`dpcg.pc.engine.LevelStrategy`).
+
+    Level 0 is :class:`SieveExamineTester`'s (one test per pair, or the selection). At a
+    level ``l >= 1`` each open pair with candidate sets ``C`` (the ranked subsets of
+    :func:`dpcg.private.common.ranked_sets` when there are many; strength = released
+    level-0 examine values, pairs the sieve kept without an examine ranking first) asks
+    ONE sieve query, ``k max_S (T + t - s_m(x, y | S))`` on the round's subsample
+    (sensitivity ``Delta_m``, as for one test: a maximum of functions each within
+    ``Delta_m(x, y)``, scaled by ``k``). On a positive, the examine releases
+    ``min_S (s(x, y | S) - T) + Lap(Delta(x, y)/e_x)`` on the full data (removed when
+    ``<= 0``), and a removed pair with several sets picks its separating set with one
+    ``Exponential(Delta(x, y), e_p)`` on ``T - s``; ``(e_x, e_p) = split_examine(eps/2)``
+    costs at most the round's examine. A level's plan has one round per open pair (a
+    pair asks once). Proof note: ``docs/privacy/algorithm-priv-pc.md``."""
+
+    def __init__(self, plan: PrivPCPlan, source: StatisticSource, session: Session) -> None:
+        super().__init__(plan, source, session)
+        self._strength: dict[Pair, float] = {}  # released level-0 values (post-processing)
+        self.picks = 0
+
+    def decide_level(self, level: int, candidates: LevelCandidates) -> dict[Pair, Sepset]:
+        pairs = [pair for pair in candidates if candidates[pair]]
+        removals: dict[Pair, Sepset] = {}
+        try:
+            if level == 0:
+                for x, y in pairs:
+                    res = self.test(x, y, ())
+                    candidates.record(x, y, (), res)
+                    self._strength[(x, y)] = (math.inf if res.statistic is None
+                                              else float(res.statistic))
+                    if res.independent:
+                        removals[(x, y)] = ()
+                return removals
+            if not pairs:
+                return removals
+            self._enter_level(level, units=len(pairs))
+            for x, y in pairs:
+                sets = ranked_sets(level, (x, y), candidates, self._strength)
+                res, S = self._pair(x, y, sets)
+                if res.independent:
+                    removals[(x, y)] = S
+                    candidates.record(x, y, S, res)
+            return removals
+        except (BudgetExceededError, SessionHaltedError) as exc:
+            setattr(exc, "partial", removals)  # noqa: B010 - read by the engine
+            raise
+
+    def _pair(self, x: int, y: int, sets: tuple[Sepset, ...]) -> tuple[CIResult, Sepset]:
+        """One pair at a level >= 1: sieve query, examine, separating-set pick."""
+        if self.sieve is None or self.sieve.halted:
+            if self._next is not None:  # started together with the last examine
+                self._begin(self._next, self._next_params)
+                self._next = None
+            else:
+                self._start_round()
+        src = self.source
+        rp = self._run_params
+        tweak = self.plan.tweak
+        k = rp.sensitivity_sub / src.sensitivity(rp.m, pair=(x, y))
+        assert self.sieve is not None  # started above
+        positive = bool(self.sieve.test(lambda rows: k * max(
+            src.threshold(x, y, S) + tweak - self._sub_score(rows, x, y, S) for S in sets)))
+        if not positive:
+            return CIResult(False, None, None), sets[0]
+        e_x, e_p = split_examine(rp.epsilon_half, self.plan.rule)
+        sens = src.sensitivity(pair=(x, y))
+        requests: list[ReleaseRequest] = [(
+            Laplace(sens, e_x),
+            lambda: min(src.score(x, y, S) - src.threshold(x, y, S) for S in sets),
+            f"priv-pc examine: min over {len(sets)} level-{len(sets[0])} sets of score - T, "
+            f"{x} _||_ {y}")]
+        nxt = self._params
+        prefetch = self._left > 0 and self._fits(
+            self._round_costs(rp)[1] + self._round_costs(nxt)[0])[0]
+        if prefetch:
+            requests.append((self._new_sieve(nxt), None, self._sieve_purpose()))
+        out = self.session.release_many(requests)
+        noisy = float(np.asarray(out[0]))
+        if len(out) > 1:
+            self._next = cast(SparseVectorRun, out[1])  # a started stateful mechanism
+            self._next_params = nxt
+            self._count_round()
+        self.examines += 1
+        if noisy > 0.0:
+            return CIResult(False, noisy, None), sets[0]
+        self._removed += 1
+        S = sets[0]
+        if len(sets) > 1:
+            idx = int(self.session.release(
+                Exponential(sens, e_p),
+                lambda: np.array([src.threshold(x, y, T) - src.score(x, y, T) for T in sets],
+                                 dtype=np.float64),
+                purpose=f"priv-pc level-{len(sets[0])} separating set of {x} _||_ {y}"))
+            S = sets[idx]
+            self.picks += 1
+        return CIResult(True, noisy, None), S
+
+
 class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
     """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``priv-pc``."""
 
@@ -467,12 +614,18 @@ class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
 
     def tester(self, plan: PrivPCPlan, source: StatisticSource,
                session: Session) -> SieveExamineTester:
+        if plan.per_level and plan.pair_release:
+            return PairSieveTester(plan, source, session)
         return SieveExamineTester(plan, source, session)
 
     def usage(self, tester: SieveExamineTester) -> dict[str, object]:
-        return {"used_rounds": tester.rounds, "used_unused_sieves": tester.unused_sieves,
-                "used_examines": tester.examines, "used_levels": tester.levels,
-                "used_unspent": unspent(tester.session)}
+        out: dict[str, object] = {
+            "used_rounds": tester.rounds, "used_unused_sieves": tester.unused_sieves,
+            "used_examines": tester.examines, "used_levels": tester.levels,
+            "used_unspent": unspent(tester.session)}
+        if isinstance(tester, PairSieveTester):
+            out["used_sepset_picks"] = tester.picks
+        return out
 
 
 def optimal_rate_check(eps_round: float) -> float:

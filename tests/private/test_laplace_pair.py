@@ -28,8 +28,9 @@ from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.pc.engine import LevelCandidates, candidate_sets
 from dpcg.private import discover, laplace_pc
+from dpcg.private.common import SETS_PER_SIDE, ranked_sets
 from dpcg.private.contract import RunSettings
-from dpcg.private.laplace_pc import SETS_PER_SIDE, LaplacePCParams, PairMinTest, make_plan
+from dpcg.private.laplace_pc import LaplacePCParams, PairMinTest, make_plan
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +155,7 @@ def test_ranked_sets_are_candidates_from_the_strongest_neighbours(net30: Any, se
         cands = LevelCandidates(level, {pr: tuple(candidate_sets(*pr, level, frozen))
                                         for pr in pairs}, frozen)
         for pr in pairs[:20]:
-            got = tester._ranked_sets(level, pr, cands)
+            got = ranked_sets(level, pr, cands, tester._strength)
             if len(cands[pr]) <= 2 * SETS_PER_SIDE:
                 assert got == cands[pr]
                 continue
