@@ -45,6 +45,8 @@ FILE_CHECKS: dict[str, tuple[str, ...]] = {
         "audit:sensitivity",
         "pytest:tests/stats/test_sensitivity_quick.py tests/stats/test_registry.py",
     ),
+    "dpcg/private/laplace_pc.py": ("pytest:tests/private/test_laplace_pair.py",),
+    "dpcg/private/priv_pc.py": ("pytest:tests/private/test_priv_pc_pair.py",),
 }
 
 
@@ -266,4 +268,14 @@ MUTANTS: tuple[Mutant, ...] = (
       "return SPEARMAN_U_ADD_REMOVE / math.sqrt(_int_param(\"n\", n, 1))",
       "conditional Spearman z replace-one sensitivity halved",
       statistic="conditional-spearman-z"),
+    # -- per-pair releases of the private PC variants ----------------------------------
+    M("laplace-pc-pair-min-doubled", "dpcg/private/laplace_pc.py",
+      "return min(src.score(x, y, S) - src.threshold(x, y, S) for S in sets[(x, y)])",
+      "return 2.0 * min(src.score(x, y, S) - src.threshold(x, y, S) for S in sets[(x, y)])",
+      "Laplace-PC's per-pair release is twice the minimum margin at the pair's bound "
+      "(2 x its sensitivity, charged as 1 x)"),
+    M("priv-pc-pair-pick-half-sensitivity", "dpcg/private/priv_pc.py",
+      "Exponential(sens, e_p),",
+      "Exponential(sens / 2.0, e_p),",
+      "Priv-PC's separating-set pick declares half the pair's bound (2 x its epsilon)"),
 )

@@ -503,9 +503,9 @@ class PairMinTest(LevelPlannedTest):
         return self._sepsets(level, removed, sets, candidates, rec)
 
     def _rounds(self, pairs: list[Pair], candidates: LevelCandidates) -> dict[Pair, Sepset]:
-        """Level 0 and the levels past the planned depth: :class:`LevelPlannedTest`'s
-        rounds (every open pair's next candidate set; a pair found independent asks no
-        more), as the engine's batch mode runs them."""
+        """Level 0: :class:`LevelPlannedTest`'s one round (every pair's test, or the
+        selection and the kept pairs' tests), run as the engine's batch mode would; the
+        released scores become the neighbours' strengths of :func:`ranked_sets`."""
         todo = {pair: iter(candidates[pair]) for pair in pairs}
         removals: dict[Pair, Sepset] = {}
         while todo:
