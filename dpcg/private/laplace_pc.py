@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from accounting.costs import Budget, round_down, split_epsilon
-from accounting.errors import BudgetExceededError
+from accounting.errors import BudgetExceededError, SessionHaltedError
 from accounting.mechanisms import Exponential, Gaussian, Laplace
 from accounting.planning import choose_rule as acc_choose_rule
 from accounting.session import Session
@@ -527,7 +527,9 @@ class PairMinTest(LevelPlannedTest):
                     removals[(x, y)] = S
                     del todo[(x, y)]
             if len(out) < len(queries):
-                raise self._stop(f"the budget is used up in level {self.level}'s tests")
+                exc = self._stop(f"the budget is used up in level {self.level}'s tests")
+                setattr(exc, "partial", removals)  # noqa: B010 - the engine applies them
+                raise exc
         return removals
 
     def _sepsets(self, level: int, removed: list[tuple[Pair, float]],
@@ -557,9 +559,13 @@ class PairMinTest(LevelPlannedTest):
                               ) -> np.ndarray:
                     return np.array([src.threshold(x, y, S) - src.score(x, y, S)
                                      for S in sets], dtype=np.float64)
-                idx = int(self.session.release(
-                    Exponential(src.sensitivity(pair=(x, y)), eps), utilities,
-                    purpose=f"level-{level} separating set of {x} _||_ {y}"))
+                try:
+                    idx = int(self.session.release(
+                        Exponential(src.sensitivity(pair=(x, y)), eps), utilities,
+                        purpose=f"level-{level} separating set of {x} _||_ {y}"))
+                except (BudgetExceededError, SessionHaltedError) as exc:
+                    setattr(exc, "partial", removals)  # noqa: B010 - the engine applies them
+                    raise
                 S = sets[idx]
                 picks += 1
             removals[(x, y)] = S

@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 
 from accounting.costs import Budget
+from accounting.errors import BudgetExceededError
 from accounting.session import Session
+from dpcg.citests.base import CIResult
 from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.pc.engine import LevelCandidates, candidate_sets
@@ -177,3 +179,19 @@ def test_the_release_option_keeps_per_test_rounds(net30: Any) -> None:
     assert "sepset_share" not in res.plan
     assert res.mechanisms.get("exponential", 0) == 0
     assert res.plan["used_releases"] == res.n_tests
+
+
+def test_a_short_level_zero_hands_over_its_removals(net30: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """If level 0's round is cut short, the answered removals go to the engine with the
+    stop (``partial``), never an unpruned graph in their place."""
+    tester = _tester(net30)
+    p = 5
+    frozen = [frozenset(set(range(p)) - {v}) for v in range(p)]
+    pairs = [(x, y) for x in range(p) for y in range(x + 1, p)]
+    cands = LevelCandidates(0, {pr: ((),) for pr in pairs}, frozen)
+    monkeypatch.setattr(tester, "test_many", lambda q: [CIResult(True, 0.0, None)] * 3)
+    with pytest.raises(BudgetExceededError) as info:
+        tester.decide_level(0, cands)
+    assert getattr(info.value, "partial", None) == {pr: () for pr in pairs[:3]}
+    assert tester.exhaustion_note is not None
