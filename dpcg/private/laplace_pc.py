@@ -465,7 +465,7 @@ class PairMinTest(LevelPlannedTest):
         if not pairs:
             return {}
         if level == 0:
-            return self._rounds(pairs, candidates)
+            return self._level_zero(pairs, candidates)
         sets = {pair: ranked_sets(level, pair, candidates, self._strength) for pair in pairs}
         rec["sets"] = sum(len(v) for v in sets.values())
         unit = min(self._level_left, self._remaining()) * (1 - SEPSET_SHARE) / len(pairs)
@@ -502,34 +502,24 @@ class PairMinTest(LevelPlannedTest):
                    if float(np.asarray(out)) <= 0.0]
         return self._sepsets(level, removed, sets, candidates, rec)
 
-    def _rounds(self, pairs: list[Pair], candidates: LevelCandidates) -> dict[Pair, Sepset]:
-        """Level 0: :class:`LevelPlannedTest`'s one round (every pair's test, or the
-        selection and the kept pairs' tests), run as the engine's batch mode would; the
-        released scores become the neighbours' strengths of :func:`ranked_sets`."""
-        todo = {pair: iter(candidates[pair]) for pair in pairs}
+    def _level_zero(self, pairs: list[Pair], candidates: LevelCandidates
+                    ) -> dict[Pair, Sepset]:
+        """Level 0: :class:`LevelPlannedTest`'s one round (every pair's test given the
+        empty set, or the selection and the kept pairs' tests); the released scores
+        become the neighbours' strengths of :func:`ranked_sets`."""
+        queries = [(x, y, ()) for x, y in pairs]
+        out = self.test_many(queries)
         removals: dict[Pair, Sepset] = {}
-        while todo:
-            queries = []
-            for (x, y), sets in list(todo.items()):
-                S = next(sets, None)
-                if S is None:
-                    del todo[(x, y)]
-                else:
-                    queries.append((x, y, S))
-            if not queries:
-                break
-            out = self.test_many(queries)
-            for (x, y, S), res in zip(queries, out, strict=False):
-                candidates.record(x, y, S, res)
-                if self.level == 0 and res.statistic is not None:
-                    self._strength[(x, y)] = float(res.statistic)
-                if res.independent:
-                    removals[(x, y)] = S
-                    del todo[(x, y)]
-            if len(out) < len(queries):
-                exc = self._stop(f"the budget is used up in level {self.level}'s tests")
-                setattr(exc, "partial", removals)  # noqa: B010 - the engine applies them
-                raise exc
+        for (x, y, S), res in zip(queries, out, strict=False):
+            candidates.record(x, y, S, res)
+            if res.statistic is not None:
+                self._strength[(x, y)] = float(res.statistic)
+            if res.independent:
+                removals[(x, y)] = S
+        if len(out) < len(queries):
+            exc = self._stop("the budget is used up in level 0's tests")
+            setattr(exc, "partial", removals)  # noqa: B010 - the engine applies them
+            raise exc
         return removals
 
     def _sepsets(self, level: int, removed: list[tuple[Pair, float]],

@@ -425,6 +425,38 @@ class SieveExamineTester:
         self.sub = None
         self.rounds += 1
 
+    def _ensure_sieve(self) -> None:
+        """A running sieve: the one started with the last examine, else a new round."""
+        if self.sieve is None or self.sieve.halted:
+            if self._next is not None:  # started together with the last examine
+                self._begin(self._next, self._next_params)
+                self._next = None
+            else:
+                self._start_round()
+
+    def _examine(self, request: ReleaseRequest) -> float:
+        """Release the round's examine (``request``) and return its noisy value.
+
+        The round ends here. The next round's sieve does not depend on this examine's
+        output (its parameters are the level plan's), so when the level's plan has a
+        round left and a whole further round fits after this examine (at the examine's
+        planned cost), it is admitted and started in the same batch: one ledger
+        transaction instead of two. If no further test comes, it stays charged unused."""
+        rp = self._run_params
+        requests: list[ReleaseRequest] = [request]
+        nxt = self._params
+        prefetch = self._left > 0 and self._fits(
+            self._round_costs(rp)[1] + self._round_costs(nxt)[0])[0]
+        if prefetch:
+            requests.append((self._new_sieve(nxt), None, self._sieve_purpose()))
+        out = self.session.release_many(requests)
+        if len(out) > 1:
+            self._next = cast(SparseVectorRun, out[1])  # a started stateful mechanism
+            self._next_params = nxt
+            self._count_round()
+        self.examines += 1
+        return float(np.asarray(out[0]))
+
     def _sub_score(self, rows: np.ndarray, x: int, y: int, S: tuple[int, ...]) -> float:
         if self.sub is None:
             self.sub = self.source.subset(rows)
@@ -437,12 +469,7 @@ class SieveExamineTester:
         if not S and self._kept is not None and (min(x, y), max(x, y)) not in self._kept:
             self._removed += 1  # not kept by level 0's selection: independent given {}
             return CIResult(True, None, None)
-        if self.sieve is None or self.sieve.halted:
-            if self._next is not None:  # started together with the last examine
-                self._begin(self._next, self._next_params)
-                self._next = None
-            else:
-                self._start_round()
+        self._ensure_sieve()
         src = self.source
         rp = self._run_params
         T = src.threshold(x, y, S)
@@ -454,27 +481,9 @@ class SieveExamineTester:
             lambda rows: k * (bar - self._sub_score(rows, x, y, S))))
         if not positive:
             return CIResult(False, None, None)
-        # The round ends here. The next round's sieve does not depend on this examine's
-        # output (its parameters are the level plan's), so when the level's plan has a
-        # round left and a whole further round fits after this examine, it is admitted
-        # and started in the same batch: one ledger transaction instead of two. If no
-        # further test comes, it stays charged unused.
-        examine = self._examine_mech(rp, src.sensitivity(pair=(x, y)))
-        requests: list[ReleaseRequest] = [(
-            examine, lambda: src.score(x, y, S),
-            f"priv-pc examine {x} _||_ {y} | {list(S)}")]
-        nxt = self._params
-        prefetch = self._left > 0 and self._fits(
-            self._round_costs(rp)[1] + self._round_costs(nxt)[0])[0]
-        if prefetch:
-            requests.append((self._new_sieve(nxt), None, self._sieve_purpose()))
-        out = self.session.release_many(requests)
-        noisy = float(np.asarray(out[0]))
-        if len(out) > 1:
-            self._next = cast(SparseVectorRun, out[1])  # a started stateful mechanism
-            self._next_params = nxt
-            self._count_round()
-        self.examines += 1
+        noisy = self._examine((
+            self._examine_mech(rp, src.sensitivity(pair=(x, y))), lambda: src.score(x, y, S),
+            f"priv-pc examine {x} _||_ {y} | {list(S)}"))
         independent = noisy <= T
         if independent:
             self._removed += 1
@@ -551,12 +560,7 @@ class PairSieveTester(SieveExamineTester):
 
     def _pair(self, x: int, y: int, sets: tuple[Sepset, ...]) -> tuple[CIResult, Sepset]:
         """One pair at a level >= 1: sieve query, examine, separating-set pick."""
-        if self.sieve is None or self.sieve.halted:
-            if self._next is not None:  # started together with the last examine
-                self._begin(self._next, self._next_params)
-                self._next = None
-            else:
-                self._start_round()
+        self._ensure_sieve()
         src = self.source
         rp = self._run_params
         tweak = self.plan.tweak
@@ -568,23 +572,11 @@ class PairSieveTester(SieveExamineTester):
             return CIResult(False, None, None), sets[0]
         e_x, e_p = split_examine(rp.epsilon_half, self.plan.rule)
         sens = src.sensitivity(pair=(x, y))
-        requests: list[ReleaseRequest] = [(
+        noisy = self._examine((
             Laplace(sens, e_x),
             lambda: min(src.score(x, y, S) - src.threshold(x, y, S) for S in sets),
             f"priv-pc examine: min over {len(sets)} level-{len(sets[0])} sets of score - T, "
-            f"{x} _||_ {y}")]
-        nxt = self._params
-        prefetch = self._left > 0 and self._fits(
-            self._round_costs(rp)[1] + self._round_costs(nxt)[0])[0]
-        if prefetch:
-            requests.append((self._new_sieve(nxt), None, self._sieve_purpose()))
-        out = self.session.release_many(requests)
-        noisy = float(np.asarray(out[0]))
-        if len(out) > 1:
-            self._next = cast(SparseVectorRun, out[1])  # a started stateful mechanism
-            self._next_params = nxt
-            self._count_round()
-        self.examines += 1
+            f"{x} _||_ {y}"))
         if noisy > 0.0:
             return CIResult(False, noisy, None), sets[0]
         self._removed += 1
