@@ -6,7 +6,8 @@ zCDP budget, the current edge count ``e_i`` (a post-processed output of the earl
 noisy tests) and public test bounds ``t_j`` from the released graph's degrees
 (:func:`dpcg.private.planning.degree_tests_bound`, never above the published
 ``e_i C(p-2, j)``). Orders beyond a public horizon (``i + 3``) are re-planned when they
-are reached. On large networks order 0 first keeps the top ``K`` pairs by one
+are reached. From about 20 nodes (:data:`~dpcg.private.planning.CURATE_SELECT_GAIN`)
+order 0 first keeps the top ``K`` pairs by one
 :class:`~accounting.mechanisms.TopK` release (the rule shared with Laplace-PC,
 :func:`dpcg.private.planning.level0_selection`) and tests only those.
 
@@ -51,6 +52,7 @@ from dpcg.private.common import (
     plan_level0_selection,
     select_pairs,
 )
+from dpcg.private import planning
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
     CuratePlan,
@@ -78,8 +80,8 @@ class CurateParams:
     select: float | None = option(
         None, type=float, metavar="KAPPA",
         help="order 0 first keeps the top K = KAPPA p pairs by one top-K release and "
-             "tests only those; 0: every pair (default: 4, used where it cuts order 0's "
-             "noise at least in half)")
+             "tests only those; 0: every pair (default: 4, used where it is no noisier "
+             "than testing every pair)")
 
     def __post_init__(self) -> None:
         check_number_field("beta1", self.beta1, nonnegative=True)
@@ -127,7 +129,8 @@ def make_plan(params: CurateParams, settings: RunSettings,
     b1 = float(params.beta1)
     b2 = float(params.beta2)
     level0 = Fraction(budget.rho()) * SELECT_LEVEL0
-    got = plan_level0_selection("zcdp", level0, source, params.select)
+    got = plan_level0_selection("zcdp", level0, source, params.select,
+                                gain=planning.CURATE_SELECT_GAIN)
     k, eps = (0, 0.0) if got is None else got
     return CurateSettings("zcdp", source.p, b1, b2, source.sensitivity(),
                           float(budget.rho()), settings.max_depth, k, eps)

@@ -441,6 +441,11 @@ SELECT_GAIN = 0.5
 #: budget) is much noisier than a Laplace-PC test, so the selection pays off earlier, and
 #: its per-pair levels need level 0 to have pruned (``docs/privacy/algorithm-priv-pc.md``).
 PRIV_PC_SELECT_GAIN = 0.75
+#: CURATE's gain: its planner gives order 0 most of the budget but order 1 little, so
+#: order 0 must prune; a selection that is no noisier than testing every pair with the
+#: quarter of rho the rule assumes for level 0 is used (about 20 nodes and up at eps 1;
+#: ``docs/privacy/algorithm-curate.md``).
+CURATE_SELECT_GAIN = 1.0
 #: Standard deviation of ``Gumbel(1)``: ``pi / sqrt 6``.
 GUMBEL_SD = math.pi / math.sqrt(6.0)
 

@@ -249,6 +249,28 @@ def test_curate_selects_then_tests_the_kept_pairs(net100: Any) -> None:
         CurateParams(select=-1.0)
 
 
+def test_curate_selects_where_it_is_no_noisier() -> None:
+    """CURATE's gain (1.0): at 30 nodes and eps 1 the selection is used (Laplace-PC's
+    gain of 1/2 would test every pair); at eps 1e6 it is not; the rule reads public facts
+    only, so two datasets of the same schema and ``n`` get the same plan."""
+    from dpcg.private.curate import CurateParams
+    from dpcg.private.curate import make_plan as curate_make_plan
+
+    net = load_network("random:nodes=30,max_parents=3,card=2-4,seed=7,conc=1")
+    a, b = net.sample(20_000, 7), net.sample(20_000, 8)
+
+    def plan(data: Any, eps: float) -> Any:
+        return curate_make_plan(CurateParams(), RunSettings(
+            epsilon=eps, delta=1e-6, test="kendall-split"), source_for_dataset(data))
+
+    assert planning.CURATE_SELECT_GAIN > planning.SELECT_GAIN
+    got = plan(a, 1.0)
+    assert got.select_k == math.ceil(planning.SELECT_PER_NODE * 30)
+    assert got.describe() == plan(b, 1.0).describe()
+    assert _plan(a, 1.0).selection is None  # Laplace-PC keeps every pair here
+    assert plan(a, 1e6).select_k == 0
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_degree_bound_covers_every_later_order(seed: int) -> None:
     import itertools
