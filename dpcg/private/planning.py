@@ -439,12 +439,14 @@ SELECT_NOISE = 0.5
 SELECT_GAIN = 0.5
 #: Priv-PC's gain: its level 0 (a subsampled sieve, then an examine at half a round's
 #: budget) is much noisier than a Laplace-PC test, so the selection pays off earlier, and
-#: its per-pair levels need level 0 to have pruned (``docs/privacy/algorithm-priv-pc.md``).
-PRIV_PC_SELECT_GAIN = 0.75
+#: its per-pair levels need level 0 to have pruned: a selection that is no noisier than
+#: testing every pair is used (about 20 nodes and up at eps 1;
+#: ``docs/privacy/algorithm-priv-pc.md``).
+PRIV_PC_SELECT_GAIN = 1.0
 #: CURATE's gain: its planner gives order 0 most of the budget but order 1 little, so
-#: order 0 must prune; a selection that is no noisier than testing every pair with the
-#: quarter of rho the rule assumes for level 0 is used (about 20 nodes and up at eps 1;
-#: ``docs/privacy/algorithm-curate.md``).
+#: order 0 must prune; as for Priv-PC, a selection that is no noisier than testing every
+#: pair with the quarter of rho the rule assumes for level 0 is used
+#: (``docs/privacy/algorithm-curate.md``).
 CURATE_SELECT_GAIN = 1.0
 #: Standard deviation of ``Gumbel(1)``: ``pi / sqrt 6``.
 GUMBEL_SD = math.pi / math.sqrt(6.0)
@@ -509,8 +511,8 @@ def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
     ``K`` would be every pair, or, by default (``select`` not given), when the
     selection's noise sd is above ``gain`` (default ``SELECT_GAIN``) times
     :func:`every_pair_sd` for ``level0``: the ratio depends on ``p`` only (until ``K``
-    grows past ``kappa p``), about 80 nodes and up at the default gain, about 40 at
-    Priv-PC's :data:`PRIV_PC_SELECT_GAIN`."""
+    grows past ``kappa p``), about 80 nodes and up at the default gain, about 20 at
+    Priv-PC's :data:`PRIV_PC_SELECT_GAIN` and CURATE's :data:`CURATE_SELECT_GAIN`."""
     kappa = SELECT_PER_NODE if select is None else float(select)
     pairs = n_pairs(p)
     if kappa <= 0 or pairs < 2 or share <= 0:

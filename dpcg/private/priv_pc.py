@@ -106,7 +106,7 @@ class PrivPCParams(PlanSizeParams):
         None, type=float, metavar="KAPPA",
         help="per-level plans: level 0 first keeps the top K = KAPPA p pairs by one top-K "
              "release and sieves only those; 0: sieve every pair (default: 4, used where "
-             "it cuts level 0's noise to at most 3/4)")
+             "it is no noisier than sieving every pair)")
 
     release: str | None = option(
         None, type=str, metavar="WHAT",

@@ -271,6 +271,26 @@ def test_curate_selects_where_it_is_no_noisier() -> None:
     assert plan(a, 1e6).select_k == 0
 
 
+def test_priv_pc_selects_where_it_is_no_noisier() -> None:
+    """Priv-PC's gain (1.0): at 30 nodes and eps 1 its level 0 selects (from public
+    facts only), so its levels >= 1 ask per pair; at eps 1e6 it sieves every pair."""
+    from dpcg.private.priv_pc import PrivPCParams
+    from dpcg.private.priv_pc import make_plan as priv_plan
+
+    net = load_network("random:nodes=30,max_parents=3,card=2-4,seed=7,conc=1")
+    a, b = net.sample(20_000, 7), net.sample(20_000, 8)
+
+    def plan(data: Any, eps: float) -> Any:
+        return priv_plan(PrivPCParams(), RunSettings(
+            epsilon=eps, delta=1e-6, test="kendall-split"), source_for_dataset(data))
+
+    assert planning.PRIV_PC_SELECT_GAIN > planning.SELECT_GAIN
+    got = plan(a, 1.0)
+    assert got.select_k == math.ceil(planning.SELECT_PER_NODE * 30)
+    assert got.describe() == plan(b, 1.0).describe()
+    assert plan(a, 1e6).select_k == 0
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_degree_bound_covers_every_later_order(seed: int) -> None:
     import itertools
