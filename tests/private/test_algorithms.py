@@ -159,11 +159,16 @@ def test_curate_coin_is_not_reseeded(survey: Any) -> None:
 
 
 def test_em_pc_charges_exponential_draws(asia: Any) -> None:
+    """One count per level run; level 0's picks (one candidate per pair) are one top-k
+    release, later levels' one exponential draw per removed pair."""
     res = discover(asia, "em-pc", epsilon=5.0, delta=0.0, seed=7)
-    removed = len(res.pc.sepsets)
+    at_zero = sum(1 for S in res.pc.sepsets.values() if len(S) == 0)
+    later = len(res.pc.sepsets) - at_zero
     levels = res.pc.levels_completed
-    assert set(res.mechanisms) == {"exponential"}
-    assert res.mechanisms["exponential"] == removed + levels
+    assert at_zero > 0 and later > 0
+    assert set(res.mechanisms) == {"exponential", "top-k"}
+    assert res.mechanisms["top-k"] == 1
+    assert res.mechanisms["exponential"] == later + levels
     assert Fraction(res.spent["exact"]["epsilon"]) <= Fraction(5.0)
 
 
