@@ -52,9 +52,9 @@ from dpcg.private.common import (
     plan_level0_selection,
     select_pairs,
 )
-from dpcg.private import planning
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
+    CURATE_SELECT_GAIN,
     CuratePlan,
     check_positive,
     curate_plan,
@@ -130,7 +130,7 @@ def make_plan(params: CurateParams, settings: RunSettings,
     b2 = float(params.beta2)
     level0 = Fraction(budget.rho()) * SELECT_LEVEL0
     got = plan_level0_selection("zcdp", level0, source, params.select,
-                                gain=planning.CURATE_SELECT_GAIN)
+                                gain=CURATE_SELECT_GAIN)
     k, eps = (0, 0.0) if got is None else got
     return CurateSettings("zcdp", source.p, b1, b2, source.sensitivity(),
                           float(budget.rho()), settings.max_depth, k, eps)

@@ -142,11 +142,10 @@ class EMPCStrategy:
             return removals
         eps_pick = split_epsilon(eps_pick_total, k)
 
-        def remove(j: int) -> Pair:
+        def remove(j: int) -> None:
             pair, S, _ = margins()[j]
             removals[pair] = S
             candidates.record(pair[0], pair[1], S, CIResult(True, None, None))
-            return pair
 
         neg: list[np.ndarray] = []
 
@@ -173,7 +172,7 @@ class EMPCStrategy:
             cands = np.flatnonzero(alive)
 
             def utilities(c: np.ndarray = cands) -> np.ndarray:
-                return neg_margins()[c]
+                return np.asarray(neg_margins()[c], dtype=np.float64)
 
             idx = int(self.session.release(
                 Exponential(delta, eps_pick), utilities,
