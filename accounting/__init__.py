@@ -16,6 +16,7 @@ from accounting.filter import PrivacyFilter
 from accounting.mechanisms import (
     Exponential,
     Gaussian,
+    GroupTopK,
     Laplace,
     ReportNoisyMax,
     SmoothSensitivityMedian,
@@ -37,6 +38,7 @@ __all__ = [
     "Cost",
     "Exponential",
     "Gaussian",
+    "GroupTopK",
     "Guarantee",
     "InMemoryRecorder",
     "InvalidParameterError",

@@ -27,6 +27,7 @@ Proof notes: ``docs/privacy/<kind>.md``.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -607,6 +608,109 @@ class TopK:
         return self._top(self._keys(u, rng, _size(size)))
 
 
+def group_digest(labels: IntArray) -> str:
+    """SHA-256 of the group labels as little-endian int64 (what a ledger stores)."""
+    return hashlib.sha256(np.ascontiguousarray(labels, dtype="<i8").tobytes()).hexdigest()
+
+
+def _labels(groups: object) -> IntArray:
+    try:
+        arr = np.asarray(groups)
+    except (TypeError, ValueError) as err:
+        raise InvalidParameterError("groups", type(groups).__name__,
+                                    "must be a 1-D array of integers") from err
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
+        raise InvalidParameterError("groups", f"shape {arr.shape}, dtype {arr.dtype}",
+                                    "must be a non-empty 1-D array of integers")
+    if int(arr.min()) < 0:
+        raise InvalidParameterError("groups", "a negative label", "labels must be >= 0")
+    return np.asarray(arr, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class GroupTopK(TopK):
+    """Top-``k`` over candidates in public groups, at most one per group: the law of
+    ``k`` rounds of peeling with :class:`Exponential` (``eps`` each) where a chosen
+    candidate's whole group leaves the pool (EM-PC's picks: a removed pair takes its
+    other conditioning sets with it).
+
+    Sampled in one pass: the keys ``eps u_r/(2 Delta_u) + Gumbel(1)`` of
+    :class:`TopK`, walked in decreasing order, keeping each group's first candidate,
+    until ``k`` are kept. By the exponential-race form of the Gumbel-max trick and the
+    memorylessness of the exponential distribution, each kept candidate is an
+    exponential-mechanism draw over the candidates whose group is still open, whatever
+    was kept before; so it costs what :class:`TopK` costs (``k eps`` pure, rho
+    ``k eps^2/8``). The group labels are public (fixed before the data is read) and are
+    stored as their count and SHA-256 (:func:`group_digest`); a mechanism rebuilt from
+    stored parameters declares the same cost but cannot release. Build one with
+    :meth:`over`. Note ``docs/privacy/group-top-k.md``.
+    """
+
+    groups_sha256: str = ""
+    candidates: int = 0
+    kind: ClassVar[str] = "group-top-k"
+    labels: IntArray | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        digest = self.groups_sha256
+        if not (isinstance(digest, str) and len(digest) == 64
+                and all(c in "0123456789abcdef" for c in digest)):
+            raise InvalidParameterError("groups_sha256", digest, "must be a SHA-256 hex digest")
+        _set(self, "candidates", _int("candidates", self.candidates, 1))
+
+    @classmethod
+    def over(cls, groups: object, sensitivity: float, epsilon: float, k: int,
+             relation: Relation = Relation.REPLACE_ONE) -> GroupTopK:
+        """The mechanism for the public labels ``groups`` (one per candidate)."""
+        labels = _labels(groups)
+        mech = cls(sensitivity, epsilon, k, relation, group_digest(labels), int(labels.size))
+        _set(mech, "labels", labels)
+        return mech
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {**super().public_params(), "groups_sha256": self.groups_sha256,
+                "candidates": self.candidates}
+
+    def _walk(self, keys: FloatArray) -> IntArray:
+        """Each row of ``keys`` walked in decreasing order, keeping each group's first
+        candidate, the first ``k`` kept (vectorised over rows: the position of a group's
+        first candidate is the smallest position among its candidates)."""
+        labels = self.labels
+        assert labels is not None
+        rows = keys.reshape(-1, keys.shape[-1])
+        order = np.argsort(-rows, axis=1, kind="stable")
+        pos = np.empty_like(order)
+        np.put_along_axis(pos, order, np.arange(order.shape[1])[None, :], axis=1)
+        by_group = np.argsort(labels, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(labels[by_group]) != 0])
+        first = np.minimum.reduceat(pos[:, by_group], starts, axis=1)
+        first.sort(axis=1)
+        out = np.take_along_axis(order, first[:, : self.k], axis=1).astype(np.int64)
+        return out.reshape(*keys.shape[:-1], out.shape[-1])
+
+    def _utilities(self, exact: Any) -> FloatArray:
+        if self.labels is None:
+            raise MechanismStateError(
+                "group-top-k: rebuilt from stored parameters, it has no group labels and "
+                "cannot release (build it with GroupTopK.over)")
+        u = _vector(exact, "utilities")
+        if u.size != self.candidates:
+            raise StatisticError(
+                f"utilities: expected {self.candidates} values (one per candidate), got "
+                f"{u.size}")
+        return u
+
+    def release(self, exact: Any, rng: np.random.Generator) -> IntArray:
+        u = self._utilities(exact)
+        return self._walk(self._keys(u, rng, None))
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
+        """``size`` independent releases, one per row (shape ``(size, min(k, groups))``)."""
+        u = self._utilities(exact)
+        return self._walk(self._keys(u, rng, _size(size)))
+
+
 # ---------------------------------------------------------------------------------
 # Smooth-sensitivity median
 # ---------------------------------------------------------------------------------
@@ -1087,6 +1191,7 @@ MECHANISMS: dict[str, type[Any]] = {
         ReportNoisyMax,
         Exponential,
         TopK,
+        GroupTopK,
         SmoothSensitivityMedian,
         SparseVector,
         SubsampledSparseVector,

@@ -240,6 +240,10 @@ def mechanism_items(notes: list[str]) -> list[EmpiricalItem]:
     # last, so that the items above keep their seeds (seed + position)
     items.append(item(f"TopK k={TOP_K} (one-shot Gumbel top-k, ordered output)",
                       mech.TopK(1.0, EPS, TOP_K), fixtures.top_k_pair(TOP_K)))
+    # the gainers 0 and 1 share their groups with losers 11 and 12 (EM-PC's picks)
+    items.append(item(f"GroupTopK k={TOP_K} (11 groups of 2, one per group)",
+                      mech.GroupTopK.over(np.arange(22) % 11, 1.0, EPS, TOP_K),
+                      fixtures.top_k_pair(TOP_K)))
     return items
 
 

@@ -15,11 +15,10 @@ functions is ``Delta``-sensitive). Sort the scores ``s_(1) <= ... <= s_(N)`` and
    ``Delta``.
 2. **Which**: ``k`` successive ``Exponential(Delta, eps_pick / k)`` draws over the
    remaining candidates ``(e, S)`` with utility ``-d(e, S)``; a drawn pair is removed with
-   ``S`` as its separating set, and all its other candidates leave the pool. Where every
-   pair has one candidate (level 0) the ``k`` draws are one
-   :class:`~accounting.mechanisms.TopK` release of ``k`` at ``eps_pick / k`` each: the
-   same law (peeling, Durfee-Rogers 2019) and the same declared cost, in one pass
-   instead of ``k``.
+   ``S`` as its separating set, and all its other candidates leave the pool. The ``k``
+   draws are released as one :class:`~accounting.mechanisms.GroupTopK` (a group per
+   pair, ``eps_pick / k`` per round): the same law and the same declared cost, in one
+   pass instead of ``k`` (``docs/privacy/group-top-k.md``).
 
 Level ``l`` spends ``eps_l = w_l eps`` (public halving weights over levels
 ``0..max_depth``, default max depth ``min(p - 2, 3)``): ``eps_l / 2`` on the count and
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from accounting.costs import split_epsilon
-from accounting.mechanisms import Exponential, TopK
+from accounting.mechanisms import Exponential, GroupTopK
 from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.private import StatisticSource
@@ -142,47 +141,27 @@ class EMPCStrategy:
             return removals
         eps_pick = split_epsilon(eps_pick_total, k)
 
-        def remove(j: int) -> None:
-            pair, S, _ = margins()[j]
-            removals[pair] = S
-            candidates.record(pair[0], pair[1], S, CIResult(True, None, None))
-
-        neg: list[np.ndarray] = []
+        # the candidates in the order of _margins, labelled by pair: public (the frozen
+        # adjacency), never read from the margins
+        sizes = [len(candidates[pair]) for pair in pairs]
+        index = [(pair, S) for pair in pairs for S in candidates[pair]]
+        groups = np.repeat(np.arange(len(pairs), dtype=np.int64), sizes)
 
         def neg_margins() -> np.ndarray:
-            if not neg:
-                neg.append(-np.array([d for _p, _S, d in margins()], dtype=np.float64))
-            return neg[0]
+            m = margins()
+            assert len(m) == len(index)  # the same candidates, in the same order
+            return -np.array([d for _p, _S, d in m], dtype=np.float64)
 
-        if all(len(candidates[pair]) == 1 for pair in pairs):
-            # one candidate per pair: removing a drawn pair removes exactly the drawn
-            # index, so the k peeling draws are one top-k release (same law and cost)
-            chosen = self.session.release(
-                TopK(delta, eps_pick, k), neg_margins,
-                purpose=f"em-pc level {level}: the {k} edges to delete",
-            )
-            for j in np.asarray(chosen).ravel():
-                remove(int(j))
-            return removals
-        owner: dict[Pair, int] = {}
-        groups = np.array([owner.setdefault(pair, len(owner)) for pair, _S, _d in margins()],
-                          dtype=np.int64)
-        alive = np.ones(groups.shape[0], dtype=bool)
-        for i in range(k):
-            cands = np.flatnonzero(alive)
-
-            def utilities(c: np.ndarray = cands) -> np.ndarray:
-                return np.asarray(neg_margins()[c], dtype=np.float64)
-
-            idx = int(self.session.release(
-                Exponential(delta, eps_pick), utilities,
-                purpose=f"em-pc level {level}: edge to delete {i + 1}/{k}",
-            ))
-            j = int(cands[idx])
-            remove(j)
-            alive &= groups != groups[j]
-            if not alive.any():
-                break
+        # k rounds of group peeling (a drawn pair's other sets leave the pool) as one
+        # release with the same law and declared cost (docs/privacy/group-top-k.md)
+        chosen = self.session.release(
+            GroupTopK.over(groups, delta, eps_pick, k), neg_margins,
+            purpose=f"em-pc level {level}: the {k} edges to delete",
+        )
+        for j in np.asarray(chosen).ravel():
+            pair, S = index[int(j)]
+            removals[pair] = S
+            candidates.record(pair[0], pair[1], S, CIResult(True, None, None))
         return removals
 
 

@@ -38,6 +38,8 @@ GOOD: dict[str, dict[str, Any]] = {
     "report-noisy-max": {"sensitivity": 1.0, "epsilon": 0.3, "noise": "exponential"},
     "exponential": {"sensitivity": 1.0, "epsilon": 0.3},
     "top-k": {"sensitivity": 1.0, "epsilon": 0.3, "k": 2},
+    "group-top-k": {"sensitivity": 1.0, "epsilon": 0.3, "k": 2, "groups_sha256": "0" * 64,
+                    "candidates": 3},
     "smooth-sensitivity-median": {"epsilon": 0.5, "delta": 1e-6, "lower": 0.0, "upper": 1.0},
     "sparse-vector": {"threshold": 1.0, "sensitivity": 0.1, "epsilon": 0.4, "cutoff": 2},
     "subsampled-sparse-vector": {
@@ -48,7 +50,7 @@ GOOD: dict[str, dict[str, Any]] = {
 NAN, INF = float("nan"), float("inf")
 BAD: list[tuple[str, str, object]] = [
     *[(k, p, v) for k in ("laplace", "report-noisy-max", "exponential", "top-k",
-                          "sparse-vector", "subsampled-sparse-vector")
+                          "group-top-k", "sparse-vector", "subsampled-sparse-vector")
       for p in ("sensitivity", "epsilon") for v in (0.0, -1.0, NAN, INF, "1", True, None)],
     *[("gaussian", p, v) for p in ("l2_sensitivity", "sigma")
       for v in (0.0, -1.0, NAN, INF, "1", None)],
