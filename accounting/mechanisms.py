@@ -624,7 +624,9 @@ def _labels(groups: object) -> IntArray:
                                     "must be a non-empty 1-D array of integers")
     if int(arr.min()) < 0:
         raise InvalidParameterError("groups", "a negative label", "labels must be >= 0")
-    return np.asarray(arr, dtype=np.int64)
+    out = np.array(arr, dtype=np.int64)  # a copy, frozen: the digest stays its digest
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,11 @@ def test_cost_digest_and_round_trip() -> None:
     with pytest.raises(MechanismStateError, match="labels"):
         again.release(np.zeros(4), np.random.default_rng(0))
     assert group_digest(np.array([3, 1, 1, 0])) != group_digest(np.array([3, 1, 0, 1]))
+    groups[0] = 7  # the caller's array is copied: the mechanism's labels stay as digested
+    assert mech.labels is not None
+    assert group_digest(mech.labels) == params["groups_sha256"]
+    with pytest.raises(ValueError, match="read-only"):
+        mech.labels[0] = 7
 
 
 def test_a_session_charges_k_releases_and_records_the_digest() -> None:
