@@ -249,45 +249,31 @@ def test_curate_selects_then_tests_the_kept_pairs(net100: Any) -> None:
         CurateParams(select=-1.0)
 
 
-def test_curate_selects_where_it_is_no_noisier() -> None:
-    """CURATE's gain (1.0): at 30 nodes and eps 1 the selection is used (Laplace-PC's
-    gain of 1/2 would test every pair); at eps 1e6 it is not; the rule reads public facts
-    only, so two datasets of the same schema and ``n`` get the same plan."""
-    from dpcg.private.curate import CurateParams
-    from dpcg.private.curate import make_plan as curate_make_plan
+@pytest.mark.parametrize("algorithm", ["curate", "priv-pc"])
+def test_selection_where_it_is_no_noisier(algorithm: str) -> None:
+    """CURATE's and Priv-PC's gain (1.0, above Laplace-PC's): at 30 nodes and eps 1
+    their order/level 0 selects (Laplace-PC's rule would test every pair), at eps 1e6 it
+    does not; the rule reads public facts only, so two datasets of the same schema and
+    ``n`` get the same plan."""
+    from dpcg.private import curate, priv_pc
 
+    choices: dict[str, tuple[Any, Any, float]] = {
+        "curate": (curate.make_plan, curate.CurateParams, planning.CURATE_SELECT_GAIN),
+        "priv-pc": (priv_pc.make_plan, priv_pc.PrivPCParams, planning.PRIV_PC_SELECT_GAIN),
+    }
+    make, params, gain = choices[algorithm]
     net = load_network("random:nodes=30,max_parents=3,card=2-4,seed=7,conc=1")
     a, b = net.sample(20_000, 7), net.sample(20_000, 8)
 
     def plan(data: Any, eps: float) -> Any:
-        return curate_make_plan(CurateParams(), RunSettings(
-            epsilon=eps, delta=1e-6, test="kendall-split"), source_for_dataset(data))
+        return make(params(), RunSettings(epsilon=eps, delta=1e-6, test="kendall-split"),
+                    source_for_dataset(data))
 
-    assert planning.CURATE_SELECT_GAIN > planning.SELECT_GAIN
+    assert gain > planning.SELECT_GAIN
     got = plan(a, 1.0)
     assert got.select_k == math.ceil(planning.SELECT_PER_NODE * 30)
     assert got.describe() == plan(b, 1.0).describe()
-    assert _plan(a, 1.0).selection is None  # Laplace-PC keeps every pair here
-    assert plan(a, 1e6).select_k == 0
-
-
-def test_priv_pc_selects_where_it_is_no_noisier() -> None:
-    """Priv-PC's gain (1.0): at 30 nodes and eps 1 its level 0 selects (from public
-    facts only), so its levels >= 1 ask per pair; at eps 1e6 it sieves every pair."""
-    from dpcg.private.priv_pc import PrivPCParams
-    from dpcg.private.priv_pc import make_plan as priv_plan
-
-    net = load_network("random:nodes=30,max_parents=3,card=2-4,seed=7,conc=1")
-    a, b = net.sample(20_000, 7), net.sample(20_000, 8)
-
-    def plan(data: Any, eps: float) -> Any:
-        return priv_plan(PrivPCParams(), RunSettings(
-            epsilon=eps, delta=1e-6, test="kendall-split"), source_for_dataset(data))
-
-    assert planning.PRIV_PC_SELECT_GAIN > planning.SELECT_GAIN
-    got = plan(a, 1.0)
-    assert got.select_k == math.ceil(planning.SELECT_PER_NODE * 30)
-    assert got.describe() == plan(b, 1.0).describe()
+    assert _plan(a, 1.0).selection is None  # Laplace-PC tests every pair here
     assert plan(a, 1e6).select_k == 0
 
 
