@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from accounting.errors import BudgetExceededError, SessionHaltedError
 from dpcg.errors import AlgorithmError
@@ -67,8 +67,18 @@ __all__ = [
     "TestOutcome",
     "TestRecord",
     "candidate_sets",
+    "hand_over",
     "pc_stable",
 ]
+
+_Stop = TypeVar("_Stop", bound=BaseException)
+
+
+def hand_over(exc: _Stop, decided: Mapping[Pair, Sepset]) -> _Stop:
+    """``exc`` (a budget stop) carrying the removals a strategy had already decided as
+    its ``partial`` mapping, which :func:`pc_stable` applies before it stops."""
+    setattr(exc, "partial", decided)  # noqa: B010 - an attribute of a foreign exception
+    return exc
 
 
 class TestOutcome(Protocol):
@@ -352,7 +362,7 @@ def pc_stable(
                     decided = tester.decide_level(level, cands)
                 except (BudgetExceededError, SessionHaltedError) as exc:
                     # a strategy stopped by its budget may hand over what it decided
-                    decided = dict(getattr(exc, "partial", None) or {})
+                    decided = dict(getattr(exc, "partial", None) or {})  # hand_over
                     stop = exc
                 finally:
                     test_seconds += clock() - t0

@@ -51,7 +51,7 @@ from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import PrivateCITest, ReleasePlan, StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
-from dpcg.pc.engine import LevelCandidates, Pair, Sepset, pair_test_count
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over, pair_test_count
 from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
@@ -517,9 +517,7 @@ class PairMinTest(LevelPlannedTest):
             if res.independent:
                 removals[(x, y)] = S
         if len(out) < len(queries):
-            exc = self._stop("the budget is used up in level 0's tests")
-            setattr(exc, "partial", removals)  # noqa: B010 - the engine applies them
-            raise exc
+            raise hand_over(self._stop("the budget is used up in level 0's tests"), removals)
         return removals
 
     def _sepsets(self, level: int, removed: list[tuple[Pair, float]],
@@ -554,7 +552,7 @@ class PairMinTest(LevelPlannedTest):
                         Exponential(src.sensitivity(pair=(x, y)), eps), utilities,
                         purpose=f"level-{level} separating set of {x} _||_ {y}"))
                 except (BudgetExceededError, SessionHaltedError) as exc:
-                    setattr(exc, "partial", removals)  # noqa: B010 - the engine applies them
+                    hand_over(exc, removals)
                     raise
                 S = sets[idx]
                 picks += 1

@@ -55,7 +55,7 @@ from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
-from dpcg.pc.engine import LevelCandidates, Pair, Sepset
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over
 from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
@@ -555,7 +555,7 @@ class PairSieveTester(SieveExamineTester):
                     candidates.record(x, y, S, res)
             return removals
         except (BudgetExceededError, SessionHaltedError) as exc:
-            setattr(exc, "partial", removals)  # noqa: B010 - read by the engine
+            hand_over(exc, removals)
             raise
 
     def _pair(self, x: int, y: int, sets: tuple[Sepset, ...]) -> tuple[CIResult, Sepset]:
