@@ -4,7 +4,7 @@ CURATE).
 A :class:`StatisticSource` computes one exact **dependence score** ``s(x, y | S)``
 (larger = more dependent) on a discrete dataset, together with its **public**
 sensitivity and decision threshold ``T``: a test says *independent* when the (noisy)
-score is at most ``T``. Four scores are offered:
+score is at most ``T``. Five scores are offered:
 
 * ``kendall-z``: ``|z|`` of the conditional Kendall z with the public
   normaliser ``sqrt(9n/4)`` (:func:`dpcg.stats.kendall.conditional_kendall_z`); its
@@ -24,6 +24,11 @@ score is at most ``T``. Four scores are offered:
 * ``cmi``: ``n CMI = G^2 / 2`` with the registered bound ``2 g(n-1)`` (replace-one);
   ``T = chi2_{1-alpha}(df) / 2`` with ``df = (cx-1)(cy-1) prod_{s in S} c_s`` from the
   declared cardinalities (public).
+* ``g2-distance``: the signed number of replaced rows to the G-test's decision at level
+  ``alpha`` (:func:`dpcg.stats.g2_distance.g2_distance`): sensitivity 1 (replace-one
+  only), ``T = 1/2``; without noise its decisions are G^2's. Slower per test than the
+  others (a search over radii), and at ``eps = 1`` weaker than ``kendall-split`` on most
+  networks (``docs/benchmarks/utility.md``).
 
 Each score is a registered :class:`dpcg.stats.scores.Score` (its value on a stratified
 table, its registered bound per pair, its threshold rule); a :class:`StatisticSource`
@@ -88,7 +93,7 @@ __all__ = [
     "z_threshold",
 ]
 
-ScoreName = Literal["kendall-split", "kendall-z", "kendall-p", "cmi"]
+ScoreName = Literal["kendall-split", "kendall-z", "kendall-p", "cmi", "g2-distance"]
 #: Names of the registered scores (:mod:`dpcg.stats.scores`).
 SCORES: tuple[str, ...] = score_names()
 
@@ -205,6 +210,12 @@ class StatisticSource:
         self.p = len(self.cardinalities)
         self.n = int(engine.n)
         self._sens = sens  # (rows, key) -> sensitivity: public, shared with subsets
+        try:
+            self.sensitivity()  # a score without a bound under the relation is refused here
+        except StatisticInputError as exc:
+            raise CITestError(
+                f"test: the score {score.name!r} has no registered bound under "
+                f"{relation.value}") from exc
 
     # ---------------------------------------------------------------- public info
     def sensitivity(self, m: int | None = None, pair: tuple[int, int] | None = None) -> float:
@@ -255,7 +266,7 @@ class StatisticSource:
         key = (x, y, tuple(S))
         v = self.cache.get(key)
         if v is None:
-            v = self.scorer.value(self.engine.tables([key])[0])
+            v = self.scorer.value(self.engine.tables([key])[0], self.alpha)
             self.cache[key] = v
         return v
 
@@ -274,8 +285,9 @@ class StatisticSource:
         if not todo:
             return
         value = self.scorer.value
+        alpha = self.alpha
         for key, table in zip(todo, self.engine.tables(todo), strict=True):
-            cache[key] = value(table)
+            cache[key] = value(table, alpha)
 
     @property
     def codes(self) -> NDArray[np.integer]:
@@ -504,7 +516,8 @@ def source_for_dataset(
 @dataclass(frozen=True)
 class ScoreOptions:
     """Options of the score tests (``kendall-split``, ``kendall-z``, ``kendall-p``,
-    ``cmi``), exact with ``--algorithm pc`` and noisy with the private algorithms."""
+    ``cmi``, ``g2-distance``), exact with ``--algorithm pc`` and noisy with the private
+    algorithms."""
 
     threshold: float | None = option(
         None, type=float, metavar="T",
@@ -521,20 +534,7 @@ def _build_threshold(score: str) -> Callable[[TestContext[ScoreOptions]], CITest
     return build
 
 
-_DESCRIPTIONS = {
-    "kendall-split": "largest |conditional Kendall z| over binary splits of x and y "
-                     "(public normaliser sqrt(9n/4)) > z_{1-alpha/2}; sees non-monotone "
-                     "dependence; exact with --algorithm pc, noisy with the private "
-                     "algorithms",
-    "kendall-z": "|conditional Kendall z| (public normaliser sqrt(9n/4)) > z_{1-alpha/2}; "
-                 "exact with --algorithm pc, noisy with the private algorithms",
-    "kendall-p": "p-value of the conditional Kendall z < alpha (noise on the p-value "
-                 "with the private algorithms; for comparison)",
-    "cmi": "n CMI = G^2/2 > chi2_{1-alpha}(df)/2; exact with --algorithm pc, noisy with "
-           "the private algorithms",
-}
-
 for _name in SCORES:
-    register_test(TestSpec(name=_name, description=_DESCRIPTIONS[_name],
+    register_test(TestSpec(name=_name, description=get_score(_name).description,
                            options=ScoreOptions, build=_build_threshold(_name),
                            data="discrete"))

@@ -68,7 +68,7 @@ SPARK_CONNECT_TIMEOUT = 5.0
 #: the chi-square family on the engine's tables, and the registered scores with their
 #: exact threshold rule (:class:`dpcg.citests.private.ThresholdCITest`). The others
 #: (Kendall, Spearman, Fisher-z) read the rows themselves: engine numpy.
-ENGINE_TESTS = ("g2", "chi2", "kendall-split", "kendall-z", "kendall-p", "cmi")
+ENGINE_TESTS = ("g2", "chi2", "kendall-split", "kendall-z", "kendall-p", "cmi", "g2-distance")
 
 
 def _ram_bytes() -> int | None:

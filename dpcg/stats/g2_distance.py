@@ -137,17 +137,17 @@ class _Ladder:
     def __init__(self, N: NDArray[np.int64], n: int) -> None:
         self.k, self.cx, self.cy = (int(v) for v in N.shape)
         self.a = N.reshape(self.k, -1)                      # (strata, cells)
-        b = N.sum(axis=2)
-        c = N.sum(axis=1)
-        self.d = b.sum(axis=1)                              # (strata,)
-        # per cell: the index of its x-margin and y-margin in the flattened margins
-        xi = np.repeat(np.arange(self.cx), self.cy)
-        yi = np.tile(np.arange(self.cy), self.cx)
-        self.b = b[:, xi]                                   # (strata, cells)
-        self.c = c[:, yi]
-        self.level_min = int(min(b.min(), c.min())) if N.size else 0
+        self.bm = N.sum(axis=2)                             # (strata, cx) x-margins
+        self.cm = N.sum(axis=1)                             # (strata, cy) y-margins
+        self.d = self.bm.sum(axis=1)                        # (strata,)
+        # per cell: the index of its x-margin and y-margin in the margins
+        self.xi = np.repeat(np.arange(self.cx), self.cy)
+        self.yi = np.tile(np.arange(self.cy), self.cx)
+        self.level_min = int(min(self.bm.min(), self.cm.min())) if N.size else 0
         size = 2 * n + 2
         self.table = _g_table(size) if size <= LOOKUP_MAX else None
+        self._flat: NDArray[np.int64] | None = None
+        self._flat_cells: NDArray[np.intp] | None = None
 
     def _g(self, m: NDArray[np.int64]) -> NDArray[np.float64]:
         if self.table is not None:
@@ -158,20 +158,37 @@ class _Ladder:
     def cells(self, ks: NDArray[np.int64], cells: NDArray[np.intp] | None = None
               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Per-cell bounds on ``+D`` and ``-D``, shape ``(len(ks), strata, cells)`` (all
-        cells, or the columns ``cells``)."""
-        a, b, c = (self.a, self.b, self.c) if cells is None else \
-            (self.a[:, cells], self.b[:, cells], self.c[:, cells])
-        kk = ks[:, None, None]
-        lo = np.maximum
-        a_hi = self._g(a + kk)
-        a_lo = self._g(lo(a - kk - 1, 0))
-        b_hi, b_lo = self._g(b + kk), self._g(lo(b - kk - 1, 0))
-        c_hi, c_lo = self._g(c + kk), self._g(lo(c - kk - 1, 0))
-        d = self.d[None, :, None]
-        d_hi, d_lo = self._g(d + kk), self._g(lo(d - kk - 1, 0))
+        cells, or the columns ``cells``). ``g`` is read at the two ends of every box in
+        one gather each, over the cell counts, the margins and the stratum sizes laid
+        end to end (margin terms are computed once per margin, then broadcast)."""
+        st, cx, cy = self.k, self.cx, self.cy
+        if self._flat is None or self._flat_cells is not cells:
+            a = self.a if cells is None else self.a[:, cells]
+            self._flat = np.concatenate([a.ravel(), self.bm.ravel(), self.cm.ravel(), self.d])
+            self._flat_cells = cells
+        flat = self._flat
+        nc = (flat.size - st * (cx + cy + 1)) // st if st else 0
+        kk = ks[:, None]
+        hi = self._g(flat + kk)
+        lo = self._g(np.maximum(flat - kk - 1, 0))
+        K = len(ks)
+        e1, e2, e3 = st * nc, st * (nc + cx), st * (nc + cx + cy)
+        a_hi, b_hi, c_hi, d_hi = hi[:, :e1], hi[:, e1:e2], hi[:, e2:e3], hi[:, e3:]
+        a_lo, b_lo, c_lo, d_lo = lo[:, :e1], lo[:, e1:e2], lo[:, e2:e3], lo[:, e3:]
+        d_hi, d_lo = d_hi.reshape(K, st, 1), d_lo.reshape(K, st, 1)
+        if cells is None:
+            a_hi, a_lo = a_hi.reshape(K, st, cx, cy), a_lo.reshape(K, st, cx, cy)
+            b_hi, b_lo = b_hi.reshape(K, st, cx, 1), b_lo.reshape(K, st, cx, 1)
+            c_hi, c_lo = c_hi.reshape(K, st, 1, cy), c_lo.reshape(K, st, 1, cy)
+            d_hi, d_lo = d_hi[..., None], d_lo[..., None]
+        else:
+            a_hi, a_lo = a_hi.reshape(K, st, nc), a_lo.reshape(K, st, nc)
+            xi, yi = self.xi[cells], self.yi[cells]
+            b_hi, b_lo = b_hi.reshape(K, st, cx)[:, :, xi], b_lo.reshape(K, st, cx)[:, :, xi]
+            c_hi, c_lo = c_hi.reshape(K, st, cy)[:, :, yi], c_lo.reshape(K, st, cy)[:, :, yi]
         up = d_hi - np.maximum(np.maximum(b_lo, c_lo), b_lo + c_lo - a_hi)
         down = np.minimum(np.minimum(b_hi, c_hi), b_hi + c_hi - d_lo) - a_lo
-        return up, down
+        return up.reshape(K, st, nc), down.reshape(K, st, nc)
 
     def rates(self, ks: NDArray[np.int64], cells: NDArray[np.intp] | None = None
               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -242,8 +259,42 @@ def _per_stratum_g2(N: NDArray[np.int64]) -> NDArray[np.float64]:
     return out
 
 
-#: Points per refinement pass of the search.
-_REFINE_POINTS = 8
+#: Radii per refinement pass of the search: 16 on small tables (where a pass costs its
+#: fixed overhead), fewer as the table grows (where it costs cells x radii), at least 4.
+#: Only the speed depends on it: every radius used is evaluated exactly.
+_REFINE_POINTS_SMALL = 16
+_REFINE_POINTS_LARGE = 4
+_REFINE_CELL_RADII = 16384
+#: Tables of at most this many cells are searched without pruning passes.
+_LARGE_TABLE = 4096
+
+
+#: A crossing test with fixed rates, and where its linear part crosses (a first probe).
+_Crossing = tuple[Callable[[int], bool], float]
+_At = Callable[[NDArray[np.float64], NDArray[np.float64], int], _Crossing]
+
+
+def _first_crossing_radius(at: _At, ks: NDArray[np.int64], Uk: NDArray[np.float64],
+                           Vk: NDArray[np.float64]) -> int:
+    """The first ``j`` such that ``t = ks[j] + 1`` crosses with the exact rates of radius
+    ``ks[j]`` (``-1`` if none does), by bisection: the crossing is monotone in ``j``
+    (rates and ``t`` both grow)."""
+    def crosses(j: int) -> bool:
+        k = int(ks[j])
+        return at(Uk[j], Vk[j], k)[0](k + 1)
+    last = len(ks) - 1
+    if crosses(0):
+        return 0
+    if not crosses(last):
+        return -1
+    hit, miss = last, 0
+    while hit - miss > 1:
+        mid = (hit + miss) // 2
+        if crosses(mid):
+            hit = mid
+        else:
+            miss = mid
+    return hit
 
 
 def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
@@ -267,6 +318,8 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
     gmax = 2.0 * n * math.log(min(cx, cy))
     lad = _Ladder(N, n)
     passes = 0
+    points = max(_REFINE_POINTS_LARGE,
+                 min(_REFINE_POINTS_SMALL, _REFINE_CELL_RADII // max(N.size, 1)))
 
     def iota(k: int) -> int:
         """Bound on the change of df in one replacement at step ``k``."""
@@ -274,36 +327,96 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
             return iota_full
         return 0
 
-    Crossed = Callable[[int, NDArray[np.float64], NDArray[np.float64], int], bool]
-    crossed: Crossed
+    def g_scalar(k: int) -> float:
+        if not unobserved:
+            return 0.0
+        if lad.table is not None and k < lad.table.size:
+            return float(lad.table[k])
+        return float(g_increment_array(np.array([float(k)]))[0])
+
+    # The crossing tests with fixed rates, as closures over their scalars: the search
+    # evaluates them tens of times per table, and with few strata plain floats are far
+    # cheaper than NumPy calls. The arithmetic is the same, operation by operation (a
+    # NumPy sum of fewer than 8 values adds them in order, as ``sum`` does).
+    at: _At
     if dependent:
         gs = _per_stratum_g2(N)
+        gs_list: list[float] = gs.tolist()
+        q_at_zero = _q_upper(alpha, min(df, dfmax))
 
-        def crossed(t: int, u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> bool:
+        def at(u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> _Crossing:
             # m_t(T) <= 0: G^2 - min(t r, sum_s min(G_s, t r_s)) - Q+(min(df + t iota, DFMAX))
-            gk = float(g_increment_array(np.array([float(k)]))[0]) if unobserved else 0.0
-            r = 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
-            per_stratum = float(np.minimum(gs, t * 2.0 * (u + v)).sum())
-            g_part = max(0.0, g2 - min(t * r, per_stratum))
-            q = _q_upper(alpha, min(df + t * iota(k), dfmax))
-            return g_part - q <= SLACK * (1.0 + g2 + q)
+            gk = g_scalar(k)
+            small = u.size < 8
+            if small:
+                ul: list[float] = u.tolist()
+                vl: list[float] = v.tolist()
+                r = 2.0 * (max(max(ul), gk) + max(max(vl), gk))
+                w_list = [a + b for a, b in zip(ul, vl, strict=True)]
+                w = u
+            else:
+                r = 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
+                w = u + v
+                w_list = []
+            step = iota(k)
+            q_fixed = q_at_zero if step == 0 else None
+
+            def crossed(t: int) -> bool:
+                t2 = t * 2.0
+                if small:
+                    per_stratum = sum([min(g, t2 * x) for g, x in zip(gs_list, w_list,
+                                                                      strict=True)])
+                else:
+                    per_stratum = float(np.minimum(gs, t2 * w).sum())
+                g_part = max(0.0, g2 - min(t * r, per_stratum))
+                q = q_fixed if q_fixed is not None else \
+                    _q_upper(alpha, min(df + t * step, dfmax))
+                return g_part - q <= SLACK * (1.0 + g2 + q)
+            return crossed, (g2 - q_at_zero) / r if r > 0 else math.inf
     else:
-        def crossed(t: int, u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> bool:
+        q_low_zero = _q_lower(alpha, max(df, 1))
+
+        def at(u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> _Crossing:
             # M_t(T) >= 0: min(G^2 + t r, GMAX) - Q-(max(df - t iota, 1))
-            gk = float(g_increment_array(np.array([float(k)]))[0]) if unobserved else 0.0
-            r = 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
-            g_part = min(g2 + t * r, gmax)
-            q = _q_lower(alpha, max(df - t * iota(k), 1))
-            return g_part - q >= -SLACK * (1.0 + g2 + q)
+            gk = g_scalar(k)
+            if u.size < 8:
+                ul0: list[float] = u.tolist()
+                vl0: list[float] = v.tolist()
+                r = 2.0 * (max(max(ul0), gk) + max(max(vl0), gk))
+            else:
+                r = 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
+            step = iota(k)
+
+            def crossed(t: int) -> bool:
+                g_part = min(g2 + t * r, gmax)
+                q = _q_lower(alpha, max(df - t * step, 1))
+                return g_part - q >= -SLACK * (1.0 + g2 + q)
+            return crossed, (q_low_zero - g2) / r if r > 0 else math.inf
 
     def first(lo: int, hi: int, u: NDArray[np.float64], v: NDArray[np.float64],
               k: int) -> int:
-        """Smallest ``t`` in ``[lo, hi]`` crossing with fixed rates (``hi + 1`` if none)."""
-        if not crossed(hi, u, v, k):
+        """Smallest ``t`` in ``[lo, hi]`` crossing with fixed rates (``hi + 1`` if none).
+
+        ``crossed`` is monotone in ``t`` (in floating point too: every operation rounds
+        monotonically), so the bisection's answer does not depend on where it probes;
+        it first probes next to the crossing of the linear part, ``t r = G^2 - q``,
+        which is usually within a step of the answer."""
+        crossed, guess = at(u, v, k)
+        if not crossed(hi):
             return hi + 1
+        if lo < hi and math.isfinite(guess):
+            g = min(max(math.ceil(guess), lo), hi)
+            if crossed(g):
+                if g == lo or not crossed(g - 1):
+                    return g
+                hi = g - 1
+            else:
+                if crossed(g + 1):
+                    return g + 1
+                lo = g + 2
         while lo < hi:
             mid = (lo + hi) // 2
-            if crossed(mid, u, v, k):
+            if crossed(mid):
                 hi = mid
             else:
                 lo = mid + 1
@@ -316,17 +429,36 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
     k0 = np.zeros(1, dtype=np.int64)
     U0, V0 = lad.rates(k0)
     passes += 1
-    if crossed(1, U0[0], V0[0], 0):
-        dist = 1
-    else:
+    dist = u_t = 1
+    at_one = at(U0[0], V0[0], 0)[0](1)
+    if not at_one:
         # rates only grow: crossing with the rates of step 0 bounds the answer above
         u_t = min(first(2, n, U0[0], V0[0], 0), n)
+    if not at_one and N.size <= _LARGE_TABLE:
+        # A small table: each pass costs its fixed overhead, so no pruning passes; each
+        # pass evaluates a grid of radii across the bracket (its ends included).
+        lo_t, hi_t = 2, u_t
+        while lo_t < hi_t:
+            ks = np.unique(np.linspace(lo_t - 1, hi_t - 1, points).round().astype(np.int64))
+            Uk, Vk = lad.rates(ks)
+            passes += 1
+            hit = _first_crossing_radius(at, ks, Uk, Vk)
+            if hit == 0:
+                hi_t = lo_t
+                break
+            if hit < 0:
+                break  # no crossing up to hi_t (only when hi_t = n): clamp
+            k_a, k_b = int(ks[hit - 1]), int(ks[hit])
+            lo_t = max(k_a + 2, first(k_a + 2, k_b + 1, Uk[hit], Vk[hit], k_b))
+            hi_t = min(k_b + 1, first(k_a + 2, k_b + 1, Uk[hit - 1], Vk[hit - 1], k_a))
+        dist = hi_t
+    elif not at_one:
         ku = np.array([u_t - 1], dtype=np.int64)
         Uc, Vc = lad.cells(ku)
         passes += 1
         Uu = np.maximum(Uc.max(axis=2), 0.0) if Uc.shape[2] else np.zeros((1, lad.k))
         Vu = np.maximum(Vc.max(axis=2), 0.0) if Vc.shape[2] else np.zeros((1, lad.k))
-        if not crossed(u_t, Uu[0], Vu[0], u_t - 1):
+        if not at(Uu[0], Vu[0], u_t - 1)[0](u_t):
             dist = n  # u_t = n and even n replacements cannot cross: clamp
         else:
             lo_t = first(2, u_t, Uu[0], Vu[0], u_t - 1)  # crossing with the larger rates
@@ -343,13 +475,13 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
                 Ua, Va = lad.rates(ka, keep)
                 passes += 1
                 Uf, Vf = np.maximum(Ua[0], Uf), np.maximum(Va[0], Vf)
-                if crossed(lo_t, Uf, Vf, lo_t - 1):
+                if at(Uf, Vf, lo_t - 1)[0](lo_t):
                     dist = lo_t
                     break
                 sel = np.flatnonzero(((upper_cells[0] > Uf[:, None])
                                       | (upper_cells[1] > Vf[:, None])).any(axis=0))
                 keep = sel if keep is None else keep[sel]
-                ks = np.unique(np.linspace(lo_t - 1, hi_t - 1, _REFINE_POINTS)
+                ks = np.unique(np.linspace(lo_t - 1, hi_t - 1, points)
                                .round().astype(np.int64))
                 up, down = lad.cells(ks, keep)
                 passes += 1
@@ -359,8 +491,9 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
                 else:
                     Uk = np.repeat(Uf[None, :], len(ks), axis=0)
                     Vk = np.repeat(Vf[None, :], len(ks), axis=0)
-                hit = next((j for j, k in enumerate(ks)
-                            if crossed(int(k) + 1, Uk[j], Vk[j], int(k))), len(ks) - 1)
+                hit = _first_crossing_radius(at, ks, Uk, Vk)
+                if hit < 0:
+                    hit = len(ks) - 1
                 if hit == 0:
                     dist = int(ks[0]) + 1
                     break

@@ -15,6 +15,9 @@ evaluated per pair through the declared cardinalities) and its decision threshol
 * ``kendall-p``: ``1 - p = erf(|z| / sqrt 2)``; ``sqrt(2/pi)`` times the ``kendall-z``
   bound; ``T = 1 - alpha``.
 * ``cmi``: ``n CMI = G^2 / 2``; bound ``n-cmi``; ``T = chi2_{1-alpha}(df) / 2``.
+* ``g2-distance``: the signed number of replaced rows to the G-test's decision at level
+  ``alpha``; bound ``g2-decision-distance`` (1, replace-one only); ``T = 1/2``. Its
+  no-noise decisions are G^2's.
 
 Adding a score: one :class:`Score` subclass (``value``, ``pair_key``, ``bound``,
 ``threshold``), its :func:`register_score` call, the registration of its statistic's
@@ -38,14 +41,17 @@ from dpcg.errors import StatisticInputError
 from dpcg.stats import registry
 from dpcg.stats.contingency import StrataTable
 from dpcg.stats.discrete import n_cmi
+from dpcg.stats.g2_distance import g2_distance
 from dpcg.stats.kendall import conditional_kendall_z, public_floor, split_kendall_z
 
 __all__ = [
     "CMI_SPEC",
+    "G2_DISTANCE_SPEC",
     "KENDALL_SPEC",
     "P_LIPSCHITZ",
     "SPLIT_SPEC",
     "CMIScore",
+    "G2DistanceScore",
     "KendallPScore",
     "KendallZScore",
     "Score",
@@ -64,6 +70,7 @@ __all__ = [
 KENDALL_SPEC = "conditional-kendall-z-categorical"
 SPLIT_SPEC = "split-kendall-z"
 CMI_SPEC = "n-cmi"
+G2_DISTANCE_SPEC = "g2-decision-distance"
 
 #: Lipschitz constant of ``|z| -> 1 - p = erf(|z|/sqrt 2)``: ``2 phi(0) = sqrt(2/pi)``.
 P_LIPSCHITZ = math.sqrt(2.0 / math.pi)
@@ -112,8 +119,9 @@ class Score(ABC):
     description: str
 
     @abstractmethod
-    def value(self, table: StrataTable) -> float:
-        """The exact score of the table."""
+    def value(self, table: StrataTable, alpha: float) -> float:
+        """The exact score of the table (``alpha``: the test's public level, which only
+        a score defined by a decision at that level uses)."""
 
     @abstractmethod
     def pair_key(self, cx: int, cy: int) -> int:
@@ -151,7 +159,7 @@ class SplitKendallScore(Score):
         "sqrt(9n/4)) > z_{1-alpha/2}; sees non-monotone dependence; exact with --algorithm "
         "pc, noisy with the private algorithms")
 
-    def value(self, table: StrataTable) -> float:
+    def value(self, table: StrataTable, alpha: float) -> float:
         return split_kendall_z(table)
 
     def pair_key(self, cx: int, cy: int) -> int:
@@ -181,7 +189,7 @@ class KendallZScore(Score):
         "|conditional Kendall z| (public normaliser sqrt(9n/4)) > z_{1-alpha/2}; exact with "
         "--algorithm pc, noisy with the private algorithms")
 
-    def value(self, table: StrataTable) -> float:
+    def value(self, table: StrataTable, alpha: float) -> float:
         return abs(conditional_kendall_z(table))
 
     def pair_key(self, cx: int, cy: int) -> int:
@@ -208,7 +216,7 @@ class KendallPScore(Score):
         "p-value of the conditional Kendall z < alpha (noise on the p-value with the "
         "private algorithms; for comparison)")
 
-    def value(self, table: StrataTable) -> float:
+    def value(self, table: StrataTable, alpha: float) -> float:
         z = abs(conditional_kendall_z(table))
         return float(erf(z / math.sqrt(2.0)))
 
@@ -238,7 +246,7 @@ class CMIScore(Score):
         "n CMI = G^2/2 > chi2_{1-alpha}(df)/2; exact with --algorithm pc, noisy with the "
         "private algorithms")
 
-    def value(self, table: StrataTable) -> float:
+    def value(self, table: StrataTable, alpha: float) -> float:
         return n_cmi(table)
 
     def pair_key(self, cx: int, cy: int) -> int:
@@ -257,6 +265,42 @@ class CMIScore(Score):
         if df <= 0:
             return 0.0
         return float(_chi2.isf(alpha, df)) / 2.0
+
+
+@dataclass(frozen=True)
+class G2DistanceScore(Score):
+    """The signed distance to the G-test's decision
+    (:func:`dpcg.stats.g2_distance.g2_distance`): ``>= 1`` when G^2 at level ``alpha``
+    says dependent, ``<= 0`` when it says independent, in replaced rows; replace-one
+    sensitivity 1 for every pair, ``T = 1/2``. With the noise off its decisions are
+    G^2's (the no-noise ceiling is G^2's). The table carries the declared number of
+    configurations of ``S`` (public), which the bound uses. Replace-one only: there is
+    no add/remove bound."""
+
+    name: str = "g2-distance"
+    spec: str = G2_DISTANCE_SPEC
+    proof_note: str = "docs/privacy/statistics-g2-distance.md"
+    description: str = (
+        "signed number of replaced rows to the G-test's decision at level alpha > 1/2 "
+        "(sensitivity 1, replace-one only); exact with --algorithm pc (the G-test's "
+        "decisions), noisy with the private algorithms")
+
+    def value(self, table: StrataTable, alpha: float) -> float:
+        return float(g2_distance(table, alpha))
+
+    def pair_key(self, cx: int, cy: int) -> int:
+        return 0  # the bound does not depend on the cardinalities
+
+    def widest_key(self, cardinalities: Sequence[int]) -> int:
+        return 0
+
+    def bound(self, n: int, relation: Relation, key: int) -> float:
+        spec = registry.get(G2_DISTANCE_SPEC, relation)
+        return spec.bound(cx=2, cy=2)
+
+    def threshold(self, alpha: float, cardinalities: Sequence[int], x: int, y: int,
+                  S: tuple[int, ...]) -> float:
+        return 0.5
 
 
 _SCORES: dict[str, Score] = {}
@@ -289,3 +333,4 @@ register_score(SplitKendallScore())
 register_score(KendallZScore())
 register_score(KendallPScore())
 register_score(CMIScore())
+register_score(G2DistanceScore())

@@ -49,7 +49,7 @@ def _kinds(res: Any) -> Counter[str]:
     ],
 )
 @pytest.mark.parametrize(("data", "test"), [
-    ("asia", "kendall-z"), ("asia", "cmi"),
+    ("asia", "kendall-z"), ("asia", "cmi"), ("asia", "g2-distance"),
     ("survey", "kendall-split"),  # three-category variables: the splits differ from z
 ])
 def test_high_epsilon_matches_nonprivate_pc(request: pytest.FixtureRequest, algorithm: str,

@@ -11,10 +11,11 @@ from dpcg.citests.private import StatisticSource
 from dpcg.stats.contingency import contingency_table
 from dpcg.stats.discrete import n_cmi
 from dpcg.stats.engine import NumpyEngine
+from dpcg.stats.g2_distance import g2_distance
 from dpcg.stats.kendall import conditional_kendall_z
 
 
-@pytest.mark.parametrize("score", ["kendall-z", "cmi"])
+@pytest.mark.parametrize("score", ["kendall-z", "cmi", "g2-distance"])
 def test_scores_match_contingency_table(score: str) -> None:
     rng = np.random.default_rng(5)
     cards = (2, 3, 4, 2, 5, 3)
@@ -32,7 +33,9 @@ def test_scores_match_contingency_table(score: str) -> None:
             for S in itertools.combinations(rest, k):
                 for s, data in ((src, codes), (sub, codes[:, ::3])):
                     t = contingency_table(data, cards, x, y, S)
-                    want = n_cmi(t) if score == "cmi" else abs(conditional_kendall_z(t))
+                    want = (n_cmi(t) if score == "cmi" else
+                            float(g2_distance(t, 0.05)) if score == "g2-distance" else
+                            abs(conditional_kendall_z(t)))
                     assert s.score(x, y, S) == want  # bit-for-bit
                     checked += 1
     assert checked > 300

@@ -203,7 +203,7 @@ def test_subsample_rows_are_the_sieves_own(name: str) -> None:
     _assert_same(engine.subset(run.indices).tables([(0, 1, (2,))])[0], want)
 
 
-SCORES = ("kendall-split", "kendall-z", "kendall-p", "cmi")
+SCORES = ("kendall-split", "kendall-z", "kendall-p", "cmi", "g2-distance")
 
 
 @pytest.mark.parametrize("name", _engines())

@@ -263,3 +263,40 @@ def test_registered_spec() -> None:
         spec.evaluate(x, y, s, cx=2, cy=4)
     with pytest.raises(StatisticInputError):
         get("g2-decision-distance", Relation.ADD_REMOVE)
+
+
+_SEARCH = [  # (tables searched without pruning up to, radii per pass: small, large)
+    (4096, 16, 4),     # the defaults
+    (0, 16, 4),        # every table through the pruning search
+    (10**9, 16, 4),    # every table through the grid search
+    (0, 2, 2),         # two radii per pass (the bracket's ends)
+    (10**9, 3, 3),
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_value_does_not_depend_on_how_the_search_probes(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's parameters change its speed only: with or without the pruning
+    passes, with any number of radii per pass, the value is the same (every radius used
+    is evaluated exactly, and the crossing tests are monotone in floating point)."""
+    import dpcg.stats.g2_distance as mod
+
+    rng = np.random.default_rng(seed)
+    tables = []
+    for _ in range(25):
+        cx, cy, k = int(rng.integers(2, 30)), int(rng.integers(2, 30)), int(rng.integers(1, 5))
+        n = int(rng.choice([8, 60, 2000, 50000]))
+        x = rng.integers(0, cx, n)
+        y = np.where(rng.random(n) < rng.random(), x % cy, rng.integers(0, cy, n))
+        s = np.where(rng.random(n) < 0.7, 0, rng.integers(0, k, n))
+        t = _table(x, y, s, cx, cy, k)
+        tables.append(StrataTable(t.counts, cx, cy, k + int(rng.integers(0, 2))))
+    values = []
+    for large, small_pts, large_pts in _SEARCH:
+        monkeypatch.setattr(mod, "_LARGE_TABLE", large)
+        monkeypatch.setattr(mod, "_REFINE_POINTS_SMALL", small_pts)
+        monkeypatch.setattr(mod, "_REFINE_POINTS_LARGE", large_pts)
+        values.append([g2_distance(t, a) for t in tables for a in (0.05, 0.3)])
+    assert all(v == values[0] for v in values[1:])
+    assert len({abs(v) for v in values[0]}) > 10  # near and far from the boundary
