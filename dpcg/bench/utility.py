@@ -203,6 +203,8 @@ class SpeedRow:
     g2_stat_us: float
     dist_stat_us: float
     dist_evals: float
+    split_table_ms: float
+    split_stat_us: float
 
 
 def _best(f: Callable[[], object], repeats: int) -> float:
@@ -224,9 +226,12 @@ def speed(card: int, strata: int, rows: int, seed: int, repeats: int) -> SpeedRo
     g2_full = _best(lambda: g2_test(table_from_codes(x, y, s, card, card, strata)), repeats)
     dist_full = _best(lambda: g2_distance(table_from_codes(x, y, s, card, card, strata), 0.05),
                       repeats)
+    split_stat = _best(lambda: split_kendall_z(t), repeats)
+    split_full = _best(lambda: split_kendall_z(table_from_codes(x, y, s, card, card, strata)),
+                       repeats)
     evals = g2_distance_details(t, 0.05).evaluations
     return SpeedRow(card, strata, 1e3 * g2_full, 1e3 * dist_full, 1e6 * g2_stat,
-                    1e6 * dist_stat, float(evals))
+                    1e6 * dist_stat, float(evals), 1e3 * split_full, 1e6 * split_stat)
 
 
 # ---------------------------------------------------------------------------- report
@@ -269,12 +274,15 @@ def render(snr_rows: Sequence[SnrRow], ceil_rows: Sequence[CeilingRow],
                   f"{args.rows} rows; best of {args.repeats}. 'table+' = building the "
                   "stratified table from the codes and the statistic.", "",
                   "| c | strata | G^2 table+ (ms) | distance table+ (ms) | ratio | "
-                  "G^2 stat (us) | distance stat (us) | rate evaluations |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "G^2 stat (us) | distance stat (us) | rate evaluations | "
+                  "kendall-split table+ (ms) | ratio | kendall-split stat (us) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for s in speed_rows:
             lines.append(f"| {s.card} | {s.strata} | {s.g2_table_ms:.2f} | "
                          f"{s.dist_table_ms:.2f} | {s.dist_table_ms / s.g2_table_ms:.2f} | "
-                         f"{s.g2_stat_us:.0f} | {s.dist_stat_us:.0f} | {s.dist_evals:.0f} |")
+                         f"{s.g2_stat_us:.0f} | {s.dist_stat_us:.0f} | {s.dist_evals:.0f} | "
+                         f"{s.split_table_ms:.2f} | {s.split_table_ms / s.g2_table_ms:.2f} | "
+                         f"{s.split_stat_us:.0f} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -305,6 +313,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--family-seeds", type=int, default=3, help="seeds per generated family")
     p.add_argument("--cards", default="2,3,5,10,20,50,100",
                    help="cardinalities for the speed table ('' skips)")
+    p.add_argument("--strata", default="1,4",
+                   help="numbers of strata for the speed table")
     p.add_argument("--rows", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--alpha", type=float, default=0.05)
@@ -332,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
               f"({c.seconds:.0f} s)", file=sys.stderr)
     speed_rows = []
     for card in [int(v) for v in args.cards.split(",") if v]:
-        for strata in (1, 4):
+        for strata in [int(v) for v in args.strata.split(",") if v]:
             speed_rows.append(speed(card, strata, args.rows, args.seed, args.repeats))
     text = render(snr_rows, ceil_rows, speed_rows, args)
     if args.out is None:

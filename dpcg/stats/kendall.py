@@ -35,6 +35,7 @@ minus pairs ordered oppositely (``D``); pairs tied in x or in y count 0. ``C_b``
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -222,20 +223,83 @@ def _augmented_splits(c: int) -> NDArray[np.int64]:
     return out
 
 
+#: Up to this much work (strata x cx x cy x (cx + cy)) the splits are applied by an
+#: exact int64 matrix product, which has less fixed overhead than the prefix sums of
+#: :func:`_recode`; above it the product's cost grows a factor of ``c`` faster.
+_PRODUCT_MAX_WORK = 20_000
+
+
+def _recode(N: NDArray[np.int64], c: int, axis: int) -> NDArray[np.int64]:
+    """The product ``A N`` along ``axis`` of ``N`` (exact, int64), where ``A`` is
+    :func:`_augmented_splits` of ``c``, from prefix sums instead of a matrix product:
+    the one-category splits are the lines of ``N`` themselves, the cumulative cuts
+    ``{v < t}`` and the row of ones are prefix sums. ``O(c)`` per line instead of
+    ``O(c^2)``, which keeps the score's cost within a few times G^2's for many
+    categories."""
+    P = np.cumsum(N, axis=axis)
+    take = partial(np.take, axis=axis)
+    if c == 2:
+        parts = [take(N, [1]), take(P, [1])]
+    else:
+        parts = [N, take(P, np.arange(1, c - 2)), take(P, [c - 1])]
+    return np.concatenate(parts, axis=axis)
+
+
+#: Above this many (block, split pair) terms, with more than one block, ``U`` is summed
+#: over the blocks before the splits are applied (:func:`_split_u_summed`) instead of
+#: block by block.
+_BLOCKWISE_MAX_WORK = 10_000
+
+
+def _split_u_summed(N: NDArray[np.int64], cx: int, cy: int, kx: int, ky: int
+                    ) -> NDArray[np.float64]:
+    """``U`` of every pair of splits without a ``(blocks, kx, ky)`` intermediate.
+
+    ``U = sum_b w_b (m_b a_b - r_b s_b)`` with ``w_b = 9 / (2 m_b + 5)`` splits into
+    ``A_x (sum_b w_b m_b N_b) A_y^T`` (the splits applied once, to one weighted
+    ``cx x cy`` table) minus ``R^T diag(w) C`` (``R``, ``C``: every block's row and
+    column totals under the splits), two float64 products. Blocks of at most one row
+    add exactly 0 (``m a = r s``) and are left out. The same ``U`` as the exact
+    block-by-block sum up to float rounding (at most 3e-13 on the ``z`` scale over
+    1,400 random tables, against a bound of ``6/sqrt(n)``); memory ``O(k (kx + ky))``
+    instead of ``O(k kx ky)``, which matters when ``S`` has thousands of
+    configurations of high-cardinality variables (a ``6,339 x 92 x 88`` table: 0.3 s
+    instead of 6.6 s and gigabytes of intermediates)."""
+    m = N.sum(axis=(1, 2))
+    keep = m >= 2
+    if not keep.all():
+        N, m = N[keep], m[keep]
+    if N.shape[0] == 0:
+        return np.zeros((kx, ky), dtype=np.float64)
+    w = 9.0 / (2.0 * m.astype(np.float64) + 5.0)
+    M = np.tensordot(w * m, N.astype(np.float64), axes=(0, 0))  # (cx, cy)
+    first = _recode(_recode(M[None], cx, 1), cy, 2)[0, :kx, :ky]
+    R = _recode(N.sum(axis=2)[:, :, None], cx, 1)[:, :kx, 0].astype(np.float64)  # (k, kx)
+    C = _recode(N.sum(axis=1)[:, None, :], cy, 2)[:, 0, :ky].astype(np.float64)  # (k, ky)
+    U: NDArray[np.float64] = first - (R * w[:, None]).T @ C
+    return U
+
+
 def _split_parts(table: StrataTable) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """``(U, m)``: ``U`` of every pair of splits (``(kx, ky)``) and the block sizes.
 
-    One product ``G = A_x N A_y^T`` per block with the splits augmented by a row of
-    ones gives, exactly in int64, ``a`` (x in split i and y in split j, ``G[:i, :j]``),
-    the row totals ``r`` (``G[:, ky]``), the column totals ``s`` (``G[kx, :]``) and
-    the block size ``m`` (``G[kx, ky]``).
+    ``G = A_x N A_y^T`` per block, with the splits augmented by a row of ones
+    (:func:`_augmented_splits`; a matrix product for few categories, :func:`_recode`
+    along each axis for many), gives, exactly in int64, ``a`` (x in split i
+    and y in split j, ``G[:i, :j]``), the row totals ``r`` (``G[:, ky]``), the column
+    totals ``s`` (``G[kx, :]``) and the block size ``m`` (``G[kx, ky]``).
     """
     N = table.counts
     k, cx, cy = N.shape
     kx, ky = binary_splits(cx).shape[0], binary_splits(cy).shape[0]
     if k == 0 or kx == 0 or ky == 0:
         return np.zeros((kx, ky), dtype=np.float64), N.sum(axis=(1, 2))
-    G = _augmented_splits(cx) @ N @ _augmented_splits(cy).T  # (k, kx + 1, ky + 1)
+    if k > 1 and k * kx * ky > _BLOCKWISE_MAX_WORK:
+        return _split_u_summed(N, cx, cy, kx, ky), N.sum(axis=(1, 2))
+    if k * cx * cy * (cx + cy) <= _PRODUCT_MAX_WORK:
+        G = _augmented_splits(cx) @ N @ _augmented_splits(cy).T  # (k, kx + 1, ky + 1)
+    else:
+        G = _recode(_recode(N, cx, 1), cy, 2)
     m = G[:, kx, ky]
     a = G[:, :kx, :ky]  # rows with x in A and y in B
     r = G[:, :kx, ky]  # (k, kx)

@@ -192,3 +192,82 @@ def test_default_floor_is_exactly_the_explicit_floor(d: tuple[np.ndarray, ...],
     W = float(np.sum(9.0 * t.stratum_sizes() * (t.stratum_sizes() - 1.0)
                      / (2.0 * (2.0 * t.stratum_sizes() + 5.0))))
     assert n == 0 or w0 - W > 2.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_prefix_sum_recoding_is_the_split_matrix_product(seed: int) -> None:
+    """The splits are applied by prefix sums (O(c) per line); the result is exactly the
+    product with the split family plus a row of ones, for many categories too."""
+    from dpcg.stats.kendall import _recode
+
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        cx, cy = (int(v) for v in rng.integers(2, 40, 2))
+        k = int(rng.integers(1, 5))
+        N = rng.integers(0, 50, (k, cx, cy)).astype(np.int64)
+        ax = np.vstack([binary_splits(cx), np.ones((1, cx), dtype=np.int64)])
+        ay = np.vstack([binary_splits(cy), np.ones((1, cy), dtype=np.int64)])
+        want = ax @ N @ ay.T
+        got = _recode(_recode(N, cx, 1), cy, 2)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+
+
+@given(stratified())
+@settings(max_examples=100, deadline=None)
+def test_both_ways_of_applying_the_splits_give_the_same_u(d: tuple[np.ndarray, ...]) -> None:
+    """The matrix product (few categories) and the prefix sums (many) give the same
+    ``U`` bit for bit, so the member-by-member check above covers both."""
+    import dpcg.stats.kendall as mod
+
+    x, y, s, (cx, cy, k) = d
+    t = table_from_codes(x, y, s, int(cx), int(cy), int(k))
+    product = split_kendall_u(t)
+    saved = mod._PRODUCT_MAX_WORK
+    try:
+        mod._PRODUCT_MAX_WORK = -1  # every table through the prefix sums
+        prefix = split_kendall_u(t)
+    finally:
+        mod._PRODUCT_MAX_WORK = saved
+    np.testing.assert_array_equal(prefix, product)
+
+
+@given(stratified(max_c=8))
+@settings(max_examples=150, deadline=None)
+def test_summing_over_blocks_first_gives_the_same_u(d: tuple[np.ndarray, ...]) -> None:
+    """With many blocks ``U`` is summed over the blocks before the splits are applied
+    (no ``(blocks, kx, ky)`` intermediate); it equals the exact block-by-block ``U`` up
+    to float rounding, far below the bound ``6/sqrt(n)`` on the ``z`` scale."""
+    import dpcg.stats.kendall as mod
+
+    x, y, s, (cx, cy, k) = d
+    t = table_from_codes(x, y, s, int(cx), int(cy), int(k))
+    exact = split_kendall_u(t)
+    saved = mod._BLOCKWISE_MAX_WORK
+    try:
+        mod._BLOCKWISE_MAX_WORK = -1
+        summed = split_kendall_u(t) if int(k) > 1 else exact
+    finally:
+        mod._BLOCKWISE_MAX_WORK = saved
+    assert summed.shape == exact.shape
+    scale = math.sqrt(9 * max(len(x), 1) / 4)
+    np.testing.assert_allclose(summed / scale, exact / scale, rtol=0, atol=1e-12)
+
+
+def test_summing_over_blocks_first_on_large_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpcg.stats.kendall as mod
+
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        cx, cy = (int(v) for v in rng.integers(2, 31, 2))
+        k, n = int(rng.integers(2, 61)), 20_000
+        x = rng.integers(0, cx, n)
+        y = np.where(rng.random(n) < 0.3, x % cy, rng.integers(0, cy, n))
+        s = np.where(rng.random(n) < 0.5, 0, rng.integers(0, k, n))
+        t = table_from_codes(x, y, s, cx, cy, k)
+        monkeypatch.setattr(mod, "_BLOCKWISE_MAX_WORK", 10**12)
+        exact = split_kendall_u(t)
+        monkeypatch.setattr(mod, "_BLOCKWISE_MAX_WORK", -1)
+        summed = split_kendall_u(t)
+        scale = math.sqrt(9 * n / 4)
+        np.testing.assert_allclose(summed / scale, exact / scale, rtol=0, atol=1e-11)
