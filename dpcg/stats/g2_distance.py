@@ -167,7 +167,7 @@ class _Ladder:
             self._flat = np.concatenate([a.ravel(), self.bm.ravel(), self.cm.ravel(), self.d])
             self._flat_cells = cells
         flat = self._flat
-        nc = (flat.size - st * (cx + cy + 1)) // st if st else 0
+        nc = self.a.shape[1] if cells is None else len(cells)
         kk = ks[:, None]
         hi = self._g(flat + kk)
         lo = self._g(np.maximum(flat - kk - 1, 0))
@@ -334,6 +334,16 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
             return float(lad.table[k])
         return float(g_increment_array(np.array([float(k)]))[0])
 
+    def total_rate(u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> float:
+        """``r = 2 (max(U, g(k)) + max(V, g(k)))`` over the strata (plain floats when
+        there are few)."""
+        gk = g_scalar(k)
+        if u.size < 8:
+            ul: list[float] = u.tolist()
+            vl: list[float] = v.tolist()
+            return 2.0 * (max(max(ul), gk) + max(max(vl), gk))
+        return 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
+
     # The crossing tests with fixed rates, as closures over their scalars: the search
     # evaluates them tens of times per table, and with few strata plain floats are far
     # cheaper than NumPy calls. The arithmetic is the same, operation by operation (a
@@ -346,24 +356,15 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
 
         def at(u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> _Crossing:
             # m_t(T) <= 0: G^2 - min(t r, sum_s min(G_s, t r_s)) - Q+(min(df + t iota, DFMAX))
-            gk = g_scalar(k)
-            small = u.size < 8
-            if small:
-                ul: list[float] = u.tolist()
-                vl: list[float] = v.tolist()
-                r = 2.0 * (max(max(ul), gk) + max(max(vl), gk))
-                w_list = [a + b for a, b in zip(ul, vl, strict=True)]
-                w = u
-            else:
-                r = 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
-                w = u + v
-                w_list = []
+            r = total_rate(u, v, k)
+            w = u + v
+            w_list: list[float] | None = w.tolist() if w.size < 8 else None
             step = iota(k)
             q_fixed = q_at_zero if step == 0 else None
 
             def crossed(t: int) -> bool:
                 t2 = t * 2.0
-                if small:
+                if w_list is not None:
                     per_stratum = sum([min(g, t2 * x) for g, x in zip(gs_list, w_list,
                                                                       strict=True)])
                 else:
@@ -378,13 +379,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
 
         def at(u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> _Crossing:
             # M_t(T) >= 0: min(G^2 + t r, GMAX) - Q-(max(df - t iota, 1))
-            gk = g_scalar(k)
-            if u.size < 8:
-                ul0: list[float] = u.tolist()
-                vl0: list[float] = v.tolist()
-                r = 2.0 * (max(max(ul0), gk) + max(max(vl0), gk))
-            else:
-                r = 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
+            r = total_rate(u, v, k)
             step = iota(k)
 
             def crossed(t: int) -> bool:
@@ -422,6 +417,15 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
                 lo = mid + 1
         return lo
 
+    def narrow(ks: NDArray[np.int64], Uk: NDArray[np.float64], Vk: NDArray[np.float64],
+               hit: int) -> tuple[int, int]:
+        """The bracket of the answer when radius ``ks[hit]`` crosses and ``ks[hit - 1]``
+        does not: within it the exact rates lie between those two radii' rates, so
+        crossing with the larger bounds it below and with the smaller above."""
+        k_a, k_b = int(ks[hit - 1]), int(ks[hit])
+        return (max(k_a + 2, first(k_a + 2, k_b + 1, Uk[hit], Vk[hit], k_b)),
+                min(k_b + 1, first(k_a + 2, k_b + 1, Uk[hit - 1], Vk[hit - 1], k_a)))
+
     # t = k + 1: the rates of step t - 1 decide whether t replacements can cross. The
     # rates are exact at every radius used (cells are only pruned when they provably
     # cannot be a stratum's maximum in the remaining range), so the search returns
@@ -448,9 +452,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
                 break
             if hit < 0:
                 break  # no crossing up to hi_t (only when hi_t = n): clamp
-            k_a, k_b = int(ks[hit - 1]), int(ks[hit])
-            lo_t = max(k_a + 2, first(k_a + 2, k_b + 1, Uk[hit], Vk[hit], k_b))
-            hi_t = min(k_b + 1, first(k_a + 2, k_b + 1, Uk[hit - 1], Vk[hit - 1], k_a))
+            lo_t, hi_t = narrow(ks, Uk, Vk, hit)
         dist = hi_t
     elif not at_one:
         ku = np.array([u_t - 1], dtype=np.int64)
@@ -497,9 +499,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
                 if hit == 0:
                     dist = int(ks[0]) + 1
                     break
-                k_a, k_b = int(ks[hit - 1]), int(ks[hit])
-                lo_t = max(k_a + 2, first(k_a + 2, k_b + 1, Uk[hit], Vk[hit], k_b))
-                hi_t = min(k_b + 1, first(k_a + 2, k_b + 1, Uk[hit - 1], Vk[hit - 1], k_a))
+                lo_t, hi_t = narrow(ks, Uk, Vk, hit)
                 dist = hi_t
                 upper_cells = (up[hit], down[hit])
     value = dist if dependent else 1 - dist

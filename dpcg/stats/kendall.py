@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -229,8 +230,11 @@ def _augmented_splits(c: int) -> NDArray[np.int64]:
 _PRODUCT_MAX_WORK = 20_000
 
 
-def _recode(N: NDArray[np.int64], c: int, axis: int) -> NDArray[np.int64]:
-    """The product ``A N`` along ``axis`` of ``N`` (exact, int64), where ``A`` is
+_Num = TypeVar("_Num", np.int64, np.float64)
+
+
+def _recode(N: NDArray[_Num], c: int, axis: int) -> NDArray[_Num]:
+    """The product ``A N`` along ``axis`` of ``N`` (exact for int64 counts), where ``A`` is
     :func:`_augmented_splits` of ``c``, from prefix sums instead of a matrix product:
     the one-category splits are the lines of ``N`` themselves, the cumulative cuts
     ``{v < t}`` and the row of ones are prefix sums. ``O(c)`` per line instead of
@@ -251,8 +255,8 @@ def _recode(N: NDArray[np.int64], c: int, axis: int) -> NDArray[np.int64]:
 _BLOCKWISE_MAX_WORK = 10_000
 
 
-def _split_u_summed(N: NDArray[np.int64], cx: int, cy: int, kx: int, ky: int
-                    ) -> NDArray[np.float64]:
+def _split_u_summed(N: NDArray[np.int64], m: NDArray[np.int64], cx: int, cy: int,
+                    kx: int, ky: int) -> NDArray[np.float64]:
     """``U`` of every pair of splits without a ``(blocks, kx, ky)`` intermediate.
 
     ``U = sum_b w_b (m_b a_b - r_b s_b)`` with ``w_b = 9 / (2 m_b + 5)`` splits into
@@ -264,8 +268,7 @@ def _split_u_summed(N: NDArray[np.int64], cx: int, cy: int, kx: int, ky: int
     1,400 random tables, against a bound of ``6/sqrt(n)``); memory ``O(k (kx + ky))``
     instead of ``O(k kx ky)``, which matters when ``S`` has thousands of
     configurations of high-cardinality variables (a ``6,339 x 92 x 88`` table: 0.3 s
-    instead of 6.6 s and gigabytes of intermediates)."""
-    m = N.sum(axis=(1, 2))
+    instead of 6.6 s and gigabytes of intermediates). ``m``: the block sizes."""
     keep = m >= 2
     if not keep.all():
         N, m = N[keep], m[keep]
@@ -295,7 +298,8 @@ def _split_parts(table: StrataTable) -> tuple[NDArray[np.float64], NDArray[np.in
     if k == 0 or kx == 0 or ky == 0:
         return np.zeros((kx, ky), dtype=np.float64), N.sum(axis=(1, 2))
     if k > 1 and k * kx * ky > _BLOCKWISE_MAX_WORK:
-        return _split_u_summed(N, cx, cy, kx, ky), N.sum(axis=(1, 2))
+        m = N.sum(axis=(1, 2))
+        return _split_u_summed(N, m, cx, cy, kx, ky), m
     if k * cx * cy * (cx + cy) <= _PRODUCT_MAX_WORK:
         G = _augmented_splits(cx) @ N @ _augmented_splits(cy).T  # (k, kx + 1, ky + 1)
     else:
@@ -317,7 +321,8 @@ def split_kendall_u(table: StrataTable) -> NDArray[np.float64]:
 
     For a 2 x 2 block with ``a = n_11``, row total ``r`` (x in the split), column
     total ``s`` (y in the split) and size ``m``: ``S = C - D = m a - r s`` (exact in
-    int64), so all pairs of splits come from two small matrix products per block.
+    int64), so all pairs of splits come from ``A_x N A_y^T`` per block (with many
+    blocks, summed over the blocks first: :func:`_split_u_summed`).
     """
     return _split_parts(table)[0]
 
