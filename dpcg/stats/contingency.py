@@ -6,7 +6,9 @@ columns' declared cardinalities, then ``x``, then ``y``. One ``np.bincount`` ove
 index gives the ``(n_strata, cx, cy)`` table. Only **observed** strata (configurations
 of ``S`` that occur in the data) are kept; when the number of possible configurations
 is large compared with ``n`` the configuration index is first compressed with
-``np.unique(..., return_inverse=True)`` so that memory stays ``O(n + n_strata cx cy)``.
+``np.unique(..., return_inverse=True)`` so that memory stays ``O(n + n_strata cx cy)``;
+when even the observed strata would span far more cells than there are rows, the table
+is kept as its non-zero cells (:class:`SparseStrataTable`, ``O(n)``).
 
 Everything downstream (:mod:`dpcg.stats.discrete`, :mod:`dpcg.stats.kendall`,
 :mod:`dpcg.stats.spearman`) works on the 3-D table, vectorised across strata.
@@ -32,6 +34,9 @@ from dpcg.errors import StatisticInputError
 #: configurations are compressed with ``np.unique`` first.
 DENSE_CELLS_MIN = 1 << 16
 DENSE_CELLS_PER_ROW = 4
+#: Above this many cells per row (and :data:`DENSE_CELLS_MIN`), a table of the observed
+#: strata is kept as its non-zero cells (:class:`SparseStrataTable`).
+SPARSE_CELLS_PER_ROW = 16
 
 #: Exact integer arithmetic in int64 (concordance counts up to n^2/2) is guaranteed
 #: for n up to this many rows.
@@ -73,6 +78,67 @@ class StrataTable:
     def y_margins(self) -> NDArray[np.int64]:
         """``(n_strata, cy)`` counts of each y level per stratum."""
         return np.asarray(self.counts.sum(axis=1), dtype=np.int64)
+
+
+class SparseStrataTable(StrataTable):
+    """A :class:`StrataTable` kept as its non-zero cells, for tables that are mostly
+    empty (many observed strata of high-cardinality variables: a dense
+    ``(n_strata, cx, cy)`` array would take far more memory than the rows).
+
+    * ``stratum``, ``cell``, ``weight``: one entry per non-zero cell, sorted by
+      ``(stratum, cell)``; ``cell = x * cy + y``; ``weight`` the count (>= 1);
+    * ``k``: the number of observed strata (every one has an entry).
+
+    ``counts`` is materialised on first access (same array as the dense layout), so every
+    statistic works on it; the statistics that matter at this size (the split Kendall
+    numerators, :func:`dpcg.stats.kendall.split_kendall_u`) read the entries directly.
+    The margins and sizes below never materialise it.
+    """
+
+    stratum: NDArray[np.intp]
+    cell: NDArray[np.intp]
+    weight: NDArray[np.int64]
+    k: int
+
+    def __init__(self, stratum: NDArray[np.intp], cell: NDArray[np.intp],
+                 weight: NDArray[np.int64], k: int, cx: int, cy: int,
+                 n_configs: int) -> None:
+        for name, value in (("stratum", stratum), ("cell", cell), ("weight", weight),
+                            ("k", int(k)), ("cx", int(cx)), ("cy", int(cy)),
+                            ("n_configs", int(n_configs))):
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> NDArray[np.int64]:
+        # only reached for attributes not set in __init__: the dense counts
+        if name != "counts":
+            raise AttributeError(name)
+        flat = np.zeros(self.k * self.cx * self.cy, dtype=np.int64)
+        flat[self.stratum * (self.cx * self.cy) + self.cell] = self.weight
+        dense: NDArray[np.int64] = flat.reshape(self.k, self.cx, self.cy)
+        object.__setattr__(self, "counts", dense)
+        return dense
+
+    @property
+    def n(self) -> int:
+        return int(self.weight.sum())
+
+    @property
+    def n_strata(self) -> int:
+        return self.k
+
+    def stratum_sizes(self) -> NDArray[np.int64]:
+        return np.bincount(self.stratum, weights=self.weight, minlength=self.k
+                           ).astype(np.int64)
+
+    def x_margins(self) -> NDArray[np.int64]:
+        idx = self.stratum * self.cx + self.cell // self.cy
+        return np.bincount(idx, weights=self.weight, minlength=self.k * self.cx
+                           ).astype(np.int64).reshape(self.k, self.cx)
+
+    def y_margins(self) -> NDArray[np.int64]:
+        idx = self.stratum * self.cy + self.cell % self.cy
+        return np.bincount(idx, weights=self.weight, minlength=self.k * self.cy
+                           ).astype(np.int64).reshape(self.k, self.cy)
 
 
 def _check_cardinality(name: str, c: object) -> int:
@@ -149,6 +215,11 @@ def _build(
         acc *= cy
         acc += yc
         compress = False
+        if k * cells > max(DENSE_CELLS_MIN, SPARSE_CELLS_PER_ROW * n):
+            keys, weight = np.unique(acc, return_counts=True)
+            return SparseStrataTable(keys // cells, keys % cells,
+                                     weight.astype(np.int64, copy=False), k, cx, cy,
+                                     n_configs)
     total = k * cells
     if total * LANES <= limit:
         acc *= LANES

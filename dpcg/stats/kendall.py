@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcg.errors import StatisticInputError
-from dpcg.stats.contingency import StrataTable
+from dpcg.stats.contingency import SparseStrataTable, StrataTable
 
 
 def concordance(table: StrataTable) -> NDArray[np.int64]:
@@ -283,6 +283,24 @@ def _split_u_summed(N: NDArray[np.int64], m: NDArray[np.int64], cx: int, cy: int
     return U
 
 
+def _split_u_sparse(table: SparseStrataTable, kx: int, ky: int
+                    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """:func:`_split_u_summed` on a table kept as its non-zero cells: the weighted
+    ``cx x cy`` table and the blocks' margins are accumulated from the entries
+    (``O(entries + k (cx + cy))`` memory, no dense ``(k, cx, cy)`` array)."""
+    cx, cy = table.cx, table.cy
+    m = table.stratum_sizes()
+    keep = m >= 2  # blocks of at most one row add exactly 0
+    w = np.where(keep, 9.0 / (2.0 * m.astype(np.float64) + 5.0), 0.0)
+    coef = (w * m)[table.stratum] * table.weight
+    M = np.bincount(table.cell, weights=coef, minlength=cx * cy).reshape(cx, cy)
+    first = _recode(_recode(M[None], cx, 1), cy, 2)[0, :kx, :ky]
+    R = _recode(table.x_margins()[keep][:, :, None], cx, 1)[:, :kx, 0].astype(np.float64)
+    C = _recode(table.y_margins()[keep][:, None, :], cy, 2)[:, 0, :ky].astype(np.float64)
+    U: NDArray[np.float64] = first - (R * w[keep][:, None]).T @ C
+    return U, m
+
+
 def _split_parts(table: StrataTable) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """``(U, m)``: ``U`` of every pair of splits (``(kx, ky)``) and the block sizes.
 
@@ -292,9 +310,13 @@ def _split_parts(table: StrataTable) -> tuple[NDArray[np.float64], NDArray[np.in
     and y in split j, ``G[:i, :j]``), the row totals ``r`` (``G[:, ky]``), the column
     totals ``s`` (``G[kx, :]``) and the block size ``m`` (``G[kx, ky]``).
     """
-    N = table.counts
-    k, cx, cy = N.shape
+    cx, cy = table.cx, table.cy
     kx, ky = binary_splits(cx).shape[0], binary_splits(cy).shape[0]
+    if (isinstance(table, SparseStrataTable) and table.k > 1 and kx and ky
+            and table.k * kx * ky > _BLOCKWISE_MAX_WORK):
+        return _split_u_sparse(table, kx, ky)
+    N = table.counts
+    k = N.shape[0]
     if k == 0 or kx == 0 or ky == 0:
         return np.zeros((kx, ky), dtype=np.float64), N.sum(axis=(1, 2))
     if k > 1 and k * kx * ky > _BLOCKWISE_MAX_WORK:
