@@ -91,7 +91,8 @@ class SparseStrataTable(StrataTable):
 
     ``counts`` is materialised on first access (same array as the dense layout), so every
     statistic works on it; the statistics that matter at this size (the split Kendall
-    numerators, :func:`dpcg.stats.kendall.split_kendall_u`) read the entries directly.
+    numerators, :func:`dpcg.stats.kendall.split_kendall_u`, and the G-test,
+    :func:`dpcg.stats.discrete.g2_test`) read the entries directly.
     The margins and sizes below never materialise it.
     """
 
