@@ -127,19 +127,21 @@ class SparseStrataTable(StrataTable):
     def n_strata(self) -> int:
         return self.k
 
+    def _per_stratum(self, level: NDArray[np.intp], c: int) -> NDArray[np.int64]:
+        """``(k, c)`` sums of the counts by stratum and ``level`` (``c`` levels)."""
+        idx = self.stratum * c + level
+        return np.bincount(idx, weights=self.weight, minlength=self.k * c
+                           ).astype(np.int64).reshape(self.k, c)
+
     def stratum_sizes(self) -> NDArray[np.int64]:
         return np.bincount(self.stratum, weights=self.weight, minlength=self.k
                            ).astype(np.int64)
 
     def x_margins(self) -> NDArray[np.int64]:
-        idx = self.stratum * self.cx + self.cell // self.cy
-        return np.bincount(idx, weights=self.weight, minlength=self.k * self.cx
-                           ).astype(np.int64).reshape(self.k, self.cx)
+        return self._per_stratum(self.cell // self.cy, self.cx)
 
     def y_margins(self) -> NDArray[np.int64]:
-        idx = self.stratum * self.cy + self.cell % self.cy
-        return np.bincount(idx, weights=self.weight, minlength=self.k * self.cy
-                           ).astype(np.int64).reshape(self.k, self.cy)
+        return self._per_stratum(self.cell % self.cy, self.cy)
 
 
 def _check_cardinality(name: str, c: object) -> int:

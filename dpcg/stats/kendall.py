@@ -255,6 +255,20 @@ def _recode(N: NDArray[_Num], c: int, axis: int) -> NDArray[_Num]:
 _BLOCKWISE_MAX_WORK = 10_000
 
 
+def _split_u_from(M: NDArray[np.float64], bm: NDArray[np.int64], cm: NDArray[np.int64],
+                  w: NDArray[np.float64], cx: int, cy: int, kx: int, ky: int
+                  ) -> NDArray[np.float64]:
+    """``U = A_x M A_y^T - R^T diag(w) C`` from the weighted table
+    ``M = sum_b w_b m_b N_b`` and the blocks' x and y margins ``bm``, ``cm`` (whose
+    splits give ``R``, ``C``); ``w`` per block. Shared by :func:`_split_u_summed` and
+    :func:`_split_u_sparse`."""
+    first = _recode(_recode(M[None], cx, 1), cy, 2)[0, :kx, :ky]
+    R = _recode(bm[:, :, None], cx, 1)[:, :kx, 0].astype(np.float64)  # (k, kx)
+    C = _recode(cm[:, None, :], cy, 2)[:, 0, :ky].astype(np.float64)  # (k, ky)
+    U: NDArray[np.float64] = first - (R * w[:, None]).T @ C
+    return U
+
+
 def _split_u_summed(N: NDArray[np.int64], m: NDArray[np.int64], cx: int, cy: int,
                     kx: int, ky: int) -> NDArray[np.float64]:
     """``U`` of every pair of splits without a ``(blocks, kx, ky)`` intermediate.
@@ -262,12 +276,12 @@ def _split_u_summed(N: NDArray[np.int64], m: NDArray[np.int64], cx: int, cy: int
     ``U = sum_b w_b (m_b a_b - r_b s_b)`` with ``w_b = 9 / (2 m_b + 5)`` splits into
     ``A_x (sum_b w_b m_b N_b) A_y^T`` (the splits applied once, to one weighted
     ``cx x cy`` table) minus ``R^T diag(w) C`` (``R``, ``C``: every block's row and
-    column totals under the splits), two float64 products. Blocks of at most one row
-    add exactly 0 (``m a = r s``) and are left out. The same ``U`` as the exact
-    block-by-block sum up to float rounding (at most 3e-13 on the ``z`` scale over
-    1,400 random tables, against a bound of ``6/sqrt(n)``); memory ``O(k (kx + ky))``
-    instead of ``O(k kx ky)``, which matters when ``S`` has thousands of
-    configurations of high-cardinality variables (a ``6,339 x 92 x 88`` table: 0.3 s
+    column totals under the splits), two float64 products (:func:`_split_u_from`).
+    Blocks of at most one row add exactly 0 (``m a = r s``) and are left out. The same
+    ``U`` as the exact block-by-block sum up to float rounding (at most 3e-13 on the
+    ``z`` scale over 1,400 random tables, against a bound of ``6/sqrt(n)``); memory
+    ``O(k (kx + ky))`` instead of ``O(k kx ky)``, which matters when ``S`` has thousands
+    of configurations of high-cardinality variables (a ``6,339 x 92 x 88`` table: 0.3 s
     instead of 6.6 s and gigabytes of intermediates). ``m``: the block sizes."""
     keep = m >= 2
     if not keep.all():
@@ -276,11 +290,7 @@ def _split_u_summed(N: NDArray[np.int64], m: NDArray[np.int64], cx: int, cy: int
         return np.zeros((kx, ky), dtype=np.float64)
     w = 9.0 / (2.0 * m.astype(np.float64) + 5.0)
     M = np.tensordot(w * m, N.astype(np.float64), axes=(0, 0))  # (cx, cy)
-    first = _recode(_recode(M[None], cx, 1), cy, 2)[0, :kx, :ky]
-    R = _recode(N.sum(axis=2)[:, :, None], cx, 1)[:, :kx, 0].astype(np.float64)  # (k, kx)
-    C = _recode(N.sum(axis=1)[:, None, :], cy, 2)[:, 0, :ky].astype(np.float64)  # (k, ky)
-    U: NDArray[np.float64] = first - (R * w[:, None]).T @ C
-    return U
+    return _split_u_from(M, N.sum(axis=2), N.sum(axis=1), w, cx, cy, kx, ky)
 
 
 def _split_u_sparse(table: SparseStrataTable, kx: int, ky: int
@@ -293,11 +303,10 @@ def _split_u_sparse(table: SparseStrataTable, kx: int, ky: int
     keep = m >= 2  # blocks of at most one row add exactly 0
     w = np.where(keep, 9.0 / (2.0 * m.astype(np.float64) + 5.0), 0.0)
     coef = (w * m)[table.stratum] * table.weight
-    M = np.bincount(table.cell, weights=coef, minlength=cx * cy).reshape(cx, cy)
-    first = _recode(_recode(M[None], cx, 1), cy, 2)[0, :kx, :ky]
-    R = _recode(table.x_margins()[keep][:, :, None], cx, 1)[:, :kx, 0].astype(np.float64)
-    C = _recode(table.y_margins()[keep][:, None, :], cy, 2)[:, 0, :ky].astype(np.float64)
-    U: NDArray[np.float64] = first - (R * w[keep][:, None]).T @ C
+    M = np.asarray(np.bincount(table.cell, weights=coef, minlength=cx * cy),
+                   dtype=np.float64).reshape(cx, cy)  # float weights: float64 already
+    U = _split_u_from(M, table.x_margins()[keep], table.y_margins()[keep], w[keep],
+                      cx, cy, kx, ky)
     return U, m
 
 
