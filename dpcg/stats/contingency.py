@@ -144,6 +144,14 @@ class SparseStrataTable(StrataTable):
         return self._per_stratum(self.cell % self.cy, self.cy)
 
 
+def keeps_sparse(n_strata: int, cells: int, n: int) -> bool:
+    """Whether a table of ``n_strata`` observed strata of ``cells`` cells each, built from
+    ``n`` rows, is kept as its non-zero cells (:class:`SparseStrataTable`): more than
+    ``max(DENSE_CELLS_MIN, SPARSE_CELLS_PER_ROW * n)`` cells. Every table engine applies
+    this one rule, so the layout of a table never depends on the engine that built it."""
+    return n_strata * cells > max(DENSE_CELLS_MIN, SPARSE_CELLS_PER_ROW * n)
+
+
 def _check_cardinality(name: str, c: object) -> int:
     if isinstance(c, bool) or not isinstance(c, int | np.integer) or int(c) < 1:
         raise StatisticInputError(
@@ -218,7 +226,7 @@ def _build(
         acc *= cy
         acc += yc
         compress = False
-        if k * cells > max(DENSE_CELLS_MIN, SPARSE_CELLS_PER_ROW * n):
+        if keeps_sparse(k, cells, n):
             keys, weight = np.unique(acc, return_counts=True)
             return SparseStrataTable(keys // cells, keys % cells,
                                      weight.astype(np.int64, copy=False), k, cx, cy,

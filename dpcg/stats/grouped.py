@@ -13,7 +13,11 @@ on the raw codes:
   with a positive count appear, as in ``contingency_table``;
 * counts are summed with ``np.bincount(..., weights=...)``: float64 sums of integers are
   exact below ``2**53``, far above :data:`~dpcg.stats.contingency.MAX_ROWS`, and are
-  converted back to int64.
+  converted back to int64;
+* a table whose observed strata would span far more cells than there are rows is kept
+  as its non-zero cells (:class:`~dpcg.stats.contingency.SparseStrataTable`), by the
+  rule the in-memory builder applies
+  (:func:`~dpcg.stats.contingency.keeps_sparse`): a frame's rows already are those cells.
 
 It also plans a batch: the distinct column sets, and chunks of them for one
 ``GROUPING SETS`` query each. Everything here depends on the public queries and the
@@ -38,7 +42,7 @@ from numpy.typing import NDArray
 from dpcg.data.schema import Categorical, Ordinal, Schema
 from dpcg.data.sql_validate import Dialect, Violation, code_expression, validation_plan
 from dpcg.errors import StatisticInputError
-from dpcg.stats.contingency import MAX_ROWS, StrataTable
+from dpcg.stats.contingency import MAX_ROWS, SparseStrataTable, StrataTable, keeps_sparse
 
 __all__ = [
     "JOINT_LIMIT",
@@ -232,13 +236,22 @@ def table_from_frame(
         s *= int(cardinalities[j] or 0)
         s += frame.codes[j]
     strata, inverse = np.unique(s, return_inverse=True)
+    n_strata = int(strata.shape[0])
     cell = inverse.reshape(-1).astype(np.int64) * cx
     cell += frame.codes[x]
     cell *= cy
     cell += frame.codes[y]
-    total = int(strata.shape[0]) * cx * cy
-    summed = np.bincount(cell, weights=counts.astype(np.float64), minlength=total)
-    table = np.rint(summed).astype(np.int64).reshape(int(strata.shape[0]), cx, cy)
+    weights = counts.astype(np.float64)
+    if keeps_sparse(n_strata, cx * cy, int(counts.sum())):
+        # the frame's rows are already the non-zero cells: no dense array at all
+        keys, where = np.unique(cell, return_inverse=True)
+        weight = np.rint(np.bincount(where.reshape(-1), weights=weights,
+                                     minlength=keys.shape[0])).astype(np.int64)
+        return SparseStrataTable((keys // (cx * cy)).astype(np.intp),
+                                 (keys % (cx * cy)).astype(np.intp), weight, n_strata,
+                                 cx, cy, n_configs)
+    summed = np.bincount(cell, weights=weights, minlength=n_strata * cx * cy)
+    table = np.rint(summed).astype(np.int64).reshape(n_strata, cx, cy)
     return StrataTable(table, cx, cy, n_configs)
 
 

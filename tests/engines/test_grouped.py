@@ -59,3 +59,46 @@ def test_chunks_and_grouping_ids() -> None:
     assert union_order([(1, 2), (0, 2)]) == [1, 2, 0]
     assert grouping_id((1, 2), [1, 2, 0]) == 1
     assert grouping_id((0,), [1, 2, 0]) == 0b110
+
+
+def _assert_same_layout(got: object, ref: object) -> None:
+    """Same class, and for the sparse layout the same entries, not only the same counts."""
+    from dpcg.stats.contingency import SparseStrataTable
+
+    assert type(got) is type(ref)
+    if isinstance(ref, SparseStrataTable):
+        assert isinstance(got, SparseStrataTable)
+        assert got.k == ref.k
+        for name in ("stratum", "cell", "weight"):
+            assert np.array_equal(getattr(got, name), getattr(ref, name)), name
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_frames_keep_the_layout_of_the_in_memory_builder(
+    monkeypatch: pytest.MonkeyPatch, force: bool
+) -> None:
+    """A mostly empty table comes out of a frame as its non-zero cells, with the entries
+    the in-memory builder gives; forcing the sparse layout everywhere, every query does."""
+    from dpcg.stats import contingency
+
+    if force:
+        monkeypatch.setattr(contingency, "DENSE_CELLS_MIN", 0)
+        monkeypatch.setattr(contingency, "DENSE_CELLS_PER_ROW", 0)
+        monkeypatch.setattr(contingency, "SPARSE_CELLS_PER_ROW", 0)
+    rng = np.random.default_rng(3)
+    cards = [40, 60, 3, 50, 45]
+    n = 2000
+    codes = np.stack([rng.integers(0, c, n) for c in cards])
+    codes[2] = codes[0] % 3  # a dependence, so not every cell is a singleton
+    joint = _joint(codes)
+    kinds = set()
+    for q in [(0, 1, ()), (0, 1, (3, 4)), (2, 4, (0,)), (3, 0, (1, 4, 2))]:
+        cols = tuple(sorted((q[0], q[1], *q[2])))
+        got = table_from_frame(marginal_frame(joint, cols, cards), cards, q)
+        ref = contingency_table(codes, cards, *q)
+        _assert_same_layout(got, ref)
+        assert np.array_equal(got.counts, ref.counts)
+        assert got.n_configs == ref.n_configs
+        kinds.add(type(ref).__name__)
+    assert kinds == ({"SparseStrataTable"} if force else
+                     {"StrataTable", "SparseStrataTable"})

@@ -38,6 +38,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> tuple[Schema, np.ndarray, 
 
 
 def assert_same(ref: StrataTable, got: StrataTable) -> None:
+    assert type(got) is type(ref)  # the same layout (dense, or the non-zero cells)
     assert got.counts.dtype == np.int64
     assert np.array_equal(got.counts, ref.counts)
     assert (got.cx, got.cy, got.n_configs) == (ref.cx, ref.cy, ref.n_configs)
@@ -158,6 +159,10 @@ def test_cluster_joint_cache_with_wide_codes(spark: Any, tmp_path: Path) -> None
     assert engine.joint_limit() == max(JOINT_LIMIT, SPARK_JOINT_BYTES // (len(cards) + 8))
     queries = random_queries(np.random.default_rng(3), len(cards), 20, max_s=2)
     before = engine.jobs
+    layouts = set()
     for q, got in zip(queries, engine.tables(queries), strict=True):
         assert_same(contingency_table(codes, cards, *q), got)
+        layouts.add(type(got).__name__)
     assert engine.jobs - before == 1
+    # most of these tables are mostly empty: kept as their non-zero cells, as in memory
+    assert layouts == {"StrataTable", "SparseStrataTable"}
