@@ -90,9 +90,11 @@ class SparseStrataTable(StrataTable):
     * ``k``: the number of observed strata (every one has an entry).
 
     ``counts`` is materialised on first access (same array as the dense layout), so every
-    statistic works on it; the statistics that matter at this size (the split Kendall
-    numerators, :func:`dpcg.stats.kendall.split_kendall_u`, and the G-test,
-    :func:`dpcg.stats.discrete.g2_test`) read the entries directly.
+    statistic works on it; the split Kendall numerators
+    (:func:`dpcg.stats.kendall.split_kendall_u`), the G- and chi-square tests, ``df``,
+    ``n CMI`` (:mod:`dpcg.stats.discrete`) and the Spearman statistics
+    (:mod:`dpcg.stats.spearman`) read the entries directly; the conditional Kendall
+    ``z`` and the G^2 decision distance materialise it.
     The margins and sizes below never materialise it.
     """
 

@@ -49,8 +49,7 @@ def degrees_of_freedom(table: StrataTable) -> int:
     """``sum_s (r_s - 1)(c_s - 1)`` over observed strata (causal-learn's rule)."""
     if table.n_strata == 0:
         return 0
-    N = table.counts
-    return _df(N.sum(axis=2), N.sum(axis=1))
+    return _df(table.x_margins(), table.y_margins())
 
 
 def _df(nx: NDArray[np.int64], ny: NDArray[np.int64]) -> int:
@@ -68,7 +67,13 @@ def n_cmi(table: StrataTable) -> float:
     """``n`` times the plug-in conditional mutual information ``I(X; Y | S)`` in nats.
 
     Equal to ``G^2 / 2``. Clamped at 0 against rounding (the exact value is >= 0).
+    A :class:`SparseStrataTable` is read from its entries (the same terms in the same
+    order: bit-identical).
     """
+    if isinstance(table, SparseStrataTable):
+        val = (_xlogx(table.weight) + _xlogx(table.stratum_sizes())
+               - _xlogx(table.x_margins()) - _xlogx(table.y_margins()))
+        return max(val, 0.0)
     N = table.counts
     if N.size == 0:
         return 0.0
@@ -115,17 +120,34 @@ def _g2_from(N: NDArray[np.int64], E: NDArray[np.float64]) -> float:
     return float(max(2.0 * np.dot(N.reshape(-1), logs.reshape(-1)), 0.0))
 
 
-def _g2_sparse(table: SparseStrataTable) -> ChiSquareResult:
-    """The G-test from a table's non-zero cells (only they contribute to ``G^2``; ``E``
-    at each is the same integer product rounded once as in :func:`_expected_from`), and
-    ``df`` from the margins: no dense ``(n_strata, cx, cy)`` array."""
+def _sparse_expected(table: SparseStrataTable
+                     ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+    """``E`` at a table's non-zero cells (the integer product rounded once, as in
+    :func:`_expected_from`) and the ``(k, cx)``, ``(k, cy)`` margins."""
     nx, ny = table.x_margins(), table.y_margins()
     ns = nx.sum(axis=1)
     s, x, y = table.stratum, table.cell // table.cy, table.cell % table.cy
-    E = (nx[s, x] * ny[s, y]) / ns[s]
+    E: NDArray[np.float64] = (nx[s, x] * ny[s, y]) / ns[s]
+    return E, nx, ny
+
+
+def _g2_sparse(table: SparseStrataTable) -> ChiSquareResult:
+    """The G-test from a table's non-zero cells (only they contribute to ``G^2``), and
+    ``df`` from the margins: no dense ``(n_strata, cx, cy)`` array."""
+    E, nx, ny = _sparse_expected(table)
     N = table.weight
     stat = float(max(2.0 * np.dot(N, np.log(N / E)), 0.0))
     return _result(stat, _df(nx, ny))
+
+
+def _chi2_sparse(table: SparseStrataTable) -> float:
+    """Pearson's ``chi^2`` from the non-zero cells: their ``(N - E)^2 / E``, plus the
+    empty cells' ``E``, which sum to ``n`` minus the non-empty cells' (``E`` sums to the
+    stratum size in every stratum)."""
+    E, _, _ = _sparse_expected(table)
+    d = table.weight - E
+    empty = max(float(table.weight.sum()) - float(E.sum()), 0.0)
+    return float(np.sum(d * d / E)) + empty
 
 
 def g2_statistic(table: StrataTable) -> float:
@@ -140,6 +162,8 @@ def g2_statistic(table: StrataTable) -> float:
 
 def chi2_statistic(table: StrataTable) -> float:
     """Pearson's ``chi^2 = sum_{E>0} (N - E)^2 / E``."""
+    if isinstance(table, SparseStrataTable):
+        return _chi2_sparse(table)
     N = table.counts
     if N.size == 0:
         return 0.0

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcg.errors import StatisticInputError
-from dpcg.stats.contingency import StrataTable
+from dpcg.stats.contingency import SparseStrataTable, StrataTable
 
 
 def _centred_midranks2(margins: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -45,14 +45,20 @@ def _centred_midranks2(margins: NDArray[np.int64]) -> NDArray[np.float64]:
 def _parts(
     table: StrataTable,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Per block: ``T_b``, ``Sxx_b``, ``Syy_b`` and ``m_b`` (float64)."""
-    N = table.counts
+    """Per block: ``T_b``, ``Sxx_b``, ``Syy_b`` and ``m_b`` (float64). A
+    :class:`SparseStrataTable` is read from its non-zero cells (``T_b`` is a sum over
+    them), without the dense array."""
     nx = table.x_margins()
     ny = table.y_margins()
     ax = _centred_midranks2(nx)
     ay = _centred_midranks2(ny)
-    Nf = N.astype(np.float64)
-    T = np.einsum("bi,bij,bj->b", ax, Nf, ay) / 4.0
+    if isinstance(table, SparseStrataTable):
+        s, x, y = table.stratum, table.cell // table.cy, table.cell % table.cy
+        T = np.bincount(s, weights=ax[s, x] * table.weight * ay[s, y],
+                        minlength=table.k) / 4.0
+    else:
+        Nf = table.counts.astype(np.float64)
+        T = np.einsum("bi,bij,bj->b", ax, Nf, ay) / 4.0
     Sxx = np.einsum("bi,bi->b", nx.astype(np.float64), ax * ax) / 4.0
     Syy = np.einsum("bj,bj->b", ny.astype(np.float64), ay * ay) / 4.0
     return T, Sxx, Syy, table.stratum_sizes().astype(np.float64)

@@ -18,9 +18,22 @@ from hypothesis import strategies as st
 import dpcg.stats.contingency as contingency
 import dpcg.stats.kendall as kendall
 from dpcg.stats.contingency import SparseStrataTable, StrataTable, table_from_codes
-from dpcg.stats.discrete import g2_statistic, g2_test
+from dpcg.stats.discrete import (
+    chi2_statistic,
+    chi2_test,
+    degrees_of_freedom,
+    g2_statistic,
+    g2_test,
+    n_cmi,
+)
 from dpcg.stats.g2_distance import g2_distance
 from dpcg.stats.kendall import conditional_kendall_z, split_kendall_u, split_kendall_z
+from dpcg.stats.spearman import (
+    conditional_spearman_z,
+    conditional_spearman_z_public,
+    spearman_rho_a_blocks,
+    spearman_rho_blocks,
+)
 
 
 def _both(x: np.ndarray, y: np.ndarray, s: np.ndarray, cx: int, cy: int, k: int,
@@ -68,6 +81,17 @@ def test_sparse_layout_holds_the_same_table(d: tuple[np.ndarray, ...]) -> None:
     assert got.statistic == pytest.approx(want.statistic, rel=1e-12, abs=1e-9)
     assert got.pvalue == pytest.approx(want.pvalue, rel=1e-9, abs=1e-12)
     assert g2_statistic(sparse) == got.statistic
+    # df, n CMI (the same terms in the same order), chi^2 and Spearman's parts read the
+    # entries too
+    assert degrees_of_freedom(sparse) == degrees_of_freedom(dense) == want.df
+    assert n_cmi(sparse) == n_cmi(dense)
+    assert chi2_statistic(sparse) == pytest.approx(chi2_statistic(dense), rel=1e-10,
+                                                   abs=1e-9)
+    assert chi2_test(sparse).df == chi2_test(dense).df
+    for f in (conditional_spearman_z, conditional_spearman_z_public):
+        assert f(sparse) == pytest.approx(f(dense), rel=1e-10, abs=1e-12)
+    for blocks in (spearman_rho_blocks, spearman_rho_a_blocks):
+        np.testing.assert_allclose(blocks(sparse), blocks(dense), rtol=1e-10, atol=1e-12)
     assert "counts" not in vars(sparse)
     assert (sparse.cx, sparse.cy, sparse.n_configs) == (dense.cx, dense.cy, dense.n_configs)
     # every statistic that reads the dense array gets the same array
