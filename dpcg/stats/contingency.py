@@ -5,10 +5,11 @@ combined ``int64`` index: the configuration of ``S`` in mixed radix of the ``S``
 columns' declared cardinalities, then ``x``, then ``y``. One ``np.bincount`` over that
 index gives the ``(n_strata, cx, cy)`` table. Only **observed** strata (configurations
 of ``S`` that occur in the data) are kept; when the number of possible configurations
-is large compared with ``n`` the configuration index is first compressed with
-``np.unique(..., return_inverse=True)`` so that memory stays ``O(n + n_strata cx cy)``;
-when even the observed strata would span far more cells than there are rows, the table
-is kept as its non-zero cells (:class:`SparseStrataTable`, ``O(n)``).
+is large compared with ``n`` the rows' indices are sorted instead (one ``np.sort``;
+the runs of equal indices are the non-zero cells and the observed strata), so that
+memory stays ``O(n + n_strata cx cy)``; when even the observed strata would span far
+more cells than there are rows, the table is kept as its non-zero cells
+(:class:`SparseStrataTable`, ``O(n)``).
 
 Everything downstream (:mod:`dpcg.stats.discrete`, :mod:`dpcg.stats.kendall`,
 :mod:`dpcg.stats.spearman`) works on the 3-D table, vectorised across strata.
@@ -30,8 +31,8 @@ from numpy.typing import NDArray
 from dpcg.errors import StatisticInputError
 
 #: Dense bincount is used while ``n_configs * cx * cy`` is at most this many cells,
-#: or at most :data:`DENSE_CELLS_PER_ROW` cells per row; above that the observed
-#: configurations are compressed with ``np.unique`` first.
+#: or at most :data:`DENSE_CELLS_PER_ROW` cells per row; above that the rows' indices
+#: are sorted and only the observed configurations are kept.
 DENSE_CELLS_MIN = 1 << 16
 DENSE_CELLS_PER_ROW = 4
 #: Above this many cells per row (and :data:`DENSE_CELLS_MIN`), a table of the observed
@@ -200,6 +201,33 @@ def _mixed_radix(cols: Sequence[tuple[NDArray[Any], int]], n: int) -> NDArray[np
     return acc
 
 
+#: A row's whole index ``(s * cx + x) * cy + y`` fits one int64 below this many cells.
+_ONE_KEY_MAX = 1 << 62
+
+
+def _from_sorted_keys(key: NDArray[np.intp], n: int, cx: int, cy: int, n_configs: int
+                      ) -> StrataTable:
+    """The table of the observed strata from the rows' whole indices, by one sort: the
+    runs of equal indices are the non-zero cells (in ``(stratum, cell)`` order), and a
+    new stratum starts wherever the configuration part changes. Dense or sparse by
+    :func:`keeps_sparse`; the counts are exact integers either way."""
+    cells = cx * cy
+    key.sort()
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    weight = np.diff(np.append(starts, n)).astype(np.int64)
+    whole = key[starts]
+    config = whole // cells
+    cell = whole - config * cells
+    stratum = np.concatenate(([0], np.cumsum(config[1:] != config[:-1]))).astype(np.intp)
+    k = int(stratum[-1]) + 1
+    if keeps_sparse(k, cells, n):
+        return SparseStrataTable(stratum, cell.astype(np.intp, copy=False), weight, k,
+                                 cx, cy, n_configs)
+    flat = np.zeros(k * cells, dtype=np.int64)
+    flat[stratum * cells + cell] = weight
+    return StrataTable(flat.reshape(k, cx, cy), cx, cy, n_configs)
+
+
 def _build(
     s_cols: Sequence[tuple[NDArray[Any], int]],
     n_configs: int,
@@ -218,6 +246,9 @@ def _build(
         k = n_configs
         acc = _mixed_radix([*s_cols, (xc, cx), (yc, cy)], n)
         compress = n_configs > 1
+    elif n_configs * cells < _ONE_KEY_MAX:
+        return _from_sorted_keys(_mixed_radix([*s_cols, (xc, cx), (yc, cy)], n), n,
+                                 cx, cy, n_configs)
     else:
         s = _mixed_radix(s_cols, n)
         _, inverse = np.unique(s, return_inverse=True)

@@ -135,7 +135,12 @@ def test_bad_input_raises() -> None:
     [
         ([3, 4, 2, 3], (2, 3), 1000),  # dense with lanes
         ([50, 50, 20], (2,), 300),  # dense without lanes (50000 cells, 8x exceeds limit)
-        ([4, 4, 9, 9, 9, 9, 9], (2, 3, 4, 5, 6), 500),  # np.unique compression
+        ([4, 4, 9, 9, 9, 9, 9], (2, 3, 4, 5, 6), 500),  # one sort: observed strata, dense
+        ([40, 30, 50, 50], (2, 3), 800),  # one sort: kept as the non-zero cells
+        ([300, 400], (), 600),  # no S, more cells than the dense limit: one sort
+        # more than 2^62 possible cells: the configuration index is compressed first
+        ([5, 6, *[100] * 9], tuple(range(2, 11)), 400),
+        ([60, 70, *[100] * 9], tuple(range(2, 11)), 400),  # ... and kept sparse
         ([2, 2], (), 1),  # one row
     ],
 )
