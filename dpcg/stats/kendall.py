@@ -279,9 +279,10 @@ def _split_u_summed(N: NDArray[np.int64], m: NDArray[np.int64], cx: int, cy: int
     ``A_x (sum_b w_b (m_b N_b - bm_b cm_b^T)) A_y^T``: the splits applied once, to one
     weighted ``cx x cy`` table (:func:`_split_u_from`).
     Blocks of at most one row add exactly 0 (``m a = r s``) and are left out. The same
-    ``U`` as the exact block-by-block sum up to float rounding (at most 3e-13 on the
-    ``z`` scale over 1,400 random tables, against a bound of ``6/sqrt(n)``); memory
-    ``O(k (kx + ky))`` instead of ``O(k kx ky)``, which matters when ``S`` has thousands
+    ``U`` as the exact block-by-block sum up to float rounding (at most 2.4e-12 on the
+    ``z`` scale over 300 random tables of up to 200,000 rows and 3,000 blocks, against
+    a bound of ``6/sqrt(n)``); memory
+    ``O(k (cx + cy))`` instead of ``O(k kx ky)``, which matters when ``S`` has thousands
     of configurations of high-cardinality variables (a ``6,339 x 92 x 88`` table: 0.3 s
     instead of 6.6 s and gigabytes of intermediates). ``m``: the block sizes."""
     keep = m >= 2
