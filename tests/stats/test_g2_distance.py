@@ -300,3 +300,31 @@ def test_value_does_not_depend_on_how_the_search_probes(
         values.append([g2_distance(t, a) for t in tables for a in (0.05, 0.3)])
     assert all(v == values[0] for v in values[1:])
     assert len({abs(v) for v in values[0]}) > 10  # near and far from the boundary
+
+
+@given(st.integers(0, 10_000))
+@settings(max_examples=150, deadline=None)
+def test_entry_ladder_rates_equal_the_cell_ladder(seed: int) -> None:
+    """The rates read from the non-zero cells plus one empty cell per (stratum, x level)
+    and bound are bit for bit the rates over every cell, at every radius the search can
+    use: empty rows and columns, empty strata rows, ties in the margins."""
+    from dpcg.stats.discrete import _margins
+    from dpcg.stats.g2_distance import _EntryLadder, _Ladder
+
+    rng = np.random.default_rng(seed)
+    k, cx, cy = int(rng.integers(1, 7)), int(rng.integers(2, 11)), int(rng.integers(2, 11))
+    N = rng.integers(0, 5, (k, cx, cy)) * (rng.random((k, cx, cy)) < rng.random())
+    col, row = int(rng.integers(cy)), int(rng.integers(cx))
+    if seed % 3 == 0:
+        N[:, :, col] = 0  # an empty column
+    if seed % 4 == 0:
+        N[:, row, :] = 0  # an empty row
+    N[:, (row + 1) % cx, (col + 1) % cy] += 1  # every stratum observed
+    n = int(N.sum())
+    _, nx, ny = _margins(N)
+    si, xi, yi = np.nonzero(N)
+    cells = _Ladder(N, n)
+    entries = _EntryLadder(si, xi, yi, N[si, xi, yi], nx, ny, n)
+    ks = np.unique(np.concatenate([[0, 1, n - 1], rng.integers(0, n, 5)])).astype(np.int64)
+    for got, want in zip(entries.rates(ks), cells.rates(ks), strict=True):
+        assert np.array_equal(got, want)
