@@ -94,9 +94,10 @@ class SparseStrataTable(StrataTable):
     statistic works on it; the split Kendall numerators
     (:func:`dpcg.stats.kendall.split_kendall_u`), the G- and chi-square tests, ``df``,
     ``n CMI`` (:mod:`dpcg.stats.discrete`) and the Spearman statistics
-    (:mod:`dpcg.stats.spearman`) and the G^2 decision distance
-    (:mod:`dpcg.stats.g2_distance`) read the entries directly; the conditional Kendall
-    ``z`` materialises it.
+    (:mod:`dpcg.stats.spearman`), the G^2 decision distance
+    (:mod:`dpcg.stats.g2_distance`) and Kendall's concordance counts
+    (:func:`dpcg.stats.kendall.concordance`) read the entries directly: no statistic of
+    the project materialises it.
     The margins and sizes below never materialise it.
     """
 
