@@ -142,6 +142,10 @@ class SparseStrataTable(StrataTable):
         return np.bincount(self.stratum, weights=self.weight, minlength=self.k
                            ).astype(np.int64)
 
+    def levels(self) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """The x and y level of every entry."""
+        return self.cell // self.cy, self.cell % self.cy
+
     def x_margins(self) -> NDArray[np.int64]:
         return self._per_stratum(self.cell // self.cy, self.cx)
 
@@ -252,20 +256,13 @@ def _build(
         return _from_sorted_keys(_mixed_radix([*s_cols, (xc, cx), (yc, cy)], n), n,
                                  cx, cy, n_configs)
     else:
-        s = _mixed_radix(s_cols, n)
-        _, inverse = np.unique(s, return_inverse=True)
-        acc = inverse.reshape(-1).astype(np.intp, copy=False)
-        k = int(acc.max()) + 1
-        acc = acc * cx
-        acc += xc
-        acc *= cy
-        acc += yc
-        compress = False
-        if keeps_sparse(k, cells, n):
-            keys, weight = np.unique(acc, return_counts=True)
-            return SparseStrataTable(keys // cells, keys % cells,
-                                     weight.astype(np.int64, copy=False), k, cx, cy,
-                                     n_configs)
+        # the whole index would overflow: number the observed configurations first
+        _, inverse = np.unique(_mixed_radix(s_cols, n), return_inverse=True)
+        key = inverse.reshape(-1).astype(np.intp) * cx
+        key += xc
+        key *= cy
+        key += yc
+        return _from_sorted_keys(key, n, cx, cy, n_configs)
     total = k * cells
     if total * LANES <= limit:
         acc *= LANES

@@ -126,7 +126,7 @@ def _sparse_expected(table: SparseStrataTable
     :func:`_expected_from`) and the ``(k, cx)``, ``(k, cy)`` margins."""
     nx, ny = table.x_margins(), table.y_margins()
     ns = nx.sum(axis=1)
-    s, x, y = table.stratum, table.cell // table.cy, table.cell % table.cy
+    s, (x, y) = table.stratum, table.levels()
     E: NDArray[np.float64] = (nx[s, x] * ny[s, y]) / ns[s]
     return E, nx, ny
 
@@ -135,9 +135,12 @@ def _g2_sparse(table: SparseStrataTable) -> ChiSquareResult:
     """The G-test from a table's non-zero cells (only they contribute to ``G^2``), and
     ``df`` from the margins: no dense ``(n_strata, cx, cy)`` array."""
     E, nx, ny = _sparse_expected(table)
-    N = table.weight
-    stat = float(max(2.0 * np.dot(N, np.log(N / E)), 0.0))
-    return _result(stat, _df(nx, ny))
+    return _result(_g2_entries(table.weight, E), _df(nx, ny))
+
+
+def _g2_entries(N: NDArray[np.int64], E: NDArray[np.float64]) -> float:
+    """``G^2`` from the non-zero cells' counts and their ``E``."""
+    return float(max(2.0 * np.dot(N, np.log(N / E)), 0.0))
 
 
 def _chi2_sparse(table: SparseStrataTable) -> float:

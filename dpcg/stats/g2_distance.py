@@ -59,8 +59,8 @@ from dpcg.stats.contingency import SparseStrataTable, StrataTable
 from dpcg.stats.discrete import (
     _df,
     _expected_from,
+    _g2_entries,
     _g2_from,
-    _g2_sparse,
     _margins,
     _sparse_expected,
 )
@@ -343,10 +343,10 @@ def _check(alpha: float, table: StrataTable) -> float:
     return float(alpha)
 
 
-def _per_stratum_g2_entries(table: SparseStrataTable) -> NDArray[np.float64]:
-    """:func:`_per_stratum_g2` from a table's non-zero cells (the same terms; only the
-    order of the float sums differs)."""
-    E, _, _ = _sparse_expected(table)
+def _per_stratum_g2_entries(table: SparseStrataTable, E: NDArray[np.float64]
+                            ) -> NDArray[np.float64]:
+    """:func:`_per_stratum_g2` from a table's non-zero cells and their ``E`` (the same
+    terms; only the order of the float sums differs)."""
     N = table.weight
     out: NDArray[np.float64] = np.maximum(
         2.0 * np.bincount(table.stratum, weights=N * np.log(N / E), minlength=table.k), 0.0)
@@ -410,12 +410,11 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         n = table.n
         if n == 0:
             return G2Distance(0, False, 0.0, 0, 1.0, 0)
-        nx, ny = table.x_margins(), table.y_margins()
+        E, nx, ny = _sparse_expected(table)
         df = _df(nx, ny)
-        sx, sy = table.cell // cy, table.cell % cy
-        g2 = _g2_sparse(table).statistic if df > 0 else 0.0
+        g2 = _g2_entries(table.weight, E) if df > 0 else 0.0
         strata = table.k
-        lad = _EntryLadder(table.stratum, sx, sy, table.weight, nx, ny, n)
+        lad = _EntryLadder(table.stratum, *table.levels(), table.weight, nx, ny, n)
         cells = lad.size
     else:
         N = table.counts
@@ -469,7 +468,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
     # NumPy sum of fewer than 8 values adds them in order, as ``sum`` does).
     at: _At
     if dependent:
-        gs = _per_stratum_g2_entries(table) if isinstance(table, SparseStrataTable) \
+        gs = _per_stratum_g2_entries(table, E) if isinstance(table, SparseStrataTable) \
             else _per_stratum_g2(N)
         gs_list: list[float] = gs.tolist()
         q_at_zero = _q_upper(alpha, min(df, dfmax))

@@ -57,7 +57,7 @@ def _concordance_entries(table: SparseStrataTable) -> NDArray[np.int64]:
     ``O(entries log entries)`` per bit of ``cy - 1``."""
     cx, cy = table.cx, table.cy
     st, w = table.stratum, table.weight
-    x, y = table.cell // cy, table.cell % cy
+    x, y = table.levels()
     below = np.zeros(w.shape[0], dtype=np.int64)
     idx = np.arange(w.shape[0])
     for level in range(max(cy - 1, 1).bit_length()):

@@ -53,7 +53,7 @@ def _parts(
     ax = _centred_midranks2(nx)
     ay = _centred_midranks2(ny)
     if isinstance(table, SparseStrataTable):
-        s, x, y = table.stratum, table.cell // table.cy, table.cell % table.cy
+        s, (x, y) = table.stratum, table.levels()
         T = np.bincount(s, weights=ax[s, x] * table.weight * ay[s, y],
                         minlength=table.k) / 4.0
     else:
