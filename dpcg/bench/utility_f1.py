@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dpcg.api import discover
-from dpcg.datasets import load_network
+from dpcg.datasets import bif_stem, is_bif_path, load_network
 from dpcg.metrics import skeleton_scores
 from dpcg.private.api import nonprivate_pc
 from dpcg.private.contract import ScoreCache
@@ -70,7 +70,10 @@ def cells(sizes: Sequence[int], nets: int, seeds: int, rows: int,
 
 
 def family_of(network: str) -> str:
-    """``random:nodes=50,...`` -> ``random 50 nodes``; a named network stays itself."""
+    """``random:nodes=50,...`` -> ``random 50 nodes``; a BIF file -> its stem
+    (``nets/andes.bif.gz`` -> ``andes``); a named network stays itself."""
+    if is_bif_path(network):
+        return bif_stem(Path(network).name)
     if network.startswith("random:"):
         fields = dict(kv.split("=", 1) for kv in network[len("random:"):].split(","))
         return f"random {fields['nodes']} nodes"
@@ -347,7 +350,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--extra-rows", default=",".join(str(r) for r in EXTRA_ROWS),
                    help="extra sample sizes for the 50-node family ('' for none)")
     g.add_argument("--named", default=",".join(NAMED),
-                   help="named networks in the same table ('' for none)")
+                   help="named networks in the same table: bundled names or BIF files "
+                        "(FILE.bif[.gz], shown by their stem); '' for none")
     g.add_argument("--algorithms", default=",".join(ALGORITHMS))
     g.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
     g.add_argument("--skip", default="",

@@ -35,7 +35,9 @@ def register(subparsers: Any) -> None:
         "datasets",
         help="list, show and sample the bundled benchmark networks",
         description="List, show and sample the bundled bnlearn networks (BIF); generate "
-                    "random networks (usable everywhere as --dataset random:...).",
+                    "random networks (usable everywhere as --dataset random:...). A BIF "
+                    "file of yours (FILE.bif or FILE.bif.gz) is accepted wherever a "
+                    "network name is.",
     )
     sub = parser.add_subparsers(dest="datasets_command", metavar="ACTION")
     parser.set_defaults(func=lambda args: _usage(parser))
@@ -45,7 +47,8 @@ def register(subparsers: Any) -> None:
     p_list.set_defaults(func=_list)
 
     p_show = sub.add_parser("show", help="nodes (with states) and edges of a network")
-    p_show.add_argument("name", help="network name (see `dpcg datasets list`)")
+    p_show.add_argument("name", help="network name (see `dpcg datasets list`), random:... "
+                                     "spec or BIF file")
     p_show.add_argument("--json", action="store_true", help="print JSON instead of text")
     p_show.set_defaults(func=_show)
 
@@ -54,7 +57,8 @@ def register(subparsers: Any) -> None:
         description="Forward-sample a bundled network to FILE, and write its declared "
                     "schema beside it (FILE with the suffix .schema.json) for "
                     "`dpcg discover --data FILE --schema ...`.")
-    p_sample.add_argument("name", help="network name (see `dpcg datasets list`)")
+    p_sample.add_argument("name", help="network name (see `dpcg datasets list`), random:... "
+                                       "spec or BIF file")
     p_sample.add_argument("--rows", type=int, default=SAMPLE_ROWS, metavar="N",
                           help=f"number of rows (default {SAMPLE_ROWS})")
     p_sample.add_argument("--seed", type=int, default=0, metavar="S",

@@ -59,7 +59,7 @@ from dpcg.cli.engines import load_with_engine
 from dpcg.data import load_table
 from dpcg.data.dataset import DataClippingWarning, Dataset
 from dpcg.data.readers import unsafe_debug_errors
-from dpcg.datasets import load_network
+from dpcg.datasets import bif_file_id, is_bif_path, load_network
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, DpcgError
 from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
@@ -151,7 +151,11 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | No
         net = load_network(args.dataset)
         dataset = net.sample(rows, seed)
         truth: Truth = (tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
-        info = {"source": "bundled", "dataset": args.dataset, "rows": rows, "seed": seed}
+        info: dict[str, Any] = {"source": "bundled", "dataset": args.dataset, "rows": rows,
+                                "seed": seed}
+        if is_bif_path(args.dataset):
+            info = {"source": "bif", "dataset": args.dataset,
+                    "id": bif_file_id(args.dataset), "rows": rows, "seed": seed}
         return dataset, info, truth
     if args.schema is None:
         raise DataValidationError("--data needs --schema FILE (the declared schema JSON)")
@@ -354,6 +358,10 @@ def run(args: argparse.Namespace) -> int:
             default_id = None
             if data_info["source"] == "bundled":
                 default_id = (f"bundled:{data_info['dataset']}:rows={data_info['rows']}:"
+                              f"seed={data_info['seed']}")
+            elif data_info["source"] == "bif":
+                # by the file's content, not its path
+                default_id = (f"{data_info['id']}:rows={data_info['rows']}:"
                               f"seed={data_info['seed']}")
             target = ledger_target(
                 budget=Budget(args.epsilon, delta), no_ledger=args.no_ledger,

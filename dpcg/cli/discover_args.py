@@ -238,7 +238,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
     )
     src = p.add_argument_group("data (one of --dataset or --data)")
     src.add_argument("--dataset", metavar="NAME",
-                     help="bundled network to sample from (see `dpcg datasets list`)")
+                     help="network to sample from: a bundled one (see `dpcg datasets "
+                          "list`), a BIF file of yours (FILE.bif or FILE.bif.gz) or a "
+                          "generated one (random:..., see `dpcg datasets random`)")
     src.add_argument("--data", metavar="FILE", type=Path,
                      help="your table (.csv/.tsv/.parquet/.npy); needs --schema")
     src.add_argument("--schema", metavar="FILE", type=Path,
@@ -292,7 +294,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
                           "durable)")
     led.add_argument("--dataset-id", metavar="ID", dest="dataset_id", default=None,
                      help="declared id of the dataset in the ledger (required for --data; "
-                          "bundled data defaults to bundled:NAME:rows=N:seed=S)")
+                          "bundled data defaults to bundled:NAME:rows=N:seed=S, a BIF "
+                          "file's to bif:STEM:sha256=HEX:rows=N:seed=S, HEX from its "
+                          "content)")
     led.add_argument("--lifetime-epsilon", type=float, dest="lifetime_epsilon", metavar="E",
                      default=None,
                      help="lifetime epsilon of a dataset id the ledger does not know yet "

@@ -487,10 +487,27 @@ def parse_bif(text: str, source: str = "<string>", name: str = "unknown") -> Bif
 def read_bif(path: str | os.PathLike[str]) -> BifModel:
     """Read a ``.bif`` or gzip-compressed ``.bif.gz`` file."""
     p = Path(path)
-    stem = p.name.removesuffix(".gz").removesuffix(".bif")
     try:
         raw = p.read_bytes()
-        if p.suffix == ".gz":
+    except OSError as exc:
+        raise BifParseError(f"{p}: cannot read BIF file: {exc}") from None
+    return bif_from_bytes(raw, p)
+
+
+def bif_stem(filename: str) -> str:
+    """``andes.bif.gz`` -> ``andes`` (the endings in any case)."""
+    if filename.lower().endswith(".gz"):
+        filename = filename[:-3]
+    return filename[:-4] if filename.lower().endswith(".bif") else filename
+
+
+def bif_from_bytes(raw: bytes, path: str | os.PathLike[str]) -> BifModel:
+    """Parse the bytes of a ``.bif`` file, or of a ``.bif.gz`` one (``path`` names it
+    and says which; the model is named after its stem)."""
+    p = Path(path)
+    stem = bif_stem(p.name)
+    try:
+        if p.suffix.lower() == ".gz":
             raw = gzip.decompress(raw)
         text = raw.decode("utf-8")
     except (OSError, EOFError, gzip.BadGzipFile) as exc:

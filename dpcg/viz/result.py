@@ -5,7 +5,8 @@ A result file is the JSON ``dpcg discover --out`` writes: ``nodes`` and
 ``algorithm``, ``test``, ``data``, ``metrics``, ``guarantee``, ``plan``, ``ledger``,
 ``spent``. Only the graph is required; everything else is shown when present.
 
-The truth is known for a bundled network (``data.source == "bundled"``): its true CPDAG
+The truth is known for a bundled network (``data.source == "bundled"``) and for a BIF
+file whose content is unchanged (``"bif"``, checked by its recorded id): its true CPDAG
 comes from :func:`dpcg.datasets.load_network`.
 """
 
@@ -19,7 +20,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from dpcg.errors import DatasetNotFoundError, GraphError
+from dpcg.errors import BifParseError, DatasetNotFoundError, GraphError
 from dpcg.graph import CPDAG
 from dpcg.viz import ResultFileError
 
@@ -41,7 +42,7 @@ class Result:
     @property
     def dataset_name(self) -> str | None:
         data = self.doc.get("data")
-        if isinstance(data, Mapping) and data.get("source") == "bundled":
+        if isinstance(data, Mapping) and data.get("source") in ("bundled", "bif"):
             name = data.get("dataset")
             return name if isinstance(name, str) else None
         return None
@@ -77,15 +78,20 @@ class Result:
         return f"{what} on {source}"
 
     def truth(self) -> CPDAG | None:
-        """The true CPDAG of a bundled network whose nodes match, else ``None``."""
+        """The true CPDAG of a bundled network (or of a BIF file that still has the
+        content the run recorded) whose nodes match, else ``None``."""
         name = self.dataset_name
         if name is None:
             return None
-        from dpcg.datasets import load_network
+        from dpcg.datasets import bif_file_id, load_network
 
         try:
+            data = self.doc.get("data")
+            if isinstance(data, Mapping) and data.get("source") == "bif" \
+                    and data.get("id") != bif_file_id(name):
+                return None  # the file was edited since the run
             truth: CPDAG = load_network(name).true_cpdag()
-        except DatasetNotFoundError:
+        except (DatasetNotFoundError, BifParseError):
             return None
         if set(truth.nodes) != set(self.cpdag.nodes):
             return None
