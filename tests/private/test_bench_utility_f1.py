@@ -92,6 +92,18 @@ def test_report_marks_the_target(best: float, met: bool) -> None:
         pytest.approx(best - 0.2)]
 
 
+def test_a_named_network_above_100_nodes_has_the_200_node_target() -> None:
+    assert f1.target("andes", 1.0, 223) == 0.75
+    assert f1.target("win95pts", 1.0, 76) == 0.85
+    assert f1.target("andes", 5.0, 223) == 0.9
+    assert f1.target("andes", 2.0, 223) is None
+    rows = [{**_row("/nets/andes.bif.gz", algo, eps, v), "nodes": 223}
+            for algo, eps, v in ((f1.BASELINE, None, 1.0), ("laplace-pc", 1.0, 0.8))]
+    text = f1.render(rows, ["laplace-pc"], [1.0], "test")
+    line = next(x for x in text.splitlines() if x.startswith("| andes | 100,000 | **"))
+    assert "met (>= 0.75)" in line
+
+
 def test_a_run_written_twice_counts_once(tmp_path: Path) -> None:
     net = f1.FAMILY.format(p=50, net=1)
     row = _row(net, "laplace-pc", 1.0, 0.9)
