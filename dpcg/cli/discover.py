@@ -59,7 +59,7 @@ from dpcg.cli.engines import load_with_engine
 from dpcg.data import load_table
 from dpcg.data.dataset import DataClippingWarning, Dataset
 from dpcg.data.readers import unsafe_debug_errors
-from dpcg.datasets import bif_file_id, is_bif_path, load_network
+from dpcg.datasets import is_bif_path, load_bif_file, load_network
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, DpcgError
 from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
@@ -148,14 +148,16 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | No
         if rows <= 0:
             raise DataValidationError(f"--rows must be a positive integer, got {rows}")
         seed = 0 if args.seed is None else args.seed
-        net = load_network(args.dataset)
-        dataset = net.sample(rows, seed)
-        truth: Truth = (tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
         info: dict[str, Any] = {"source": "bundled", "dataset": args.dataset, "rows": rows,
                                 "seed": seed}
         if is_bif_path(args.dataset):
-            info = {"source": "bif", "dataset": args.dataset,
-                    "id": bif_file_id(args.dataset), "rows": rows, "seed": seed}
+            net, file_id = load_bif_file(args.dataset)
+            info = {"source": "bif", "dataset": args.dataset, "id": file_id, "rows": rows,
+                    "seed": seed}
+        else:
+            net = load_network(args.dataset)
+        dataset = net.sample(rows, seed)
+        truth: Truth = (tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
         return dataset, info, truth
     if args.schema is None:
         raise DataValidationError("--data needs --schema FILE (the declared schema JSON)")

@@ -35,6 +35,7 @@ __all__ = [
     "bif_stem",
     "is_bif_path",
     "list_networks",
+    "load_bif_file",
     "load_network",
     "network_from_bif",
     "parse_bif",
@@ -107,7 +108,21 @@ def bif_file_id(name: str) -> str:
     if not is_bif_path(name):
         raise DatasetNotFoundError(f"not a BIF file name (.bif or .bif.gz): {name!r}")
     path, _, digest = _bif_file(name)
+    return _file_id(path, digest)
+
+
+def _file_id(path: Path, digest: str) -> str:
     return f"bif:{bif_stem(path.name)}:sha256={digest[:16]}"
+
+
+def load_bif_file(name: str) -> tuple[BayesianNetwork, str]:
+    """The network of a BIF file and its :func:`bif_file_id`, from one read of the file
+    (so the id is that of the content the network was parsed from)."""
+    path, raw, digest = _bif_file(name)
+    net = _FILES.get(digest)
+    if net is None:
+        net = _FILES[digest] = network_from_bif(bif_from_bytes(raw, path))
+    return net, _file_id(path, digest)
 
 
 def load_network(name: str | os.PathLike[str]) -> BayesianNetwork:
@@ -125,11 +140,7 @@ def load_network(name: str | os.PathLike[str]) -> BayesianNetwork:
     if isinstance(name, str) and name.startswith(RANDOM_PREFIX):
         return _random(parse_random_spec(name).name)
     if isinstance(name, str) and is_bif_path(name):
-        path, raw, digest = _bif_file(name)
-        net = _FILES.get(digest)
-        if net is None:
-            net = _FILES[digest] = network_from_bif(bif_from_bytes(raw, path))
-        return net
+        return load_bif_file(name)[0]
     if not isinstance(name, str) or not (BIF_DIR / f"{name}.bif.gz").is_file():
         available = sorted(p.name.removesuffix(".bif.gz") for p in BIF_DIR.glob("*.bif.gz"))
         raise DatasetNotFoundError(

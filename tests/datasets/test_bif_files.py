@@ -12,7 +12,7 @@ import pytest
 
 from dpcg.bench.utility_f1 import family_of
 from dpcg.cli import main
-from dpcg.datasets import bif_file_id, bif_stem, is_bif_path, load_network
+from dpcg.datasets import bif_file_id, bif_stem, is_bif_path, load_bif_file, load_network
 from dpcg.errors import BifParseError, DatasetNotFoundError
 from dpcg.viz.result import load_result
 
@@ -55,6 +55,7 @@ def test_the_id_follows_the_content_not_the_place(tmp_path: Path, bif_text: str)
     assert bif_file_id(str(a)).startswith("bif:net:sha256=")
     before = load_network(str(b))
     assert load_network(str(a)) is before  # the same content is parsed once
+    assert load_bif_file(str(a)) == (before, bif_file_id(str(a)))
     # an edited file is a different dataset, and is parsed again
     _write(b, bif_text + "\n")
     assert bif_file_id(str(b)) != bif_file_id(str(a))
