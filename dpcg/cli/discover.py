@@ -148,14 +148,14 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | No
         if rows <= 0:
             raise DataValidationError(f"--rows must be a positive integer, got {rows}")
         seed = 0 if args.seed is None else args.seed
-        info: dict[str, Any] = {"source": "bundled", "dataset": args.dataset, "rows": rows,
-                                "seed": seed}
+        info: dict[str, Any]
         if is_bif_path(args.dataset):
             net, file_id = load_bif_file(args.dataset)
             info = {"source": "bif", "dataset": args.dataset, "id": file_id, "rows": rows,
                     "seed": seed}
         else:
             net = load_network(args.dataset)
+            info = {"source": "bundled", "dataset": args.dataset, "rows": rows, "seed": seed}
         dataset = net.sample(rows, seed)
         truth: Truth = (tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
         return dataset, info, truth

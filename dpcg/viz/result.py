@@ -83,16 +83,19 @@ class Result:
         name = self.dataset_name
         if name is None:
             return None
-        from dpcg.datasets import bif_file_id, load_network
+        from dpcg.datasets import load_bif_file, load_network
 
+        data = self.doc.get("data")
         try:
-            data = self.doc.get("data")
-            if isinstance(data, Mapping) and data.get("source") == "bif" \
-                    and data.get("id") != bif_file_id(name):
-                return None  # the file was edited since the run
-            truth: CPDAG = load_network(name).true_cpdag()
+            if isinstance(data, Mapping) and data.get("source") == "bif":
+                net, file_id = load_bif_file(name)
+                if file_id != data.get("id"):
+                    return None  # the file was edited since the run
+            else:
+                net = load_network(name)
         except (DatasetNotFoundError, BifParseError):
             return None
+        truth: CPDAG = net.true_cpdag()
         if set(truth.nodes) != set(self.cpdag.nodes):
             return None
         return truth
