@@ -38,8 +38,11 @@ when a count grows from ``m`` to ``m+1``):
   increasing step functions of the chi-square quantile ``q(d) = chi2_{1-alpha}(d)``
   (exact for ``d <= 4096``, on a 0.5 % geometric grid above).
 
-Everything is vectorised over the cells of the table; the search over ``t`` is a
-bisection (``~log2 n`` evaluations of ``r``).
+Everything is vectorised over the cells of the table. The search over ``t`` narrows a
+bracket with grids of radii; on tables of more than 4,096 cells it searches with the
+rates of a few candidate cells (a lower bound at every radius) and checks the step below
+their first crossing with one pass over every cell (docs/privacy/statistics-g2-distance.md,
+"Cost"). Every search returns the same value.
 """
 
 from __future__ import annotations
@@ -137,6 +140,67 @@ def half_step_range(
     return max(float(up.max()), 0.0), max(float(down.max()), 0.0)
 
 
+def _up_bound(a_hi: NDArray[np.float64], b_lo: NDArray[np.float64],
+              c_lo: NDArray[np.float64], d_hi: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The bound on ``+D`` of a cell from ``g`` at its box ends (Lemma 2). Every ladder
+    below computes it with this one expression, so a cell's bound is the same float
+    whichever of them evaluates it."""
+    out: NDArray[np.float64] = d_hi - np.maximum(np.maximum(b_lo, c_lo), b_lo + c_lo - a_hi)
+    return out
+
+
+def _down_bound(a_lo: NDArray[np.float64], b_hi: NDArray[np.float64],
+                c_hi: NDArray[np.float64], d_lo: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The bound on ``-D`` of a cell from ``g`` at its box ends (Lemma 2)."""
+    out: NDArray[np.float64] = np.minimum(np.minimum(b_hi, c_hi), b_hi + c_hi - d_lo) - a_lo
+    return out
+
+
+#: Cells named by their counts: ``(stratum, a, b, c)`` arrays (cell count, x-margin,
+#: y-margin; the stratum gives ``d``).
+_Cells = tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
+
+
+class _Candidates:
+    """The rates over a few cells of a table (for each bound, the cells that attained a
+    stratum's maximum at the radii evaluated so far): a lower bound on the table's rates
+    at every radius, computed in ``O(candidates)`` per radius. A cell's bound is the
+    float the full ladders compute for it (same expression, same ``g``)."""
+
+    def __init__(self, d: NDArray[np.int64], g: Callable[[NDArray[np.int64]],
+                                                         NDArray[np.float64]]) -> None:
+        self.d, self._g, self.strata = d, g, int(d.shape[0])
+        none = np.zeros(0, dtype=np.int64)
+        self.up: _Cells = (np.zeros(0, dtype=np.intp), none, none, none)
+        self.down: _Cells = self.up
+
+    @staticmethod
+    def _join(old: _Cells, new: _Cells) -> _Cells:
+        return (np.concatenate([old[0], new[0]]), np.concatenate([old[1], new[1]]),
+                np.concatenate([old[2], new[2]]), np.concatenate([old[3], new[3]]))
+
+    def add(self, up: _Cells, down: _Cells) -> None:
+        self.up, self.down = self._join(self.up, up), self._join(self.down, down)
+
+    def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(U, V)`` of shape ``(len(ks), strata)`` over the candidates (0 where a
+        stratum has none: the rates are clamped at 0)."""
+        kk = ks[:, None]
+        g = self._g
+        out = []
+        for (s, a, b, c), up in ((self.up, True), (self.down, False)):
+            if up:
+                val = _up_bound(g(a + kk), g(np.maximum(b - kk - 1, 0)),
+                                g(np.maximum(c - kk - 1, 0)), g(self.d[s] + kk))
+            else:
+                val = _down_bound(g(np.maximum(a - kk - 1, 0)), g(b + kk), g(c + kk),
+                                  g(np.maximum(self.d[s] - kk - 1, 0)))
+            r = np.zeros((self.strata, ks.shape[0]))
+            np.maximum.at(r, s, val.T)
+            out.append(r.T)
+        return out[0], out[1]
+
+
 class _Ladder:
     """The per-stratum rate bounds ``U_s(k)``, ``V_s(k)`` of one table, for many ``k``
     at once (one vectorised pass over the cells per batch of radii)."""
@@ -193,8 +257,8 @@ class _Ladder:
             xi, yi = self.xi[cells], self.yi[cells]
             b_hi, b_lo = b_hi.reshape(K, st, cx)[:, :, xi], b_lo.reshape(K, st, cx)[:, :, xi]
             c_hi, c_lo = c_hi.reshape(K, st, cy)[:, :, yi], c_lo.reshape(K, st, cy)[:, :, yi]
-        up = d_hi - np.maximum(np.maximum(b_lo, c_lo), b_lo + c_lo - a_hi)
-        down = np.minimum(np.minimum(b_hi, c_hi), b_hi + c_hi - d_lo) - a_lo
+        up = _up_bound(a_hi, b_lo, c_lo, d_hi)
+        down = _down_bound(a_lo, b_hi, c_hi, d_lo)
         return up.reshape(K, st, nc), down.reshape(K, st, nc)
 
     def rates(self, ks: NDArray[np.int64], cells: NDArray[np.intp] | None = None
@@ -206,6 +270,34 @@ class _Ladder:
             z = np.zeros(up.shape[:2])
             return z, z.copy()
         return np.maximum(up.max(axis=2), 0.0), np.maximum(down.max(axis=2), 0.0)
+
+    def at_radius(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                         _Cells, _Cells]:
+        """``(U, V)`` at radius ``k`` (shape ``(strata,)``) and, per stratum, a cell
+        attaining each maximum: ``(stratum, a, b, c)`` arrays. The cells are read in
+        blocks of strata of about ``_BLOCK_CELLS`` cells (the same floats as
+        :meth:`cells`, with less memory traffic on large tables)."""
+        st, cx, cy = self.k, self.cx, self.cy
+        g = self._g
+        b_hi, b_lo = g(self.bm + k), g(np.maximum(self.bm - k - 1, 0))
+        c_hi, c_lo = g(self.cm + k), g(np.maximum(self.cm - k - 1, 0))
+        d_hi, d_lo = g(self.d + k), g(np.maximum(self.d - k - 1, 0))
+        U, V = np.empty(st), np.empty(st)
+        ju, jv = np.empty(st, dtype=np.intp), np.empty(st, dtype=np.intp)
+        step = max(1, _BLOCK_CELLS // max(cx * cy, 1))
+        for s0 in range(0, st, step):
+            sl = slice(s0, min(s0 + step, st))
+            a = self.a[sl].reshape(-1, cx, cy)
+            up = _up_bound(g(a + k), b_lo[sl, :, None], c_lo[sl, None, :],
+                           d_hi[sl, None, None]).reshape(a.shape[0], -1)
+            down = _down_bound(g(np.maximum(a - k - 1, 0)), b_hi[sl, :, None],
+                               c_hi[sl, None, :], d_lo[sl, None, None]).reshape(a.shape[0], -1)
+            ju[sl], jv[sl] = up.argmax(axis=1), down.argmax(axis=1)
+            U[sl] = np.take_along_axis(up, ju[sl, None], axis=1)[:, 0]
+            V[sl] = np.take_along_axis(down, jv[sl, None], axis=1)[:, 0]
+        s = np.arange(st)
+        cells = [(s, self.a[s, j], self.bm[s, j // cy], self.cm[s, j % cy]) for j in (ju, jv)]
+        return np.maximum(U, 0.0), np.maximum(V, 0.0), cells[0], cells[1]
 
 
 class _EntryLadder:
@@ -276,22 +368,44 @@ class _EntryLadder:
               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return self._g(m + kk), self._g(np.maximum(m - kk - 1, 0))
 
-    def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``(U, V)`` of shape ``(len(ks), strata)``, equal to :meth:`_Ladder.rates`."""
+    def values(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The bounds on ``+D`` and ``-D`` of the cells evaluated, ``(len(ks), cells)``."""
         kk = ks[:, None]
         out = []
-        for (s, x, y, a, starts), up in ((self._up, True), (self._down, False)):
+        for (s, x, y, a, _starts), up in ((self._up, True), (self._down, False)):
             a_hi, a_lo = self._ends(a, kk)
             b_hi, b_lo = self._ends(self.bm[s, x], kk)
             c_hi, c_lo = self._ends(self.cm[s, y], kk)
             if up:
-                d_hi = self._g(self.d[s] + kk)
-                val = d_hi - np.maximum(np.maximum(b_lo, c_lo), b_lo + c_lo - a_hi)
+                val = _up_bound(a_hi, b_lo, c_lo, self._g(self.d[s] + kk))
             else:
-                d_lo = self._g(np.maximum(self.d[s] - kk - 1, 0))
-                val = np.minimum(np.minimum(b_hi, c_hi), b_hi + c_hi - d_lo) - a_lo
-            out.append(np.maximum(np.maximum.reduceat(val, starts, axis=1), 0.0))
+                val = _down_bound(a_lo, b_hi, c_hi, self._g(np.maximum(self.d[s] - kk - 1, 0)))
+            out.append(val)
         return out[0], out[1]
+
+    def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(U, V)`` of shape ``(len(ks), strata)``, equal to :meth:`_Ladder.rates`."""
+        vals = self.values(ks)
+        U, V = (np.maximum(np.maximum.reduceat(val, cells[4], axis=1), 0.0)
+                for val, cells in zip(vals, (self._up, self._down), strict=True))
+        return U, V
+
+    def at_radius(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                         _Cells, _Cells]:
+        """As :meth:`_Ladder.at_radius`."""
+        vals = self.values(np.array([k], dtype=np.int64))
+        out: list[_Cells] = []
+        rates: list[NDArray[np.float64]] = []
+        for val2, (s, x, y, a, starts) in zip(vals, (self._up, self._down), strict=True):
+            val = val2[0]
+            mx = np.maximum.reduceat(val, starts)
+            seg = np.repeat(np.arange(starts.shape[0]), np.diff(np.append(starts, val.shape[0])))
+            hit = np.flatnonzero(val == mx[seg])
+            first = hit[np.concatenate(([True], seg[hit][1:] != seg[hit][:-1]))]
+            out.append((s[first], a[first], self.bm[s[first], x[first]],
+                        self.cm[s[first], y[first]]))
+            rates.append(np.maximum(mx, 0.0))
+        return rates[0], rates[1], out[0], out[1]
 
 
 @lru_cache(maxsize=16)
@@ -370,11 +484,29 @@ _REFINE_POINTS_LARGE = 4
 _REFINE_CELL_RADII = 16384
 #: Tables of at most this many cells are searched without pruning passes.
 _LARGE_TABLE = 4096
+#: Tables of more than this many cells are searched over candidate cells, with one
+#: pass over the cells per check (at most ``_CANDIDATE_ROUNDS`` checks, then the search
+#: over every cell), and ``_CANDIDATE_POINTS`` radii per pass over the candidates.
+_CANDIDATE_CELLS = 4096
+_CANDIDATE_ROUNDS = 8
+_CANDIDATE_POINTS = 32
+#: Cells per block when one radius is evaluated over a large dense table.
+_BLOCK_CELLS = 1 << 15
 
 
 #: A crossing test with fixed rates, and where its linear part crosses (a first probe).
 _Crossing = tuple[Callable[[int], bool], float]
 _At = Callable[[NDArray[np.float64], NDArray[np.float64], int], _Crossing]
+
+
+def _radii(lo: int, hi: int, points: int) -> NDArray[np.int64]:
+    """About ``points`` distinct radii evenly spread over ``[lo, hi]``, both ends
+    included (``lo <= hi``)."""
+    m = min(points, hi - lo + 1)
+    if m <= 1:
+        return np.array([lo], dtype=np.int64)
+    out: NDArray[np.int64] = lo + (hi - lo) * np.arange(m, dtype=np.int64) // (m - 1)
+    return out
 
 
 def _first_crossing_radius(at: _At, ks: NDArray[np.int64], Uk: NDArray[np.float64],
@@ -427,8 +559,8 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         df = _df(nx, ny)
         g2 = _g2_from(N, _expected_from(ns, nx, ny)) if df > 0 else 0.0
         strata = int(N.shape[0])
-        lad = _Ladder(N, n)
         cells = int(N.size)
+        lad = _Ladder(N, n)
     pvalue = 1.0 if df == 0 else float(chdtrc(df, g2))
     dependent = df > 0 and pvalue <= alpha
     unobserved = table.n_configs > strata
@@ -549,6 +681,54 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
     # rates are exact at every radius used (cells are only pruned when they provably
     # cannot be a stratum's maximum in the remaining range), so the search returns
     # exactly min(n, smallest crossing t).
+    def grid_search(rates: Callable[[NDArray[np.int64]],
+                                    tuple[NDArray[np.float64], NDArray[np.float64]]],
+                    lo: int, hi: int, per_pass: int) -> int:
+        """Smallest ``t`` in ``[lo, hi]`` crossing with ``rates(t - 1)`` (``hi + 1`` if
+        none), ``rates`` non-decreasing in the radius: each pass evaluates a grid of radii
+        across the bracket (its ends included) and narrows it."""
+        nonlocal passes
+        while True:
+            ks = _radii(lo - 1, hi - 1, per_pass)
+            Uk, Vk = rates(ks)
+            passes += 1
+            hit = _first_crossing_radius(at, ks, Uk, Vk)
+            if hit < 0:
+                return hi + 1
+            if hit == 0:
+                return int(ks[0]) + 1
+            lo, hi = narrow(ks, Uk, Vk, hit)  # now t = hi crosses
+            if lo >= hi:
+                return hi
+
+    if cells > _CANDIDATE_CELLS:
+        # Large tables: search with the rates over a few candidate cells (a lower bound on
+        # the rates at every radius, so their first crossing t is an upper bound on the
+        # answer), then check t - 1 with the exact rates of radius t - 2 in one pass over
+        # the cells. If t - 1 does not cross, the answer is t (crossing is monotone in
+        # t); if it does, the cells attaining the maxima at t - 2 join the candidates,
+        # whose rates are then exact there, so the next t is smaller.
+        U0, V0, up0, down0 = lad.at_radius(0)
+        passes += 1
+        if at(U0, V0, 0)[0](1):
+            return _done(1, dependent, g2, df, pvalue, passes)
+        cand = _Candidates(lad.d, lad._g)
+        cand.add(up0, down0)
+        hi = n
+        for _ in range(_CANDIDATE_ROUNDS):
+            t = min(grid_search(cand.rates, 2, hi, _CANDIDATE_POINTS), n) if hi >= 2 else 2
+            if t <= 2:
+                return _done(t, dependent, g2, df, pvalue, passes)  # 1 does not cross
+            Uv, Vv, upv, downv = lad.at_radius(t - 2)
+            passes += 1
+            if not at(Uv, Vv, t - 2)[0](t - 1):
+                return _done(t, dependent, g2, df, pvalue, passes)
+            cand.add(upv, downv)
+            hi = t - 1
+        # rarely reached: the exact search below t = hi, which crosses
+        return _done(min(grid_search(lad.rates, 2, hi, points), hi), dependent, g2, df,
+                     pvalue, passes)
+
     k0 = np.zeros(1, dtype=np.int64)
     U0, V0 = lad.rates(k0)
     passes += 1
@@ -563,7 +743,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         # for a mostly empty table, whose passes read only its non-zero cells.
         lo_t, hi_t = 2, u_t
         while lo_t < hi_t:
-            ks = np.unique(np.linspace(lo_t - 1, hi_t - 1, points).round().astype(np.int64))
+            ks = _radii(lo_t - 1, hi_t - 1, points)
             Uk, Vk = lad.rates(ks)
             passes += 1
             hit = _first_crossing_radius(at, ks, Uk, Vk)
@@ -604,8 +784,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
                 sel = np.flatnonzero(((upper_cells[0] > Uf[:, None])
                                       | (upper_cells[1] > Vf[:, None])).any(axis=0))
                 keep = sel if keep is None else keep[sel]
-                ks = np.unique(np.linspace(lo_t - 1, hi_t - 1, points)
-                               .round().astype(np.int64))
+                ks = _radii(lo_t - 1, hi_t - 1, points)
                 up, down = lad.cells(ks, keep)
                 passes += 1
                 if up.shape[2]:
@@ -623,8 +802,12 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
                 lo_t, hi_t = narrow(ks, Uk, Vk, hit)
                 dist = hi_t
                 upper_cells = (up[hit], down[hit])
-    value = dist if dependent else 1 - dist
-    return G2Distance(value, dependent, g2, df, pvalue, passes)
+    return _done(dist, dependent, g2, df, pvalue, passes)
+
+
+def _done(dist: int, dependent: bool, g2: float, df: int, pvalue: float,
+          passes: int) -> G2Distance:
+    return G2Distance(dist if dependent else 1 - dist, dependent, g2, df, pvalue, passes)
 
 
 def g2_distance(table: StrataTable, alpha: float) -> int:

@@ -265,23 +265,21 @@ def test_registered_spec() -> None:
         get("g2-decision-distance", Relation.ADD_REMOVE)
 
 
-_SEARCH = [  # (tables searched without pruning up to, radii per pass: small, large)
-    (4096, 16, 4),     # the defaults
-    (0, 16, 4),        # every table through the pruning search
-    (10**9, 16, 4),    # every table through the grid search
-    (0, 2, 2),         # two radii per pass (the bracket's ends)
-    (10**9, 3, 3),
+_SEARCH = [
+    # (tables searched without pruning up to, radii per pass: small, large,
+    #  tables searched over candidate cells above, checks before the full search)
+    (4096, 16, 4, 4096, 8),     # the defaults
+    (0, 16, 4, 10**9, 8),       # every table through the pruning search
+    (10**9, 16, 4, 10**9, 8),   # every table through the grid search
+    (0, 2, 2, 10**9, 8),        # two radii per pass (the bracket's ends)
+    (10**9, 3, 3, 10**9, 8),
+    (4096, 16, 4, 0, 8),        # every table through the candidate search
+    (4096, 16, 4, 0, 1),        # ... with one check, then the search over every cell
+    (0, 2, 2, 0, 2),
 ]
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_value_does_not_depend_on_how_the_search_probes(
-        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The search's parameters change its speed only: with or without the pruning
-    passes, with any number of radii per pass, the value is the same (every radius used
-    is evaluated exactly, and the crossing tests are monotone in floating point)."""
-    import dpcg.stats.g2_distance as mod
-
+def _tables_for_search(seed: int) -> list[StrataTable]:
     rng = np.random.default_rng(seed)
     tables = []
     for _ in range(25):
@@ -292,11 +290,26 @@ def test_value_does_not_depend_on_how_the_search_probes(
         s = np.where(rng.random(n) < 0.7, 0, rng.integers(0, k, n))
         t = _table(x, y, s, cx, cy, k)
         tables.append(StrataTable(t.counts, cx, cy, k + int(rng.integers(0, 2))))
+    return tables
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_value_does_not_depend_on_how_the_search_probes(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's parameters change its speed only: with or without the pruning
+    passes, with any number of radii per pass, through the candidate cells or not, the
+    value is the same (every radius used is evaluated exactly, the candidates' rates are
+    the cells' own floats, and the crossing tests are monotone in floating point)."""
+    import dpcg.stats.g2_distance as mod
+
+    tables = _tables_for_search(seed)
     values = []
-    for large, small_pts, large_pts in _SEARCH:
+    for large, small_pts, large_pts, cand, rounds in _SEARCH:
         monkeypatch.setattr(mod, "_LARGE_TABLE", large)
         monkeypatch.setattr(mod, "_REFINE_POINTS_SMALL", small_pts)
         monkeypatch.setattr(mod, "_REFINE_POINTS_LARGE", large_pts)
+        monkeypatch.setattr(mod, "_CANDIDATE_CELLS", cand)
+        monkeypatch.setattr(mod, "_CANDIDATE_ROUNDS", rounds)
         values.append([g2_distance(t, a) for t in tables for a in (0.05, 0.3)])
     assert all(v == values[0] for v in values[1:])
     assert len({abs(v) for v in values[0]}) > 10  # near and far from the boundary
@@ -307,9 +320,11 @@ def test_value_does_not_depend_on_how_the_search_probes(
 def test_entry_ladder_rates_equal_the_cell_ladder(seed: int) -> None:
     """The rates read from the non-zero cells plus one empty cell per (stratum, x level)
     and bound are bit for bit the rates over every cell, at every radius the search can
-    use: empty rows and columns, empty strata rows, ties in the margins."""
+    use: empty rows and columns, empty strata rows, ties in the margins. The cells either
+    ladder names as a radius' maxima give, as candidates, those rates at that radius
+    and a lower bound at every other."""
     from dpcg.stats.discrete import _margins
-    from dpcg.stats.g2_distance import _EntryLadder, _Ladder
+    from dpcg.stats.g2_distance import _Candidates, _EntryLadder, _Ladder
 
     rng = np.random.default_rng(seed)
     k, cx, cy = int(rng.integers(1, 7)), int(rng.integers(2, 11)), int(rng.integers(2, 11))
@@ -328,3 +343,87 @@ def test_entry_ladder_rates_equal_the_cell_ladder(seed: int) -> None:
     ks = np.unique(np.concatenate([[0, 1, n - 1], rng.integers(0, n, 5)])).astype(np.int64)
     for got, want in zip(entries.rates(ks), cells.rates(ks), strict=True):
         assert np.array_equal(got, want)
+    # one radius with the cells attaining each stratum's maxima: those cells alone, as
+    # candidates, give the same rates there (and no more anywhere)
+    for lad in (cells, entries):
+        for kk in ks[:4]:
+            U, V, up, down = lad.at_radius(int(kk))
+            assert np.array_equal(U, cells.rates(np.array([kk]))[0][0])
+            assert np.array_equal(V, cells.rates(np.array([kk]))[1][0])
+            cand = _Candidates(cells.d, cells._g)
+            cand.add(up, down)
+            assert all(np.array_equal(a[0], b) for a, b in
+                       zip(cand.rates(np.array([kk])), (U, V), strict=True))
+            for a, b in zip(cand.rates(ks), cells.rates(ks), strict=True):
+                assert (a <= b).all()
+
+
+def _scan_distance(t: StrataTable, alpha: float) -> int:
+    """``s(T)`` by its definition, scanning ``t = 1, 2, ..`` with the rates of radius
+    ``t - 1`` over every cell (the proof note's ``m_t``, ``M_t``, with the module's
+    quantile bounds and slack): the reference the searches must reproduce."""
+    import math
+
+    from scipy.special import chdtrc
+
+    import dpcg.stats.g2_distance as mod
+    from dpcg.stats.discrete import _df, _expected_from, _g2_from, _margins
+
+    N = t.counts[t.counts.any(axis=(1, 2))]
+    n = int(N.sum())
+    if n == 0:
+        return 0
+    ns, nx, ny = _margins(N)
+    df = _df(nx, ny)
+    g2 = _g2_from(N, _expected_from(ns, nx, ny)) if df > 0 else 0.0
+    dependent = df > 0 and float(chdtrc(df, g2)) <= alpha
+    lad = mod._Ladder(N, n)
+    assert lad.table is not None
+    unobserved = t.n_configs > N.shape[0]
+    iota_full = max(t.cx + t.cy - 3, 0)
+    dfmax = float(t.n_configs) * (t.cx - 1) * (t.cy - 1)
+    gmax = 2.0 * n * math.log(min(t.cx, t.cy))
+    gs = mod._per_stratum_g2(N)
+    for step in range(1, n + 1):
+        k = step - 1
+        U, V = (a[0] for a in lad.rates(np.array([k], dtype=np.int64)))
+        gk = float(lad.table[k]) if unobserved else 0.0
+        r = 2.0 * (max(float(U.max()), gk) + max(float(V.max()), gk))
+        iota = iota_full if (lad.level_min <= k + 1 or (unobserved and k >= 1)) else 0
+        if dependent:
+            per = float(np.minimum(gs, (step * 2.0) * (U + V)).sum())
+            q = mod._q_upper(alpha, min(df + step * iota, dfmax))
+            if max(0.0, g2 - min(step * r, per)) - q <= mod.SLACK * (1.0 + g2 + q):
+                return step
+        else:
+            q = mod._q_lower(alpha, max(df - step * iota, 1))
+            if min(g2 + step * r, gmax) - q >= -mod.SLACK * (1.0 + g2 + q):
+                return 1 - step
+    return n if dependent else 1 - n
+
+
+@pytest.mark.parametrize("candidates", [10**9, 0])
+@pytest.mark.parametrize("seed", range(3))
+def test_search_finds_the_first_crossing(seed: int, candidates: int,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every search returns the first ``t`` at which the ladder crosses, as a scan over
+    every ``t`` finds it (small ``n``, strata, unobserved configurations, both sides of
+    the decision), with and without the candidate cells."""
+    import dpcg.stats.g2_distance as mod
+
+    monkeypatch.setattr(mod, "_CANDIDATE_CELLS", candidates)
+    rng = np.random.default_rng(100 + seed)
+    sides = set()
+    for _ in range(30):
+        cx, cy, k = int(rng.integers(2, 9)), int(rng.integers(2, 9)), int(rng.integers(1, 4))
+        n = int(rng.integers(5, 400))
+        x = rng.integers(0, cx, n)
+        y = np.where(rng.random(n) < rng.random(), x % cy, rng.integers(0, cy, n))
+        s = rng.integers(0, k, n)
+        counts = _table(x, y, s, cx, cy, k).counts
+        t = StrataTable(counts, cx, cy, k + int(rng.integers(0, 2)))
+        for alpha in (0.05, 0.3):
+            want = _scan_distance(t, alpha)
+            assert g2_distance(t, alpha) == want
+            sides.add(want > 0)
+    assert sides == {True, False}
