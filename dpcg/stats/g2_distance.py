@@ -712,11 +712,13 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         passes += 1
         if at(U0, V0, 0)[0](1):
             return _done(1, dependent, g2, df, pvalue, passes)
+        if n == 1:
+            return _done(1, dependent, g2, df, pvalue, passes)  # clamped at n
         cand = _Candidates(lad.d, lad._g)
         cand.add(up0, down0)
         hi = n
         for _ in range(_CANDIDATE_ROUNDS):
-            t = min(grid_search(cand.rates, 2, hi, _CANDIDATE_POINTS), n) if hi >= 2 else 2
+            t = min(grid_search(cand.rates, 2, hi, _CANDIDATE_POINTS), n)
             if t <= 2:
                 return _done(t, dependent, g2, df, pvalue, passes)  # 1 does not cross
             Uv, Vv, upv, downv = lad.at_radius(t - 2)

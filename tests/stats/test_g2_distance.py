@@ -427,3 +427,16 @@ def test_search_finds_the_first_crossing(seed: int, candidates: int,
             assert g2_distance(t, alpha) == want
             sides.add(want > 0)
     assert sides == {True, False}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_few_rows_in_a_large_table(n: int) -> None:
+    """A table of more than 4,096 cells (searched over candidate cells) with a handful
+    of rows: the value is the scan's, clamped at ``n``."""
+    rng = np.random.default_rng(n)
+    for cx, cy, k in ((100, 100, 1), (30, 40, 5)):
+        x, y, s = rng.integers(0, cx, n), rng.integers(0, cy, n), rng.integers(0, k, n)
+        t = StrataTable(_table(x, y, s, cx, cy, k).counts, cx, cy, k)
+        for alpha in (0.05, 0.5):
+            assert g2_distance(t, alpha) == _scan_distance(t, alpha)
+            assert abs(g2_distance(t, alpha)) <= n
