@@ -743,19 +743,8 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         # A small table: each pass costs its fixed overhead, so no pruning passes; each
         # pass evaluates a grid of radii across the bracket (its ends included). Also
         # for a mostly empty table, whose passes read only its non-zero cells.
-        lo_t, hi_t = 2, u_t
-        while lo_t < hi_t:
-            ks = _radii(lo_t - 1, hi_t - 1, points)
-            Uk, Vk = lad.rates(ks)
-            passes += 1
-            hit = _first_crossing_radius(at, ks, Uk, Vk)
-            if hit == 0:
-                hi_t = lo_t
-                break
-            if hit < 0:
-                break  # no crossing up to hi_t (only when hi_t = n): clamp
-            lo_t, hi_t = narrow(ks, Uk, Vk, hit)
-        dist = hi_t
+        # (u_t crosses, or u_t = n and the answer is clamped there)
+        dist = min(grid_search(lad.rates, 2, u_t, points), u_t) if u_t > 2 else u_t
     elif not at_one:
         assert isinstance(lad, _Ladder)
         ku = np.array([u_t - 1], dtype=np.int64)
