@@ -40,6 +40,7 @@ from scipy.special import ndtr
 
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.data.dataset import Dataset
+from dpcg.data.readers import debug_detail
 from dpcg.errors import CITestError
 from dpcg.regression import (
     LAMBDA_FLOOR,
@@ -101,7 +102,9 @@ def check_values(values: object, p: int | None = None) -> FloatArray:
     if not np.all(finite):
         col = int(np.flatnonzero(~np.all(finite, axis=1))[0])
         row = int(np.flatnonzero(~finite[col])[0])
-        raise CITestError(f"column {col} has a non-finite value ({v[col, row]}) in row {row}")
+        # the column and the rule only: a row number or a value is data (threat model)
+        raise CITestError(f"column {col} has a non-finite value (rule: every value must be a "
+                          "finite number)" + debug_detail(f"row {row}"))
     return np.ascontiguousarray(v)
 
 

@@ -23,6 +23,7 @@ from dpcg.citests.gcm import GCMTest, PrivGCMTest, c_lambda
 from dpcg.citests.kendall_kmeans import PrivateKendallDiscretisedZ
 from dpcg.citests.subsample_aggregate import SubsampleAggregateGTest
 from dpcg.data import Categorical, Dataset, Schema
+from dpcg.data.readers import unsafe_debug_errors
 from dpcg.datasets.sem import shah_peters, shah_peters_bounds, shah_peters_sampler
 from dpcg.errors import DpcgError
 
@@ -108,6 +109,21 @@ def test_bad_input_spends_nothing() -> None:
     _assert_no_spend(s, lambda: c.test(0, 1, (2,)))
     _assert_no_spend(s, lambda: PrivateKendallDiscretisedZ(values, bounds, s, 1.0,
                                                            discretisation="kmeans"))
+
+
+def test_non_finite_error_names_column_and_rule_only() -> None:
+    values, bounds = _sp()
+    bad = values.copy()
+    bad[1, 17] = np.inf
+    with pytest.raises(DpcgError) as err:
+        PrivGCMTest(bad, bounds, _session(), 1.0)
+    msg = str(err.value)
+    assert "column 1" in msg
+    assert "finite" in msg
+    assert "17" not in msg  # the row
+    assert "inf" not in msg  # the value
+    with unsafe_debug_errors(), pytest.raises(DpcgError, match="row 17"):
+        PrivGCMTest(bad, bounds, _session(), 1.0)
 
 
 def test_default_m_and_too_small_m() -> None:
