@@ -111,13 +111,20 @@ def _expected(N: NDArray[np.int64]) -> NDArray[np.float64]:
     return _expected_from(*_margins(N))
 
 
-def _g2_from(N: NDArray[np.int64], E: NDArray[np.float64]) -> float:
-    """``2 sum_{N > 0} N ln(N / E)`` (cells with ``N = 0`` contribute ``0``)."""
+def _g2_and_logs(N: NDArray[np.int64], E: NDArray[np.float64]
+                 ) -> tuple[float, NDArray[np.float64]]:
+    """``2 sum_{N > 0} N ln(N / E)`` (cells with ``N = 0`` contribute ``0``) and the
+    logarithms ``ln(N / E)`` (0 where ``N = 0``) it was summed from."""
     if np.count_nonzero(N) == N.size:
         logs = np.log(N / E)
     else:  # ln 1 = 0 where N = 0 (and E may be 0)
         logs = np.log(np.divide(N, E, out=np.ones(E.shape), where=N > 0))
-    return float(max(2.0 * np.dot(N.reshape(-1), logs.reshape(-1)), 0.0))
+    return float(max(2.0 * np.dot(N.reshape(-1), logs.reshape(-1)), 0.0)), logs
+
+
+def _g2_from(N: NDArray[np.int64], E: NDArray[np.float64]) -> float:
+    """``2 sum_{N > 0} N ln(N / E)`` (cells with ``N = 0`` contribute ``0``)."""
+    return _g2_and_logs(N, E)[0]
 
 
 def _sparse_expected(table: SparseStrataTable

@@ -48,6 +48,7 @@ their first crossing with one pass over every cell (docs/privacy/statistics-g2-d
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,8 +63,8 @@ from dpcg.stats.contingency import SparseStrataTable, StrataTable
 from dpcg.stats.discrete import (
     _df,
     _expected_from,
+    _g2_and_logs,
     _g2_entries,
-    _g2_from,
     _margins,
     _sparse_expected,
 )
@@ -162,63 +163,96 @@ _Cells = tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64], NDArray[n
 
 
 class _Candidates:
-    """The rates over a few cells of a table (for each bound, the cells that attained a
-    stratum's maximum at the radii evaluated so far): a lower bound on the table's rates
-    at every radius, computed in ``O(candidates)`` per radius. A cell's bound is the
-    float the full ladders compute for it (same expression, same ``g``)."""
+    """The rates over a few cells per stratum (for each bound, the cells that attained
+    the stratum's maximum at the radii evaluated over every cell): a lower bound on the
+    table's rates at every radius, computed in ``O(strata x candidates)`` per radius. A
+    cell's bound is the float the full ladders compute for it (same expression, same
+    ``g``)."""
 
     def __init__(self, d: NDArray[np.int64], g: Callable[[NDArray[np.int64]],
-                                                         NDArray[np.float64]]) -> None:
-        self.d, self._g, self.strata = d, g, int(d.shape[0])
-        none = np.zeros(0, dtype=np.int64)
-        self.up: _Cells = (np.zeros(0, dtype=np.intp), none, none, none)
-        self.down: _Cells = self.up
+                                                         NDArray[np.float64]],
+                 table: NDArray[np.float64] | None = None) -> None:
+        self.d, self._g, self.strata = d[:, None], g, int(d.shape[0])
+        self._cols: tuple[list[NDArray[np.int64]], list[NDArray[np.int64]]] = ([], [])
+        self._stacked: list[NDArray[np.int64]] | None = None
+        # below 8 strata (and with g tabulated) the rates are computed in plain floats
+        self._item = table.item if table is not None and self.strata < 8 else None
+        self._d_list: list[int] = d.tolist()
+        self._cells: tuple[list[list[tuple[int, int, int]]], ...] = (
+            [[] for _ in range(self.strata)], [[] for _ in range(self.strata)])
 
-    @staticmethod
-    def _join(old: _Cells, new: _Cells) -> _Cells:
-        return (np.concatenate([old[0], new[0]]), np.concatenate([old[1], new[1]]),
-                np.concatenate([old[2], new[2]]), np.concatenate([old[3], new[3]]))
+    @property
+    def size(self) -> int:
+        """Cells evaluated per radius."""
+        return self.strata * (len(self._cols[0]) + len(self._cols[1])) // 3
 
     def add(self, up: _Cells, down: _Cells) -> None:
-        self.up, self.down = self._join(self.up, up), self._join(self.down, down)
+        """Add one cell per stratum for each bound (``(stratum, a, b, c)`` with the
+        strata in order)."""
+        for cols, per, (s, a, b, c) in zip(self._cols, self._cells, (up, down), strict=True):
+            assert s.shape[0] == self.strata
+            cols.extend((a, b, c))
+            if self._item is not None:
+                for i, cell in enumerate(zip(a.tolist(), b.tolist(), c.tolist(), strict=True)):
+                    per[i].append(cell)
+        self._stacked = None
+
+    def at(self, k: int) -> tuple[list[float], list[float]]:
+        """``(U, V)`` at radius ``k`` in plain floats (fewer than 8 strata): the same
+        operations on the same tabulated ``g`` as :meth:`rates`, hence the same floats."""
+        g = self._item
+        assert g is not None
+        U, V = [], []
+        for d, ups, downs in zip(self._d_list, *self._cells, strict=True):
+            d_hi = g(d + k)
+            u = 0.0
+            for a, b, c in ups:
+                b_lo, c_lo = g(max(b - k - 1, 0)), g(max(c - k - 1, 0))
+                up = d_hi - max(max(b_lo, c_lo), b_lo + c_lo - g(a + k))
+                if up > u:
+                    u = up
+            d_lo = g(max(d - k - 1, 0))
+            v = 0.0
+            for a, b, c in downs:
+                b_hi, c_hi = g(b + k), g(c + k)
+                down = min(min(b_hi, c_hi), b_hi + c_hi - d_lo) - g(max(a - k - 1, 0))
+                if down > v:
+                    v = down
+            U.append(u)
+            V.append(v)
+        return U, V
 
     def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``(U, V)`` of shape ``(len(ks), strata)`` over the candidates (0 where a
-        stratum has none: the rates are clamped at 0)."""
-        kk = ks[:, None]
+        """``(U, V)`` of shape ``(len(ks), strata)`` over the candidates."""
+        if self._stacked is None:
+            self._stacked = [np.stack(cols[i::3], axis=1) for cols in self._cols
+                             for i in range(3)]
+        au, bu, cu, ad, bd, cd = self._stacked
+        kk = ks[:, None, None]
         g = self._g
-        out = []
-        for (s, a, b, c), up in ((self.up, True), (self.down, False)):
-            if up:
-                val = _up_bound(g(a + kk), g(np.maximum(b - kk - 1, 0)),
-                                g(np.maximum(c - kk - 1, 0)), g(self.d[s] + kk))
-            else:
-                val = _down_bound(g(np.maximum(a - kk - 1, 0)), g(b + kk), g(c + kk),
-                                  g(np.maximum(self.d[s] - kk - 1, 0)))
-            r = np.zeros((self.strata, ks.shape[0]))
-            np.maximum.at(r, s, val.T)
-            out.append(r.T)
-        return out[0], out[1]
+        up = _up_bound(g(au + kk), g(np.maximum(bu - kk - 1, 0)),
+                       g(np.maximum(cu - kk - 1, 0)), g(self.d + kk))
+        down = _down_bound(g(np.maximum(ad - kk - 1, 0)), g(bd + kk), g(cd + kk),
+                           g(np.maximum(self.d - kk - 1, 0)))
+        return np.maximum(up.max(axis=2), 0.0), np.maximum(down.max(axis=2), 0.0)
 
 
 class _Ladder:
     """The per-stratum rate bounds ``U_s(k)``, ``V_s(k)`` of one table, for many ``k``
     at once (one vectorised pass over the cells per batch of radii)."""
 
-    def __init__(self, N: NDArray[np.int64], n: int) -> None:
+    def __init__(self, N: NDArray[np.int64], n: int, bm: NDArray[np.int64] | None = None,
+                 cm: NDArray[np.int64] | None = None) -> None:
         self.k, self.cx, self.cy = (int(v) for v in N.shape)
         self.a = N.reshape(self.k, -1)                      # (strata, cells)
-        self.bm = N.sum(axis=2)                             # (strata, cx) x-margins
-        self.cm = N.sum(axis=1)                             # (strata, cy) y-margins
+        self.bm = N.sum(axis=2) if bm is None else bm       # (strata, cx) x-margins
+        self.cm = N.sum(axis=1) if cm is None else cm       # (strata, cy) y-margins
         self.d = self.bm.sum(axis=1)                        # (strata,)
-        # per cell: the index of its x-margin and y-margin in the margins
-        self.xi = np.repeat(np.arange(self.cx), self.cy)
-        self.yi = np.tile(np.arange(self.cy), self.cx)
+        self.size = int(N.size)
         self.level_min = int(min(self.bm.min(), self.cm.min())) if N.size else 0
         size = 2 * n + 2
         self.table = _g_table(size) if size <= LOOKUP_MAX else None
         self._flat: NDArray[np.int64] | None = None
-        self._flat_cells: NDArray[np.intp] | None = None
 
     def _g(self, m: NDArray[np.int64]) -> NDArray[np.float64]:
         if self.table is not None:
@@ -226,49 +260,33 @@ class _Ladder:
             return out
         return g_increment_array(m.astype(np.float64))
 
-    def cells(self, ks: NDArray[np.int64], cells: NDArray[np.intp] | None = None
-              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Per-cell bounds on ``+D`` and ``-D``, shape ``(len(ks), strata, cells)`` (all
-        cells, or the columns ``cells``). ``g`` is read at the two ends of every box in
-        one gather each, over the cell counts, the margins and the stratum sizes laid
-        end to end (margin terms are computed once per margin, then broadcast)."""
+    def cells(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per-cell bounds on ``+D`` and ``-D``, shape ``(len(ks), strata, cells)``. ``g`` is
+        read at the two ends of every box in one gather each, over the cell counts, the
+        margins and the stratum sizes laid end to end (margin terms are computed once per
+        margin, then broadcast)."""
         st, cx, cy = self.k, self.cx, self.cy
-        if self._flat is None or self._flat_cells is not cells:
-            a = self.a if cells is None else self.a[:, cells]
-            self._flat = np.concatenate([a.ravel(), self.bm.ravel(), self.cm.ravel(), self.d])
-            self._flat_cells = cells
+        if self._flat is None:
+            self._flat = np.concatenate([self.a.ravel(), self.bm.ravel(), self.cm.ravel(),
+                                         self.d])
         flat = self._flat
-        nc = self.a.shape[1] if cells is None else len(cells)
+        nc = cx * cy
         kk = ks[:, None]
         hi = self._g(flat + kk)
         lo = self._g(np.maximum(flat - kk - 1, 0))
         K = len(ks)
         e1, e2, e3 = st * nc, st * (nc + cx), st * (nc + cx + cy)
-        a_hi, b_hi, c_hi, d_hi = hi[:, :e1], hi[:, e1:e2], hi[:, e2:e3], hi[:, e3:]
-        a_lo, b_lo, c_lo, d_lo = lo[:, :e1], lo[:, e1:e2], lo[:, e2:e3], lo[:, e3:]
-        d_hi, d_lo = d_hi.reshape(K, st, 1), d_lo.reshape(K, st, 1)
-        if cells is None:
-            a_hi, a_lo = a_hi.reshape(K, st, cx, cy), a_lo.reshape(K, st, cx, cy)
-            b_hi, b_lo = b_hi.reshape(K, st, cx, 1), b_lo.reshape(K, st, cx, 1)
-            c_hi, c_lo = c_hi.reshape(K, st, 1, cy), c_lo.reshape(K, st, 1, cy)
-            d_hi, d_lo = d_hi[..., None], d_lo[..., None]
-        else:
-            a_hi, a_lo = a_hi.reshape(K, st, nc), a_lo.reshape(K, st, nc)
-            xi, yi = self.xi[cells], self.yi[cells]
-            b_hi, b_lo = b_hi.reshape(K, st, cx)[:, :, xi], b_lo.reshape(K, st, cx)[:, :, xi]
-            c_hi, c_lo = c_hi.reshape(K, st, cy)[:, :, yi], c_lo.reshape(K, st, cy)[:, :, yi]
-        up = _up_bound(a_hi, b_lo, c_lo, d_hi)
-        down = _down_bound(a_lo, b_hi, c_hi, d_lo)
+        up = _up_bound(hi[:, :e1].reshape(K, st, cx, cy), lo[:, e1:e2].reshape(K, st, cx, 1),
+                       lo[:, e2:e3].reshape(K, st, 1, cy), hi[:, e3:].reshape(K, st, 1, 1))
+        down = _down_bound(lo[:, :e1].reshape(K, st, cx, cy),
+                           hi[:, e1:e2].reshape(K, st, cx, 1),
+                           hi[:, e2:e3].reshape(K, st, 1, cy), lo[:, e3:].reshape(K, st, 1, 1))
         return up.reshape(K, st, nc), down.reshape(K, st, nc)
 
-    def rates(self, ks: NDArray[np.int64], cells: NDArray[np.intp] | None = None
-              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(U, V)`` of shape ``(len(ks), strata)``: per stratum, the largest bounds on
         ``+D`` and ``-D`` over its cells (clamped at 0)."""
-        up, down = self.cells(ks, cells)
-        if up.shape[2] == 0:
-            z = np.zeros(up.shape[:2])
-            return z, z.copy()
+        up, down = self.cells(ks)
         return np.maximum(up.max(axis=2), 0.0), np.maximum(down.max(axis=2), 0.0)
 
     def at_radius(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64],
@@ -293,8 +311,8 @@ class _Ladder:
             down = _down_bound(g(np.maximum(a - k - 1, 0)), b_hi[sl, :, None],
                                c_hi[sl, None, :], d_lo[sl, None, None]).reshape(a.shape[0], -1)
             ju[sl], jv[sl] = up.argmax(axis=1), down.argmax(axis=1)
-            U[sl] = np.take_along_axis(up, ju[sl, None], axis=1)[:, 0]
-            V[sl] = np.take_along_axis(down, jv[sl, None], axis=1)[:, 0]
+            rows = np.arange(up.shape[0])
+            U[sl], V[sl] = up[rows, ju[sl]], down[rows, jv[sl]]
         s = np.arange(st)
         cells = [(s, self.a[s, j], self.bm[s, j // cy], self.cm[s, j % cy]) for j in (ju, jv)]
         return np.maximum(U, 0.0), np.maximum(V, 0.0), cells[0], cells[1]
@@ -476,60 +494,259 @@ def _per_stratum_g2(N: NDArray[np.int64]) -> NDArray[np.float64]:
     return out
 
 
-#: Radii per refinement pass of the search: 16 on small tables (where a pass costs its
-#: fixed overhead), fewer as the table grows (where it costs cells x radii), at least 4.
-#: Only the speed depends on it: every radius used is evaluated exactly.
-_REFINE_POINTS_SMALL = 16
-_REFINE_POINTS_LARGE = 4
-_REFINE_CELL_RADII = 16384
-#: Tables of at most this many cells are searched without pruning passes.
-_LARGE_TABLE = 4096
-#: Tables of more than this many cells are searched over candidate cells, with one
-#: pass over the cells per check (at most ``_CANDIDATE_ROUNDS`` checks, then the search
-#: over every cell), and ``_CANDIDATE_POINTS`` radii per pass over the candidates.
-_CANDIDATE_CELLS = 4096
+#: Tables of more than this many cells (or evaluated cells, for a sparse table) are
+#: searched over candidate cells and checked with one pass over every cell; smaller ones
+#: with the exact rates directly. Tables of at most ``_SMALL_CELLS`` cells and fewer than
+#: 8 strata have their rates computed in plain floats (a NumPy call costs more than the
+#: whole table there). Only the speed depends on these.
+_CANDIDATE_CELLS = 2048
+_SMALL_CELLS = 64
+#: A bracket is evaluated in one batch (NumPy ladders) when its radii times the cells
+#: evaluated are at most ``_BATCH_ELEMENTS`` and it has at most ``_BATCH_RADII`` radii.
+_BATCH_ELEMENTS = 4096
+_BATCH_RADII = 32
+#: Rounds of the candidate search (each checked with one pass over every cell) before
+#: the search over every cell takes over.
 _CANDIDATE_ROUNDS = 8
-_CANDIDATE_POINTS = 32
 #: Cells per block when one radius is evaluated over a large dense table.
 _BLOCK_CELLS = 1 << 15
 
 
-#: A crossing test with fixed rates, and where its linear part crosses (a first probe).
-_Crossing = tuple[Callable[[int], bool], float]
-_At = Callable[[NDArray[np.float64], NDArray[np.float64], int], _Crossing]
+class _Rates:
+    """The rates of one radius ``k`` as the crossing test reads them: the total rate
+    ``r = 2 (max(max_s U_s, gamma_k) + max(max_s V_s, gamma_k))``, the per-stratum
+    ``U_s + V_s`` (``W``; a list below 8 strata, else an array) and the df step."""
+
+    __slots__ = ("W", "k", "r", "step")
+
+    def __init__(self, k: int, r: float, W: list[float] | NDArray[np.float64] | None,
+                 step: int) -> None:
+        self.k, self.r, self.W, self.step = k, r, W, step
 
 
-def _radii(lo: int, hi: int, points: int) -> NDArray[np.int64]:
-    """About ``points`` distinct radii evenly spread over ``[lo, hi]``, both ends
-    included (``lo <= hi``)."""
-    m = min(points, hi - lo + 1)
-    if m <= 1:
-        return np.array([lo], dtype=np.int64)
-    out: NDArray[np.int64] = lo + (hi - lo) * np.arange(m, dtype=np.int64) // (m - 1)
-    return out
+#: Rates of a batch of radii, each built when it is read.
+_Batch = Callable[[NDArray[np.int64]], list[Callable[[], _Rates]]]
 
 
-def _first_crossing_radius(at: _At, ks: NDArray[np.int64], Uk: NDArray[np.float64],
-                           Vk: NDArray[np.float64]) -> int:
-    """The first ``j`` such that ``t = ks[j] + 1`` crosses with the exact rates of radius
-    ``ks[j]`` (``-1`` if none does), by bisection: the crossing is monotone in ``j``
-    (rates and ``t`` both grow)."""
-    def crosses(j: int) -> bool:
-        k = int(ks[j])
-        return at(Uk[j], Vk[j], k)[0](k + 1)
-    last = len(ks) - 1
-    if crosses(0):
-        return 0
-    if not crosses(last):
-        return -1
-    hit, miss = last, 0
-    while hit - miss > 1:
-        mid = (hit + miss) // 2
-        if crosses(mid):
-            hit = mid
+class _Crossing:
+    """The ladder's crossing test (one definition for every search path) and the search.
+
+    Dependent ``T``: ``t`` crosses with the rates of radius ``k`` when
+    ``max(0, G^2 - min(t r, sum_s min(G_s, 2 t (U_s + V_s)))) - Q+(min(df + t iota_k,
+    DFMAX)) <= SLACK (1 + G^2 + Q+)``; independent ``T``: when ``min(G^2 + t r, GMAX) -
+    Q-(max(df - t iota_k, 1)) >= -SLACK (1 + G^2 + Q-)``. The sum over the strata is
+    NumPy's from 8 strata on, plain ``sum`` below (the same float: NumPy adds fewer than
+    8 values in order). The test is monotone in ``t`` and in the rates, in floating
+    point as well (every operation rounds monotonically), so where a search probes
+    changes only its speed.
+    """
+
+    def __init__(self, *, dependent: bool, g2: float, gs: NDArray[np.float64] | None,
+                 df: int, dfmax: float, gmax: float, alpha: float, iota_full: int,
+                 level_min: int, unobserved: bool, strata: int,
+                 g: Callable[[NDArray[np.int64]], NDArray[np.float64]]) -> None:
+        self.dependent, self.g2, self.df = dependent, g2, df
+        self.dfmax, self.gmax, self.alpha = dfmax, gmax, alpha
+        self.iota_full, self.level_min, self.unobserved, self._g = (
+            iota_full, level_min, unobserved, g)
+        self.few = strata < 8
+        self.gs_list: list[float] = gs.tolist() if gs is not None and self.few else []
+        self.gs = gs
+        if dependent:
+            self.linear = g2 - _q_upper(alpha, min(df, dfmax))  # t r = G^2 - Q+(df)
         else:
-            miss = mid
-    return hit
+            self.linear = _q_lower(alpha, max(df, 1)) - g2
+
+    def gamma(self, k: int) -> float:
+        """``g(k)`` where an unobserved configuration exists, else 0."""
+        if not self.unobserved:
+            return 0.0
+        return float(self._g(np.array([k], dtype=np.int64))[0])
+
+    def iota(self, k: int) -> int:
+        """Bound on the change of df in one replacement at step ``k``."""
+        if self.level_min <= k + 1 or (self.unobserved and k >= 1):
+            return self.iota_full
+        return 0
+
+    def rates(self, k: int, U: NDArray[np.float64] | list[float],
+              V: NDArray[np.float64] | list[float]) -> _Rates:
+        """The :class:`_Rates` of per-stratum rates ``U``, ``V`` at radius ``k``."""
+        gk = self.gamma(k)
+        if isinstance(U, list):
+            assert isinstance(V, list)
+            r = 2.0 * (max(max(U), gk) + max(max(V), gk))
+            W: list[float] | NDArray[np.float64] | None = (
+                [u + v for u, v in zip(U, V, strict=True)] if self.dependent else None)
+        elif self.few:
+            assert not isinstance(V, list)
+            return self.rates(k, U.tolist(), V.tolist())
+        else:
+            assert not isinstance(V, list)
+            r = 2.0 * (max(float(U.max()), gk) + max(float(V.max()), gk))
+            W = U + V if self.dependent else None
+        return _Rates(k, r, W, self.iota(k))
+
+    def crosses(self, t: int, R: _Rates) -> bool:
+        """Whether ``t`` crosses with the fixed rates ``R``."""
+        g2 = self.g2
+        if self.dependent:
+            t2 = t * 2.0
+            W = R.W
+            if isinstance(W, list):
+                per = sum([min(g, t2 * w) for g, w in zip(self.gs_list, W, strict=True)])
+            else:
+                assert W is not None
+                assert self.gs is not None
+                per = float(np.minimum(self.gs, t2 * W).sum())
+            g_part = max(0.0, g2 - min(t * R.r, per))
+            q = _q_upper(self.alpha, min(self.df + t * R.step, self.dfmax))
+            return g_part - q <= SLACK * (1.0 + g2 + q)
+        g_part = min(g2 + t * R.r, self.gmax)
+        q = _q_lower(self.alpha, max(self.df - t * R.step, 1))
+        return g_part - q >= -SLACK * (1.0 + g2 + q)
+
+    def first_fixed(self, lo: int, hi: int, R: _Rates) -> int:
+        """Smallest ``t`` in ``[lo, hi]`` crossing with the fixed rates ``R`` (``hi + 1``
+        if none), by bisection that first probes next to where the linear part crosses
+        (``t r = G^2 - Q``), usually within a step of the answer."""
+        if lo > hi or not self.crosses(hi, R):
+            return hi + 1
+        r = R.r
+        if lo < hi and r > 0 and self.linear / r < hi:
+            g = min(max(math.ceil(self.linear / r), lo), hi)
+            if self.crosses(g, R):
+                if g == lo or not self.crosses(g - 1, R):
+                    return g
+                hi = g - 1
+            elif g < hi:
+                if self.crosses(g + 1, R):
+                    return g + 1
+                lo = g + 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.crosses(mid, R):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def search(self, rates: Callable[[int], _Rates], lo: int, hi: int, R_low: _Rates,
+               phi_low: int, batch: _Batch | None = None, batch_radii: int = 0
+               ) -> tuple[int, int]:
+        """``(t, probes)``: the smallest ``t`` in ``[lo, hi - 1]`` that crosses with
+        ``rates(t - 1)``, else ``hi``, for ``rates`` non-decreasing in the radius.
+        ``R_low`` and ``phi_low`` (rates evaluated before, and the first ``t`` in the
+        bracket, or above it, that crosses with them fixed) seed where it probes first.
+
+        A probe at ``m`` evaluates ``R = rates(m - 1)``. If ``m`` crosses with it, the
+        answer is at most ``m`` and at least the first ``t`` that crosses with ``R``
+        fixed (every ``t <= m`` has rates at most ``R``); if not, it is above ``m`` and
+        at most that first ``t`` (every ``t > m`` has rates at least ``R``). So every
+        probe moves both ends of the bracket. The next probe is where ``m r(m - 1)``
+        meets the target ``phi r`` of the last probe, with ``r`` extrapolated linearly
+        from the last two probes (a secant step: the crossing is mostly ``t r >= G^2 -
+        q``, and ``r`` grows smoothly between nearby radii), or the middle of the
+        bracket after a probe that did not halve it. ``batch``, where given, evaluates a
+        bracket of at most ``batch_radii`` radii at once. Only the speed depends on where
+        it probes: the bracket's ends are proven bounds."""
+        probes = 0
+        last = (R_low.k, R_low.r, phi_low * R_low.r)   # (radius, rate, target)
+        before: tuple[int, float, float] | None = None
+        known_top = False          # whether hi crosses (a probe there said so)
+        slow = False
+        while lo < hi:
+            if batch is not None and hi - lo < batch_radii:
+                # every radius of the bracket at once; crossing is monotone along them
+                rows = batch(np.arange(lo - 1, hi, dtype=np.int64))
+                a, b = 0, len(rows) - 1  # the answer's row is in [a, b] (the last: hi)
+                while a < b:
+                    mid = (a + b) // 2
+                    if self.crosses(lo + mid, rows[mid]()):
+                        b = mid
+                    else:
+                        a = mid + 1
+                return lo + a, probes + 1
+            top = hi - 1 if known_top else hi
+            m = (lo + hi) // 2 if slow else self._predict(last, before, lo, top)
+            m = min(max(m, lo), top)
+            width = hi - lo
+            R = rates(m - 1)
+            probes += 1
+            if self.crosses(m, R):
+                phi = self.first_fixed(lo, m, R)
+                # phi == lo: the first crossing with R may lie below the bracket
+                target = phi * R.r if phi > lo else min(phi * R.r, self.linear)
+                hi, lo, known_top = m, max(lo, phi), True
+            else:
+                phi = self.first_fixed(m + 1, hi, R)
+                # phi > hi: the first crossing with R lies above the bracket
+                target = phi * R.r if phi <= hi else max(phi * R.r, self.linear)
+                lo, hi = m + 1, min(hi, phi)
+            before, last = last, (m - 1, R.r, target)
+            slow = not slow and 2 * (hi - lo) > width
+        return hi, probes
+
+    @staticmethod
+    def _predict(last: tuple[int, float, float], before: tuple[int, float, float] | None,
+                 lo: int, top: int) -> int:
+        """Where ``m r(m - 1) = C``, ``r`` linear through the probes ``last`` and
+        ``before`` (``(radius, rate, target)``), ``C`` the target of ``last``; a quarter
+        of the way up the bracket after one probe."""
+        if before is None or before[0] == last[0]:
+            return lo + (top - lo) // 4
+        k0, r0, _ = before
+        k1, r1, C = last
+        slope = max((r1 - r0) / (k1 - k0), 0.0)
+        b = r1 - slope * (1 + k1)           # m r(m - 1) = slope m^2 + b m
+        if slope == 0.0:
+            return math.ceil(C / b) if b > 0 else top
+        disc = b * b + 4.0 * slope * C
+        if disc < 0.0:
+            return lo
+        return math.ceil((-b + math.sqrt(disc)) / (2.0 * slope))
+
+
+class _SmallLadder:
+    """The rates of a table of at most ``_SMALL_CELLS`` cells and fewer than 8 strata in
+    plain floats: the same operations on the same tabulated ``g`` as :class:`_Ladder`,
+    hence the same floats, without a NumPy call per operation."""
+
+    def __init__(self, N: NDArray[np.int64], bm: NDArray[np.int64], cm: NDArray[np.int64],
+                 table: NDArray[np.float64]) -> None:
+        self.a: list[list[list[int]]] = N.tolist()
+        self.bm: list[list[int]] = bm.tolist()
+        self.cm: list[list[int]] = cm.tolist()
+        self.d: list[int] = bm.sum(axis=1).tolist()
+        self.g = table.item
+
+    def at(self, k: int) -> tuple[list[float], list[float]]:
+        """Per-stratum ``(U, V)`` at radius ``k`` (clamped at 0)."""
+        g = self.g
+        U, V = [], []
+        for a_s, b_s, c_s, d in zip(self.a, self.bm, self.cm, self.d, strict=True):
+            d_hi, d_lo = g(d + k), g(max(d - k - 1, 0))
+            c_hi = [g(c + k) for c in c_s]
+            c_lo = [g(max(c - k - 1, 0)) for c in c_s]
+            u = v = 0.0
+            for row, b in zip(a_s, b_s, strict=True):
+                b_hi, b_lo = g(b + k), g(max(b - k - 1, 0))
+                for a, ch, cl in zip(row, c_hi, c_lo, strict=True):
+                    up = d_hi - max(max(b_lo, cl), b_lo + cl - g(a + k))
+                    down = min(min(b_hi, ch), b_hi + ch - d_lo) - g(max(a - k - 1, 0))
+                    if up > u:
+                        u = up
+                    if down > v:
+                        v = down
+            U.append(u)
+            V.append(v)
+        return U, V
+
+
+def _per_stratum_from_logs(N: NDArray[np.int64], logs: NDArray[np.float64]
+                           ) -> NDArray[np.float64]:
+    out: NDArray[np.float64] = np.maximum(2.0 * (N * logs).sum(axis=(1, 2)), 0.0)
+    return out
 
 
 def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
@@ -537,6 +754,8 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
     alpha = _check(alpha, table)
     cx, cy = table.cx, table.cy
     lad: _Ladder | _EntryLadder
+    gs: NDArray[np.float64] | None = None
+    small: _SmallLadder | None = None
     if isinstance(table, SparseStrataTable):
         # the non-zero cells only (every stratum of the table is observed)
         n = table.n
@@ -547,7 +766,9 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         g2 = _g2_entries(table.weight, E) if df > 0 else 0.0
         strata = table.k
         lad = _EntryLadder(table.stratum, *table.levels(), table.weight, nx, ny, n)
-        cells = lad.size
+        dependent = df > 0 and float(chdtrc(df, g2)) <= alpha
+        if dependent:
+            gs = _per_stratum_g2_entries(table, E)
     else:
         N = table.counts
         if N.shape[0] and not N.any(axis=(1, 2)).all():
@@ -557,248 +778,123 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
             return G2Distance(0, False, 0.0, 0, 1.0, 0)  # no rows: independent, s = 0
         ns, nx, ny = _margins(N)
         df = _df(nx, ny)
-        g2 = _g2_from(N, _expected_from(ns, nx, ny)) if df > 0 else 0.0
+        g2 = 0.0
+        logs = None
+        if df > 0:
+            # G^2 as the G-test computes it (the same float, hence its decision), and the
+            # per-stratum G_s from the same logarithms
+            g2, logs = _g2_and_logs(N, _expected_from(ns, nx, ny))
         strata = int(N.shape[0])
-        cells = int(N.size)
-        lad = _Ladder(N, n)
+        lad = _Ladder(N, n, nx, ny)
+        dependent = df > 0 and float(chdtrc(df, g2)) <= alpha
+        if dependent:
+            assert logs is not None
+            gs = _per_stratum_from_logs(N, logs)
+        if N.size <= _SMALL_CELLS and strata < 8 and lad.table is not None:
+            small = _SmallLadder(N, nx, ny, lad.table)
     pvalue = 1.0 if df == 0 else float(chdtrc(df, g2))
-    dependent = df > 0 and pvalue <= alpha
-    unobserved = table.n_configs > strata
-    iota_full = max(cx + cy - 3, 0)
-    dfmax = float(table.n_configs) * (cx - 1) * (cy - 1)
-    gmax = 2.0 * n * math.log(min(cx, cy))
-    passes = 0
-    points = max(_REFINE_POINTS_LARGE,
-                 min(_REFINE_POINTS_SMALL, _REFINE_CELL_RADII // max(cells, 1)))
+    cross = _Crossing(
+        dependent=dependent, g2=g2, gs=gs, df=df,
+        dfmax=float(table.n_configs) * (cx - 1) * (cy - 1),
+        gmax=2.0 * n * math.log(min(cx, cy)), alpha=alpha, iota_full=max(cx + cy - 3, 0),
+        level_min=lad.level_min, unobserved=table.n_configs > strata, strata=strata,
+        g=lad._g)
+    if small is not None:
+        sm = small
 
-    def iota(k: int) -> int:
-        """Bound on the change of df in one replacement at step ``k``."""
-        if lad.level_min <= k + 1 or (unobserved and k >= 1):
-            return iota_full
-        return 0
-
-    def g_scalar(k: int) -> float:
-        if not unobserved:
-            return 0.0
-        if lad.table is not None and k < lad.table.size:
-            return float(lad.table[k])
-        return float(g_increment_array(np.array([float(k)]))[0])
-
-    def total_rate(u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> float:
-        """``r = 2 (max(U, g(k)) + max(V, g(k)))`` over the strata (plain floats when
-        there are few)."""
-        gk = g_scalar(k)
-        if u.size < 8:
-            ul: list[float] = u.tolist()
-            vl: list[float] = v.tolist()
-            return 2.0 * (max(max(ul), gk) + max(max(vl), gk))
-        return 2.0 * (max(float(u.max()), gk) + max(float(v.max()), gk))
-
-    # The crossing tests with fixed rates, as closures over their scalars: the search
-    # evaluates them tens of times per table, and with few strata plain floats are far
-    # cheaper than NumPy calls. The arithmetic is the same, operation by operation (a
-    # NumPy sum of fewer than 8 values adds them in order, as ``sum`` does).
-    at: _At
-    if dependent:
-        gs = _per_stratum_g2_entries(table, E) if isinstance(table, SparseStrataTable) \
-            else _per_stratum_g2(N)
-        gs_list: list[float] = gs.tolist()
-        q_at_zero = _q_upper(alpha, min(df, dfmax))
-
-        def at(u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> _Crossing:
-            # m_t(T) <= 0: G^2 - min(t r, sum_s min(G_s, t r_s)) - Q+(min(df + t iota, DFMAX))
-            r = total_rate(u, v, k)
-            w = u + v
-            w_list: list[float] | None = w.tolist() if w.size < 8 else None
-            step = iota(k)
-            q_fixed = q_at_zero if step == 0 else None
-
-            def crossed(t: int) -> bool:
-                t2 = t * 2.0
-                if w_list is not None:
-                    per_stratum = sum([min(g, t2 * x) for g, x in zip(gs_list, w_list,
-                                                                      strict=True)])
-                else:
-                    per_stratum = float(np.minimum(gs, t2 * w).sum())
-                g_part = max(0.0, g2 - min(t * r, per_stratum))
-                q = q_fixed if q_fixed is not None else \
-                    _q_upper(alpha, min(df + t * step, dfmax))
-                return g_part - q <= SLACK * (1.0 + g2 + q)
-            return crossed, (g2 - q_at_zero) / r if r > 0 else math.inf
+        def exact(k: int) -> _Rates:
+            return cross.rates(k, *sm.at(k))
+        dist, passes = _direct(cross, exact, None, 0, n)
+    elif lad.size <= _CANDIDATE_CELLS:
+        dist, passes = _direct(cross, *_providers(cross, lad.rates, lad.size), n)
     else:
-        q_low_zero = _q_lower(alpha, max(df, 1))
-
-        def at(u: NDArray[np.float64], v: NDArray[np.float64], k: int) -> _Crossing:
-            # M_t(T) >= 0: min(G^2 + t r, GMAX) - Q-(max(df - t iota, 1))
-            r = total_rate(u, v, k)
-            step = iota(k)
-
-            def crossed(t: int) -> bool:
-                g_part = min(g2 + t * r, gmax)
-                q = _q_lower(alpha, max(df - t * step, 1))
-                return g_part - q >= -SLACK * (1.0 + g2 + q)
-            return crossed, (q_low_zero - g2) / r if r > 0 else math.inf
-
-    def first(lo: int, hi: int, u: NDArray[np.float64], v: NDArray[np.float64],
-              k: int) -> int:
-        """Smallest ``t`` in ``[lo, hi]`` crossing with fixed rates (``hi + 1`` if none).
-
-        ``crossed`` is monotone in ``t`` (in floating point too: every operation rounds
-        monotonically), so the bisection's answer does not depend on where it probes;
-        it first probes next to the crossing of the linear part, ``t r = G^2 - q``,
-        which is usually within a step of the answer."""
-        crossed, guess = at(u, v, k)
-        if not crossed(hi):
-            return hi + 1
-        if lo < hi and math.isfinite(guess):
-            g = min(max(math.ceil(guess), lo), hi)
-            if crossed(g):
-                if g == lo or not crossed(g - 1):
-                    return g
-                hi = g - 1
-            else:
-                if crossed(g + 1):
-                    return g + 1
-                lo = g + 2
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if crossed(mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
-
-    def narrow(ks: NDArray[np.int64], Uk: NDArray[np.float64], Vk: NDArray[np.float64],
-               hit: int) -> tuple[int, int]:
-        """The bracket of the answer when radius ``ks[hit]`` crosses and ``ks[hit - 1]``
-        does not: within it the exact rates lie between those two radii' rates, so
-        crossing with the larger bounds it below and with the smaller above."""
-        k_a, k_b = int(ks[hit - 1]), int(ks[hit])
-        return (max(k_a + 2, first(k_a + 2, k_b + 1, Uk[hit], Vk[hit], k_b)),
-                min(k_b + 1, first(k_a + 2, k_b + 1, Uk[hit - 1], Vk[hit - 1], k_a)))
-
-    # t = k + 1: the rates of step t - 1 decide whether t replacements can cross. The
-    # rates are exact at every radius used (cells are only pruned when they provably
-    # cannot be a stratum's maximum in the remaining range), so the search returns
-    # exactly min(n, smallest crossing t).
-    def grid_search(rates: Callable[[NDArray[np.int64]],
-                                    tuple[NDArray[np.float64], NDArray[np.float64]]],
-                    lo: int, hi: int, per_pass: int) -> int:
-        """Smallest ``t`` in ``[lo, hi]`` crossing with ``rates(t - 1)`` (``hi + 1`` if
-        none), ``rates`` non-decreasing in the radius: each pass evaluates a grid of radii
-        across the bracket (its ends included) and narrows it."""
-        nonlocal passes
-        while True:
-            ks = _radii(lo - 1, hi - 1, per_pass)
-            Uk, Vk = rates(ks)
-            passes += 1
-            hit = _first_crossing_radius(at, ks, Uk, Vk)
-            if hit < 0:
-                return hi + 1
-            if hit == 0:
-                return int(ks[0]) + 1
-            lo, hi = narrow(ks, Uk, Vk, hit)  # now t = hi crosses
-            if lo >= hi:
-                return hi
-
-    if cells > _CANDIDATE_CELLS:
-        # Large tables: search with the rates over a few candidate cells (a lower bound on
-        # the rates at every radius, so their first crossing t is an upper bound on the
-        # answer), then check t - 1 with the exact rates of radius t - 2 in one pass over
-        # the cells. If t - 1 does not cross, the answer is t (crossing is monotone in
-        # t); if it does, the cells attaining the maxima at t - 2 join the candidates,
-        # whose rates are then exact there, so the next t is smaller.
-        U0, V0, up0, down0 = lad.at_radius(0)
-        passes += 1
-        if at(U0, V0, 0)[0](1):
-            return _done(1, dependent, g2, df, pvalue, passes)
-        if n == 1:
-            return _done(1, dependent, g2, df, pvalue, passes)  # clamped at n
-        cand = _Candidates(lad.d, lad._g)
-        cand.add(up0, down0)
-        hi = n
-        for _ in range(_CANDIDATE_ROUNDS):
-            t = min(grid_search(cand.rates, 2, hi, _CANDIDATE_POINTS), n)
-            if t <= 2:
-                return _done(t, dependent, g2, df, pvalue, passes)  # 1 does not cross
-            Uv, Vv, upv, downv = lad.at_radius(t - 2)
-            passes += 1
-            if not at(Uv, Vv, t - 2)[0](t - 1):
-                return _done(t, dependent, g2, df, pvalue, passes)
-            cand.add(upv, downv)
-            hi = t - 1
-        # rarely reached: the exact search below t = hi, which crosses
-        return _done(min(grid_search(lad.rates, 2, hi, points), hi), dependent, g2, df,
-                     pvalue, passes)
-
-    k0 = np.zeros(1, dtype=np.int64)
-    U0, V0 = lad.rates(k0)
-    passes += 1
-    dist = u_t = 1
-    at_one = at(U0[0], V0[0], 0)[0](1)
-    if not at_one:
-        # rates only grow: crossing with the rates of step 0 bounds the answer above
-        u_t = min(first(2, n, U0[0], V0[0], 0), n)
-    if not at_one and (cells <= _LARGE_TABLE or isinstance(lad, _EntryLadder)):
-        # A small table: each pass costs its fixed overhead, so no pruning passes; each
-        # pass evaluates a grid of radii across the bracket (its ends included). Also
-        # for a mostly empty table, whose passes read only its non-zero cells.
-        # (u_t crosses, or u_t = n and the answer is clamped there)
-        dist = min(grid_search(lad.rates, 2, u_t, points), u_t) if u_t > 2 else u_t
-    elif not at_one:
-        assert isinstance(lad, _Ladder)
-        ku = np.array([u_t - 1], dtype=np.int64)
-        Uc, Vc = lad.cells(ku)
-        passes += 1
-        Uu = np.maximum(Uc.max(axis=2), 0.0) if Uc.shape[2] else np.zeros((1, lad.k))
-        Vu = np.maximum(Vc.max(axis=2), 0.0) if Vc.shape[2] else np.zeros((1, lad.k))
-        if not at(Uu[0], Vu[0], u_t - 1)[0](u_t):
-            dist = n  # u_t = n and even n replacements cannot cross: clamp
-        else:
-            lo_t = first(2, u_t, Uu[0], Vu[0], u_t - 1)  # crossing with the larger rates
-            hi_t = u_t
-            # Cells whose bound at radius hi_t - 1 does not exceed their stratum's maximum
-            # at radius lo_t - 1 are never a maximum in between (bounds grow with the
-            # radius): drop them; the stratum maxima stay exact as max(kept, floor).
-            Uf, Vf = U0[0], V0[0]
-            keep: NDArray[np.intp] | None = None
-            upper_cells = (Uc[0], Vc[0])
-            dist = hi_t
-            while lo_t < hi_t:
-                ka = np.array([lo_t - 1], dtype=np.int64)
-                Ua, Va = lad.rates(ka, keep)
-                passes += 1
-                Uf, Vf = np.maximum(Ua[0], Uf), np.maximum(Va[0], Vf)
-                if at(Uf, Vf, lo_t - 1)[0](lo_t):
-                    dist = lo_t
-                    break
-                sel = np.flatnonzero(((upper_cells[0] > Uf[:, None])
-                                      | (upper_cells[1] > Vf[:, None])).any(axis=0))
-                keep = sel if keep is None else keep[sel]
-                ks = _radii(lo_t - 1, hi_t - 1, points)
-                up, down = lad.cells(ks, keep)
-                passes += 1
-                if up.shape[2]:
-                    Uk = np.maximum(up.max(axis=2), Uf[None, :])
-                    Vk = np.maximum(down.max(axis=2), Vf[None, :])
-                else:
-                    Uk = np.repeat(Uf[None, :], len(ks), axis=0)
-                    Vk = np.repeat(Vf[None, :], len(ks), axis=0)
-                hit = _first_crossing_radius(at, ks, Uk, Vk)
-                if hit < 0:
-                    hit = len(ks) - 1
-                if hit == 0:
-                    dist = int(ks[0]) + 1
-                    break
-                lo_t, hi_t = narrow(ks, Uk, Vk, hit)
-                dist = hi_t
-                upper_cells = (up[hit], down[hit])
-    return _done(dist, dependent, g2, df, pvalue, passes)
-
-
-def _done(dist: int, dependent: bool, g2: float, df: int, pvalue: float,
-          passes: int) -> G2Distance:
+        dist, passes = _with_candidates(lad, cross, n)
     return G2Distance(dist if dependent else 1 - dist, dependent, g2, df, pvalue, passes)
+
+
+_RatesOf = Callable[[NDArray[np.int64]], tuple[NDArray[np.float64], NDArray[np.float64]]]
+
+
+def _providers(cross: _Crossing, rates: _RatesOf, cells: int
+               ) -> tuple[Callable[[int], _Rates], _Batch, int]:
+    """The :class:`_Rates` of one radius, and of a batch of radii (each built when it is
+    read), from a ladder's ``rates`` (per-stratum ``(U, V)``, shape ``(radii, strata)``)."""
+    def one(k: int) -> _Rates:
+        U, V = rates(np.array([k], dtype=np.int64))
+        return cross.rates(k, U[0], V[0])
+
+    def many(ks: NDArray[np.int64]) -> list[Callable[[], _Rates]]:
+        U, V = rates(ks)
+        return [functools.partial(cross.rates, int(k), U[i], V[i]) for i, k in enumerate(ks)]
+    return one, many, min(_BATCH_RADII, _BATCH_ELEMENTS // max(cells, 1))
+
+
+def _direct(cross: _Crossing, exact: Callable[[int], _Rates],
+            batch: _Batch | None, batch_radii: int, n: int) -> tuple[int, int]:
+    """``min(n, first t that crosses with the exact rates of radius t - 1)`` and the
+    number of passes, searching with the exact rates."""
+    R0 = exact(0)
+    if cross.crosses(1, R0) or n == 1:
+        return 1, 1  # t = 1 crosses, or the clamp at n = 1
+    # rates only grow: the first crossing with the rates of radius 0 bounds the answer
+    phi0 = cross.first_fixed(2, n, R0)
+    t, probes = cross.search(exact, 2, min(phi0, n), R0, phi0, batch, batch_radii)
+    return t, probes + 1
+
+
+def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int
+                     ) -> tuple[int, int]:
+    """As :func:`_direct`, over candidate cells checked with passes over every cell.
+
+    The rates over any subset of the cells are a lower bound on the rates at every
+    radius and are non-decreasing in the radius, and crossing is monotone in the rates,
+    so the first ``t`` that crosses with a subset's rates, ``t_c``, bounds the answer
+    above. The search keeps, for each bound, the cells that attained a stratum's maximum
+    at the radii evaluated over every cell (radius 0 first), finds ``t_c`` with those
+    few cells, and evaluates every cell at radius ``t_c - 2``: if ``t_c - 1`` does not
+    cross there, no smaller ``t`` does (crossing is monotone in ``t``) and the answer is
+    ``t_c``; if it does, those exact rates also bound the answer below (every ``t <=
+    t_c - 1`` has rates at most theirs), and the cells attaining their maxima join the
+    candidates. After ``_CANDIDATE_ROUNDS`` checks the search over every cell finishes.
+    """
+    U0, V0, up0, down0 = lad.at_radius(0)
+    passes = 1
+    R = cross.rates(0, U0, V0)
+    if cross.crosses(1, R) or n == 1:
+        return 1, passes
+    phi = cross.first_fixed(2, n, R)
+    hi, lo = min(phi, n), 2
+    if hi <= lo:
+        return hi, passes
+    cand = _Candidates(lad.d, lad._g, lad.table)
+    cand.add(up0, down0)
+
+    def scalar(k: int) -> _Rates:
+        return cross.rates(k, *cand.at(k))
+    for _ in range(_CANDIDATE_ROUNDS):
+        if cand._item is not None:
+            t_c, probes = cross.search(scalar, lo, hi, R, phi)
+        else:
+            one, many, radii = _providers(cross, cand.rates, cand.size)
+            t_c, probes = cross.search(one, lo, hi, R, phi, many, radii)
+        passes += probes
+        if t_c <= lo:
+            return t_c, passes
+        k = t_c - 2
+        Uk, Vk, upk, downk = lad.at_radius(k)
+        passes += 1
+        R = cross.rates(k, Uk, Vk)
+        if not cross.crosses(t_c - 1, R):
+            return t_c, passes
+        hi = t_c - 1
+        phi = cross.first_fixed(lo, hi, R)
+        lo = max(lo, phi)
+        if lo >= hi:
+            return hi, passes
+        cand.add(upk, downk)
+    one, many, radii = _providers(cross, lad.rates, lad.size)
+    t, probes = cross.search(one, lo, hi, R, phi, many, radii)
+    return t, passes + probes
 
 
 def g2_distance(table: StrataTable, alpha: float) -> int:

@@ -266,16 +266,15 @@ def test_registered_spec() -> None:
 
 
 _SEARCH = [
-    # (tables searched without pruning up to, radii per pass: small, large,
-    #  tables searched over candidate cells above, checks before the full search)
-    (4096, 16, 4, 4096, 8),     # the defaults
-    (0, 16, 4, 10**9, 8),       # every table through the pruning search
-    (10**9, 16, 4, 10**9, 8),   # every table through the grid search
-    (0, 2, 2, 10**9, 8),        # two radii per pass (the bracket's ends)
-    (10**9, 3, 3, 10**9, 8),
-    (4096, 16, 4, 0, 8),        # every table through the candidate search
-    (4096, 16, 4, 0, 1),        # ... with one check, then the search over every cell
-    (0, 2, 2, 0, 2),
+    # (tables searched over candidate cells above, tables of plain-float rates up to,
+    #  checks before the search over every cell, batch elements, batch radii)
+    (2048, 64, 8, 4096, 32),         # the defaults
+    (0, 64, 8, 4096, 32),            # every table through the candidate search
+    (10**9, 0, 8, 4096, 32),         # every table through NumPy rates, directly
+    (10**9, 10**9, 8, 0, 32),        # plain floats wherever fewer than 8 strata, no batch
+    (0, 0, 1, 4096, 32),             # one check, then the search over every cell
+    (0, 0, 8, 10**9, 2),             # batches of at most two radii
+    (10**9, 0, 8, 10**9, 10**6),     # any bracket in one batch
 ]
 
 
@@ -296,20 +295,20 @@ def _tables_for_search(seed: int) -> list[StrataTable]:
 @pytest.mark.parametrize("seed", range(4))
 def test_value_does_not_depend_on_how_the_search_probes(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The search's parameters change its speed only: with or without the pruning
-    passes, with any number of radii per pass, through the candidate cells or not, the
+    """The search's parameters change its speed only: through the candidate cells or
+    not, with rates in plain floats or NumPy, with or without batches of radii, the
     value is the same (every radius used is evaluated exactly, the candidates' rates are
     the cells' own floats, and the crossing tests are monotone in floating point)."""
     import dpcg.stats.g2_distance as mod
 
     tables = _tables_for_search(seed)
     values = []
-    for large, small_pts, large_pts, cand, rounds in _SEARCH:
-        monkeypatch.setattr(mod, "_LARGE_TABLE", large)
-        monkeypatch.setattr(mod, "_REFINE_POINTS_SMALL", small_pts)
-        monkeypatch.setattr(mod, "_REFINE_POINTS_LARGE", large_pts)
+    for cand, small, rounds, elements, radii in _SEARCH:
         monkeypatch.setattr(mod, "_CANDIDATE_CELLS", cand)
+        monkeypatch.setattr(mod, "_SMALL_CELLS", small)
         monkeypatch.setattr(mod, "_CANDIDATE_ROUNDS", rounds)
+        monkeypatch.setattr(mod, "_BATCH_ELEMENTS", elements)
+        monkeypatch.setattr(mod, "_BATCH_RADII", radii)
         values.append([g2_distance(t, a) for t in tables for a in (0.05, 0.3)])
     assert all(v == values[0] for v in values[1:])
     assert len({abs(v) for v in values[0]}) > 10  # near and far from the boundary
@@ -350,12 +349,27 @@ def test_entry_ladder_rates_equal_the_cell_ladder(seed: int) -> None:
             U, V, up, down = lad.at_radius(int(kk))
             assert np.array_equal(U, cells.rates(np.array([kk]))[0][0])
             assert np.array_equal(V, cells.rates(np.array([kk]))[1][0])
-            cand = _Candidates(cells.d, cells._g)
+            cand = _Candidates(cells.d, cells._g, cells.table)
             cand.add(up, down)
             assert all(np.array_equal(a[0], b) for a, b in
                        zip(cand.rates(np.array([kk])), (U, V), strict=True))
             for a, b in zip(cand.rates(ks), cells.rates(ks), strict=True):
                 assert (a <= b).all()
+            # in plain floats (fewer than 8 strata): the same floats at every radius
+            for k2 in ks:
+                got = cand.at(int(k2))
+                want = cand.rates(np.array([k2]))
+                assert all(x == w.tolist() for x, w in zip(got, (want[0][0], want[1][0]),
+                                                           strict=True))
+        if cells.table is not None:
+            # the plain-float ladder of small tables gives the cell ladder's floats
+            from dpcg.stats.g2_distance import _SmallLadder
+            small = _SmallLadder(N, cells.bm, cells.cm, cells.table)
+            for k2 in ks:
+                got = small.at(int(k2))
+                want = cells.rates(np.array([k2]))
+                assert got[0] == want[0][0].tolist()
+                assert got[1] == want[1][0].tolist()
 
 
 def _scan_distance(t: StrataTable, alpha: float) -> int:
@@ -402,16 +416,18 @@ def _scan_distance(t: StrataTable, alpha: float) -> int:
     return n if dependent else 1 - n
 
 
-@pytest.mark.parametrize("candidates", [10**9, 0])
+@pytest.mark.parametrize(("candidates", "small"), [(10**9, 0), (0, 0), (10**9, 10**9)])
 @pytest.mark.parametrize("seed", range(3))
-def test_search_finds_the_first_crossing(seed: int, candidates: int,
+def test_search_finds_the_first_crossing(seed: int, candidates: int, small: int,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Every search returns the first ``t`` at which the ladder crosses, as a scan over
     every ``t`` finds it (small ``n``, strata, unobserved configurations, both sides of
-    the decision), with and without the candidate cells."""
+    the decision), with and without the candidate cells, with rates in NumPy or in
+    plain floats."""
     import dpcg.stats.g2_distance as mod
 
     monkeypatch.setattr(mod, "_CANDIDATE_CELLS", candidates)
+    monkeypatch.setattr(mod, "_SMALL_CELLS", small)
     rng = np.random.default_rng(100 + seed)
     sides = set()
     for _ in range(30):
@@ -431,7 +447,7 @@ def test_search_finds_the_first_crossing(seed: int, candidates: int,
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7])
 def test_few_rows_in_a_large_table(n: int) -> None:
-    """A table of more than 4,096 cells (searched over candidate cells) with a handful
+    """A table of more than 2,048 cells (searched over candidate cells) with a handful
     of rows: the value is the scan's, clamped at ``n``."""
     rng = np.random.default_rng(n)
     for cx, cy, k in ((100, 100, 1), (30, 40, 5)):
