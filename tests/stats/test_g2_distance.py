@@ -357,19 +357,19 @@ def test_entry_ladder_rates_equal_the_cell_ladder(seed: int) -> None:
                 assert (a <= b).all()
             # in plain floats (fewer than 8 strata): the same floats at every radius
             for k2 in ks:
-                got = cand.at(int(k2))
-                want = cand.rates(np.array([k2]))
-                assert all(x == w.tolist() for x, w in zip(got, (want[0][0], want[1][0]),
-                                                           strict=True))
+                plain = cand.at(int(k2))
+                arrays = cand.rates(np.array([k2]))
+                assert plain[0] == arrays[0][0].tolist()
+                assert plain[1] == arrays[1][0].tolist()
         if cells.table is not None:
             # the plain-float ladder of small tables gives the cell ladder's floats
             from dpcg.stats.g2_distance import _SmallLadder
             small = _SmallLadder(N, cells.bm, cells.cm, cells.table)
             for k2 in ks:
-                got = small.at(int(k2))
-                want = cells.rates(np.array([k2]))
-                assert got[0] == want[0][0].tolist()
-                assert got[1] == want[1][0].tolist()
+                plain = small.at(int(k2))
+                arrays = cells.rates(np.array([k2]))
+                assert plain[0] == arrays[0][0].tolist()
+                assert plain[1] == arrays[1][0].tolist()
 
 
 def _scan_distance(t: StrataTable, alpha: float) -> int:
