@@ -38,10 +38,11 @@ when a count grows from ``m`` to ``m+1``):
   increasing step functions of the chi-square quantile ``q(d) = chi2_{1-alpha}(d)``
   (exact for ``d <= 4096``, on a 0.5 % geometric grid above).
 
-Everything is vectorised over the cells of the table. The search over ``t`` narrows a
-bracket with grids of radii; on tables of more than 4,096 cells it searches with the
-rates of a few candidate cells (a lower bound at every radius) and checks the step below
-their first crossing with one pass over every cell (docs/privacy/statistics-g2-distance.md,
+The search over ``t`` probes one radius at a time and narrows a bracket of proven
+bounds; tables of more than 64 cells are searched with the rates of a few candidate
+cells (a lower bound at every radius) and checked with one vectorised pass over every
+cell, after which the cells that can still be a maximum join the candidates; small
+tables compute their rates in plain floats (docs/privacy/statistics-g2-distance.md,
 "Cost"). Every search returns the same value.
 """
 
@@ -163,39 +164,67 @@ _Cells = tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64], NDArray[n
 
 
 class _Candidates:
-    """The rates over a few cells per stratum (for each bound, the cells that attained
-    the stratum's maximum at the radii evaluated over every cell): a lower bound on the
-    table's rates at every radius, computed in ``O(strata x candidates)`` per radius. A
+    """The rates over a set of cells (a lower bound on the table's rates at every radius,
+    exact where the set holds every cell that can be a stratum's maximum), computed in
+    ``O(cells held)`` per radius. Every stratum holds at least one cell for each bound. A
     cell's bound is the float the full ladders compute for it (same expression, same
     ``g``)."""
 
     def __init__(self, d: NDArray[np.int64], g: Callable[[NDArray[np.int64]],
                                                          NDArray[np.float64]],
                  table: NDArray[np.float64] | None = None) -> None:
-        self.d, self._g, self.strata = d[:, None], g, int(d.shape[0])
-        self._cols: tuple[list[NDArray[np.int64]], list[NDArray[np.int64]]] = ([], [])
-        self._stacked: list[NDArray[np.int64]] | None = None
+        self.d, self._g, self.strata = d, g, int(d.shape[0])
+        self._parts: tuple[list[_Cells], list[_Cells]] = ([], [])
+        self._sorted: list[tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64],
+                                 NDArray[np.int64], NDArray[np.intp]]] | None = None
         # below 8 strata (and with g tabulated) the rates are computed in plain floats
         self._item = table.item if table is not None and self.strata < 8 else None
         self._d_list: list[int] = d.tolist()
         self._cells: tuple[list[list[tuple[int, int, int]]], ...] = (
             [[] for _ in range(self.strata)], [[] for _ in range(self.strata)])
+        self.size = 0
 
     @property
-    def size(self) -> int:
-        """Cells evaluated per radius."""
-        return self.strata * (len(self._cols[0]) + len(self._cols[1])) // 3
+    def plain(self) -> bool:
+        """Whether :meth:`at` computes the rates (in plain floats)."""
+        return self._item is not None
 
     def add(self, up: _Cells, down: _Cells) -> None:
-        """Add one cell per stratum for each bound (``(stratum, a, b, c)`` with the
-        strata in order)."""
-        for cols, per, (s, a, b, c) in zip(self._cols, self._cells, (up, down), strict=True):
-            assert s.shape[0] == self.strata
-            cols.extend((a, b, c))
+        """Add cells ``(stratum, a, b, c)`` for each bound."""
+        for parts, per, cells in zip(self._parts, self._cells, (up, down), strict=True):
+            parts.append(cells)
+            self.size += int(cells[0].shape[0])
             if self._item is not None:
-                for i, cell in enumerate(zip(a.tolist(), b.tolist(), c.tolist(), strict=True)):
-                    per[i].append(cell)
-        self._stacked = None
+                for s, a, b, c in zip(*(v.tolist() for v in cells), strict=True):
+                    per[s].append((a, b, c))
+        self._sorted = None
+
+    def _arrays(self) -> list[tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64],
+                                    NDArray[np.int64], NDArray[np.intp]]]:
+        """Per bound, the cells' ``(stratum, a, b, c)`` sorted by stratum and the start
+        of each stratum's run."""
+        if self._sorted is None:
+            self._sorted = []
+            for parts in self._parts:
+                s, a, b, c = (np.concatenate(v) for v in zip(*parts, strict=True))
+                order = np.argsort(s, kind="stable")
+                s, a, b, c = s[order], a[order], b[order], c[order]
+                starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+                assert starts.shape[0] == self.strata
+                self._sorted.append((s, a, b, c, starts))
+        return self._sorted
+
+    def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(U, V)`` of shape ``(len(ks), strata)`` over the cells held."""
+        (su, au, bu, cu, stu), (sd, ad, bd, cd, std) = self._arrays()
+        kk = ks[:, None]
+        g = self._g
+        up = _up_bound(g(au + kk), g(np.maximum(bu - kk - 1, 0)),
+                       g(np.maximum(cu - kk - 1, 0)), g(self.d[su] + kk))
+        down = _down_bound(g(np.maximum(ad - kk - 1, 0)), g(bd + kk), g(cd + kk),
+                           g(np.maximum(self.d[sd] - kk - 1, 0)))
+        return (np.maximum(np.maximum.reduceat(up, stu, axis=1), 0.0),
+                np.maximum(np.maximum.reduceat(down, std, axis=1), 0.0))
 
     def at(self, k: int) -> tuple[list[float], list[float]]:
         """``(U, V)`` at radius ``k`` in plain floats (fewer than 8 strata): the same
@@ -208,33 +237,23 @@ class _Candidates:
             u = 0.0
             for a, b, c in ups:
                 b_lo, c_lo = g(max(b - k - 1, 0)), g(max(c - k - 1, 0))
-                up = d_hi - max(max(b_lo, c_lo), b_lo + c_lo - g(a + k))
+                m = b_lo if b_lo > c_lo else c_lo
+                z = b_lo + c_lo - g(a + k)
+                up = d_hi - (m if m > z else z)
                 if up > u:
                     u = up
             d_lo = g(max(d - k - 1, 0))
             v = 0.0
             for a, b, c in downs:
                 b_hi, c_hi = g(b + k), g(c + k)
-                down = min(min(b_hi, c_hi), b_hi + c_hi - d_lo) - g(max(a - k - 1, 0))
+                m = b_hi if b_hi < c_hi else c_hi
+                z = b_hi + c_hi - d_lo
+                down = (m if m < z else z) - (g(a - k - 1) if a > k + 1 else 0.0)
                 if down > v:
                     v = down
             U.append(u)
             V.append(v)
         return U, V
-
-    def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``(U, V)`` of shape ``(len(ks), strata)`` over the candidates."""
-        if self._stacked is None:
-            self._stacked = [np.stack(cols[i::3], axis=1) for cols in self._cols
-                             for i in range(3)]
-        au, bu, cu, ad, bd, cd = self._stacked
-        kk = ks[:, None, None]
-        g = self._g
-        up = _up_bound(g(au + kk), g(np.maximum(bu - kk - 1, 0)),
-                       g(np.maximum(cu - kk - 1, 0)), g(self.d + kk))
-        down = _down_bound(g(np.maximum(ad - kk - 1, 0)), g(bd + kk), g(cd + kk),
-                           g(np.maximum(self.d - kk - 1, 0)))
-        return np.maximum(up.max(axis=2), 0.0), np.maximum(down.max(axis=2), 0.0)
 
 
 class _Ladder:
@@ -295,6 +314,16 @@ class _Ladder:
         attaining each maximum: ``(stratum, a, b, c)`` arrays. The cells are read in
         blocks of strata of about ``_BLOCK_CELLS`` cells (the same floats as
         :meth:`cells`, with less memory traffic on large tables)."""
+        return self.check(k, keep=False)[:4]
+
+    def check(self, k: int, keep: bool = True
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64], _Cells, _Cells,
+                         Callable[[NDArray[np.float64], NDArray[np.float64]],
+                                  tuple[_Cells, _Cells]]]:
+        """:meth:`at_radius`, and a function of per-stratum floors ``(U', V')`` that
+        gives the cells whose bound at radius ``k`` exceeds their stratum's floor (the
+        per-cell bounds are kept; with ``keep=False`` they are not, and the function
+        must not be called)."""
         st, cx, cy = self.k, self.cx, self.cy
         g = self._g
         b_hi, b_lo = g(self.bm + k), g(np.maximum(self.bm - k - 1, 0))
@@ -302,6 +331,8 @@ class _Ladder:
         d_hi, d_lo = g(self.d + k), g(np.maximum(self.d - k - 1, 0))
         U, V = np.empty(st), np.empty(st)
         ju, jv = np.empty(st, dtype=np.intp), np.empty(st, dtype=np.intp)
+        shape = (st, cx * cy) if keep else (0, 0)
+        ups, downs = np.empty(shape), np.empty(shape)
         step = max(1, _BLOCK_CELLS // max(cx * cy, 1))
         for s0 in range(0, st, step):
             sl = slice(s0, min(s0 + step, st))
@@ -313,9 +344,34 @@ class _Ladder:
             ju[sl], jv[sl] = up.argmax(axis=1), down.argmax(axis=1)
             rows = np.arange(up.shape[0])
             U[sl], V[sl] = up[rows, ju[sl]], down[rows, jv[sl]]
+            if keep:
+                ups[sl], downs[sl] = up, down
         s = np.arange(st)
-        cells = [(s, self.a[s, j], self.bm[s, j // cy], self.cm[s, j % cy]) for j in (ju, jv)]
-        return np.maximum(U, 0.0), np.maximum(V, 0.0), cells[0], cells[1]
+        cells = [self._cells_at(s, j) for j in (ju, jv)]
+
+        def above(floor_u: NDArray[np.float64], floor_v: NDArray[np.float64]
+                  ) -> tuple[_Cells, _Cells]:
+            assert keep
+            out = [self._cells_at(*np.nonzero(vals > floor[:, None]))
+                   for vals, floor in ((ups, floor_u), (downs, floor_v))]
+            return out[0], out[1]
+        return np.maximum(U, 0.0), np.maximum(V, 0.0), cells[0], cells[1], above
+
+    def seed(self) -> tuple[_Cells, _Cells]:
+        """Per stratum, the cells of largest and of smallest ``(a + 1/2) / (b c + 1)`` (a
+        cheap guess at the cells that attain the bounds' maxima: the largest ``a d / (b
+        c)`` for ``+D``, the smallest for ``-D``), as candidates for both bounds."""
+        st, cx, cy = self.k, self.cx, self.cy
+        lift = (self.a + 0.5) / (self.bm[:, :, None] * self.cm[:, None, :] + 1.0
+                                 ).reshape(st, cx * cy)
+        s = np.concatenate([np.arange(st), np.arange(st)])
+        cells = self._cells_at(s, np.concatenate([lift.argmax(axis=1), lift.argmin(axis=1)]))
+        return cells, cells
+
+    def _cells_at(self, s: NDArray[np.intp], j: NDArray[np.intp]) -> _Cells:
+        """The cells ``j`` (flat index in the stratum) of strata ``s``."""
+        cy = self.cy
+        return s, self.a[s, j], self.bm[s, j // cy], self.cm[s, j % cy]
 
 
 class _EntryLadder:
@@ -408,9 +464,30 @@ class _EntryLadder:
                 for val, cells in zip(vals, (self._up, self._down), strict=True))
         return U, V
 
+    def seed(self) -> tuple[_Cells, _Cells]:
+        """As :meth:`_Ladder.seed`, over the cells this ladder evaluates."""
+        out: list[_Cells] = []
+        for s, x, y, a, starts in (self._up, self._down):
+            b, c = self.bm[s, x], self.cm[s, y]
+            lift = (a + 0.5) / (b * c + 1.0)
+            seg = np.repeat(np.arange(starts.shape[0]), np.diff(np.append(starts, a.shape[0])))
+            picked = []
+            for extreme in (np.maximum, np.minimum):
+                hit = np.flatnonzero(lift == extreme.reduceat(lift, starts)[seg])
+                picked.append(hit[np.concatenate(([True], seg[hit][1:] != seg[hit][:-1]))])
+            m = np.concatenate(picked)
+            out.append((s[m], a[m], b[m], c[m]))
+        return out[0], out[1]
+
     def at_radius(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64],
                                          _Cells, _Cells]:
         """As :meth:`_Ladder.at_radius`."""
+        return self.check(k)[:4]
+
+    def check(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64], _Cells, _Cells,
+                                     Callable[[NDArray[np.float64], NDArray[np.float64]],
+                                              tuple[_Cells, _Cells]]]:
+        """As :meth:`_Ladder.check`."""
         vals = self.values(np.array([k], dtype=np.int64))
         out: list[_Cells] = []
         rates: list[NDArray[np.float64]] = []
@@ -423,7 +500,16 @@ class _EntryLadder:
             out.append((s[first], a[first], self.bm[s[first], x[first]],
                         self.cm[s[first], y[first]]))
             rates.append(np.maximum(mx, 0.0))
-        return rates[0], rates[1], out[0], out[1]
+
+        def above(floor_u: NDArray[np.float64], floor_v: NDArray[np.float64]
+                  ) -> tuple[_Cells, _Cells]:
+            res: list[_Cells] = []
+            for val2, (s, x, y, a, _), floor in zip(vals, (self._up, self._down),
+                                                    (floor_u, floor_v), strict=True):
+                m = np.flatnonzero(val2[0] > floor[s])
+                res.append((s[m], a[m], self.bm[s[m], x[m]], self.cm[s[m], y[m]]))
+            return res[0], res[1]
+        return rates[0], rates[1], out[0], out[1], above
 
 
 @lru_cache(maxsize=16)
@@ -496,20 +582,27 @@ def _per_stratum_g2(N: NDArray[np.int64]) -> NDArray[np.float64]:
 
 #: Tables of more than this many cells (or evaluated cells, for a sparse table) are
 #: searched over candidate cells and checked with one pass over every cell; smaller ones
-#: with the exact rates directly. Tables of at most ``_SMALL_CELLS`` cells and fewer than
-#: 8 strata have their rates computed in plain floats (a NumPy call costs more than the
-#: whole table there). Only the speed depends on these.
-_CANDIDATE_CELLS = 2048
-_SMALL_CELLS = 64
+#: with the exact rates directly. Tables with fewer than 8 strata and ``cells + 3 strata
+#: <= _SMALL_COST`` have their rates computed in plain floats (a vectorised pass costs
+#: more there), and so do candidate sets of at most ``_SMALL_CELLS`` cells with fewer
+#: than 8 strata. Only the speed depends on these.
+_CANDIDATE_CELLS = 64
+_SMALL_COST = 36
+_SMALL_CELLS = 32
 #: A bracket is evaluated in one batch (NumPy ladders) when its radii times the cells
 #: evaluated are at most ``_BATCH_ELEMENTS`` and it has at most ``_BATCH_RADII`` radii.
 _BATCH_ELEMENTS = 4096
 _BATCH_RADII = 32
+#: After a check that crosses, the cells that can still be a maximum join the candidates
+#: when they are at most this share of the table (one in ``_SURVIVOR_SHARE``).
+_SURVIVOR_SHARE = 8
 #: Rounds of the candidate search (each checked with one pass over every cell) before
 #: the search over every cell takes over.
 _CANDIDATE_ROUNDS = 8
 #: Cells per block when one radius is evaluated over a large dense table.
 _BLOCK_CELLS = 1 << 15
+#: Values of ``t`` tested at once when the first crossing with fixed rates is narrowed.
+_FIXED_POINTS = 8
 
 
 class _Rates:
@@ -589,47 +682,64 @@ class _Crossing:
 
     def crosses(self, t: int, R: _Rates) -> bool:
         """Whether ``t`` crosses with the fixed rates ``R``."""
+        return self.crosses_at([t], R)[0]
+
+    def crosses_at(self, ts: list[int], R: _Rates) -> list[bool]:
+        """Whether each ``t`` of ``ts`` crosses with the fixed rates ``R``: the per-stratum
+        sums of all of them in one NumPy call from 8 strata on (a row sum is the sum of
+        that row alone), the rest in plain floats."""
         g2 = self.g2
-        if self.dependent:
-            t2 = t * 2.0
-            W = R.W
-            if isinstance(W, list):
-                per = sum([min(g, t2 * w) for g, w in zip(self.gs_list, W, strict=True)])
-            else:
-                assert W is not None
-                assert self.gs is not None
-                per = float(np.minimum(self.gs, t2 * W).sum())
+        if not self.dependent:
+            out = []
+            for t in ts:
+                g_part = min(g2 + t * R.r, self.gmax)
+                q = _q_lower(self.alpha, max(self.df - t * R.step, 1))
+                out.append(g_part - q >= -SLACK * (1.0 + g2 + q))
+            return out
+        W = R.W
+        if isinstance(W, list):
+            pers = [sum([min(g, t * 2.0 * w) for g, w in zip(self.gs_list, W, strict=True)])
+                    for t in ts]
+        else:
+            assert W is not None
+            assert self.gs is not None
+            t2 = np.array(ts, dtype=np.float64) * 2.0
+            pers = np.minimum(self.gs, t2[:, None] * W).sum(axis=1).tolist()
+        out = []
+        for t, per in zip(ts, pers, strict=True):
             g_part = max(0.0, g2 - min(t * R.r, per))
             q = _q_upper(self.alpha, min(self.df + t * R.step, self.dfmax))
-            return g_part - q <= SLACK * (1.0 + g2 + q)
-        g_part = min(g2 + t * R.r, self.gmax)
-        q = _q_lower(self.alpha, max(self.df - t * R.step, 1))
-        return g_part - q >= -SLACK * (1.0 + g2 + q)
+            out.append(g_part - q <= SLACK * (1.0 + g2 + q))
+        return out
 
     def first_fixed(self, lo: int, hi: int, R: _Rates) -> int:
         """Smallest ``t`` in ``[lo, hi]`` crossing with the fixed rates ``R`` (``hi + 1``
-        if none), by bisection that first probes next to where the linear part crosses
-        (``t r = G^2 - Q``), usually within a step of the answer."""
-        if lo > hi or not self.crosses(hi, R):
+        if none). Each round tests a few ``t`` at once: first the bracket's ends and the
+        neighbours of where the linear part crosses (``t r = G^2 - Q``, usually within a
+        step of the answer), then evenly spread points of what is left."""
+        if lo > hi:
             return hi + 1
+        pts = {lo, hi}
         r = R.r
-        if lo < hi and r > 0 and self.linear / r < hi:
-            g = min(max(math.ceil(self.linear / r), lo), hi)
-            if self.crosses(g, R):
-                if g == lo or not self.crosses(g - 1, R):
-                    return g
-                hi = g - 1
-            elif g < hi:
-                if self.crosses(g + 1, R):
-                    return g + 1
-                lo = g + 2
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.crosses(mid, R):
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
+        if r > 0 and self.linear / r < hi:
+            g = math.ceil(self.linear / r)
+            pts.update(v for v in (g - 1, g, g + 1) if lo < v < hi)
+        known = False                      # whether hi is known to cross
+        while True:
+            ts = sorted(pts)
+            hits = self.crosses_at(ts, R)
+            if not known and not hits[-1]:
+                return hi + 1
+            j = hits.index(True) if True in hits else len(ts)
+            if j == 0:
+                return ts[0]
+            lo = ts[j - 1] + 1
+            if j < len(ts):
+                hi = ts[j]
+            known = True
+            if lo >= hi:
+                return hi
+            pts = {lo + (hi - lo) * i // _FIXED_POINTS for i in range(_FIXED_POINTS)}
 
     def search(self, rates: Callable[[int], _Rates], lo: int, hi: int, R_low: _Rates,
                phi_low: int, batch: _Batch | None = None, batch_radii: int = 0
@@ -673,13 +783,13 @@ class _Crossing:
             width = hi - lo
             R = rates(m - 1)
             probes += 1
-            if self.crosses(m, R):
-                phi = self.first_fixed(lo, m, R)
+            # the first crossing with R fixed over the bracket: m crosses iff it is <= m
+            phi = self.first_fixed(lo, hi, R)
+            if phi <= m:
                 # phi == lo: the first crossing with R may lie below the bracket
                 target = phi * R.r if phi > lo else min(phi * R.r, self.linear)
-                hi, lo, known_top = m, max(lo, phi), True
+                hi, lo, known_top = m, phi, True
             else:
-                phi = self.first_fixed(m + 1, hi, R)
                 # phi > hi: the first crossing with R lies above the bracket
                 target = phi * R.r if phi <= hi else max(phi * R.r, self.linear)
                 lo, hi = m + 1, min(hi, phi)
@@ -708,7 +818,7 @@ class _Crossing:
 
 
 class _SmallLadder:
-    """The rates of a table of at most ``_SMALL_CELLS`` cells and fewer than 8 strata in
+    """The rates of a small table (fewer than 8 strata, ``_SMALL_COST``) in
     plain floats: the same operations on the same tabulated ``g`` as :class:`_Ladder`,
     hence the same floats, without a NumPy call per operation."""
 
@@ -732,8 +842,14 @@ class _SmallLadder:
             for row, b in zip(a_s, b_s, strict=True):
                 b_hi, b_lo = g(b + k), g(max(b - k - 1, 0))
                 for a, ch, cl in zip(row, c_hi, c_lo, strict=True):
-                    up = d_hi - max(max(b_lo, cl), b_lo + cl - g(a + k))
-                    down = min(min(b_hi, ch), b_hi + ch - d_lo) - g(max(a - k - 1, 0))
+                    # max/min as conditional expressions: the same floats (no NaN, and
+                    # equal values are the same float here), without a call each
+                    m = b_lo if b_lo > cl else cl
+                    z = b_lo + cl - g(a + k)
+                    up = d_hi - (m if m > z else z)
+                    m = b_hi if b_hi < ch else ch
+                    z = b_hi + ch - d_lo
+                    down = (m if m < z else z) - (g(a - k - 1) if a > k + 1 else 0.0)
                     if up > u:
                         u = up
                     if down > v:
@@ -790,7 +906,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         if dependent:
             assert logs is not None
             gs = _per_stratum_from_logs(N, logs)
-        if N.size <= _SMALL_CELLS and strata < 8 and lad.table is not None:
+        if N.size + 3 * strata <= _SMALL_COST and strata < 8 and lad.table is not None:
             small = _SmallLadder(N, nx, ny, lad.table)
     pvalue = 1.0 if df == 0 else float(chdtrc(df, g2))
     cross = _Crossing(
@@ -849,39 +965,47 @@ def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int
     The rates over any subset of the cells are a lower bound on the rates at every
     radius and are non-decreasing in the radius, and crossing is monotone in the rates,
     so the first ``t`` that crosses with a subset's rates, ``t_c``, bounds the answer
-    above. The search keeps, for each bound, the cells that attained a stratum's maximum
-    at the radii evaluated over every cell (radius 0 first), finds ``t_c`` with those
-    few cells, and evaluates every cell at radius ``t_c - 2``: if ``t_c - 1`` does not
-    cross there, no smaller ``t`` does (crossing is monotone in ``t``) and the answer is
-    ``t_c``; if it does, those exact rates also bound the answer below (every ``t <=
-    t_c - 1`` has rates at most theirs), and the cells attaining their maxima join the
-    candidates. After ``_CANDIDATE_ROUNDS`` checks the search over every cell finishes.
+    above. The search starts from a cheap guess at the cells that attain the maxima
+    (:meth:`_Ladder.seed`), finds ``t_c`` with those few cells, and evaluates every cell
+    at radius ``k = t_c - 2``: if ``t_c - 1`` does not cross there, no smaller ``t`` does
+    (crossing is monotone in ``t``) and the answer is ``t_c``. If it does, those exact
+    rates also bound the answer below, by ``lo`` (every ``t <= t_c - 1`` has rates at
+    most theirs), and every radius left to search lies in ``[lo - 1, k]``. A cell's
+    bound grows with the radius, so a cell whose bound at ``k`` does not exceed its
+    stratum's candidate rate at ``lo - 1`` is never above the candidates in between:
+    with every other cell added, the candidates' rates are exact on ``[lo - 1, k]`` and
+    the search over them returns the answer. (If those cells are more than one in
+    ``_SURVIVOR_SHARE`` of the table, the cells attaining the maxima at ``k`` join the
+    candidates and the next round starts; after ``_CANDIDATE_ROUNDS`` rounds the search
+    over every cell finishes.)
     """
-    U0, V0, up0, down0 = lad.at_radius(0)
-    passes = 1
-    R = cross.rates(0, U0, V0)
-    if cross.crosses(1, R) or n == 1:
-        return 1, passes
-    phi = cross.first_fixed(2, n, R)
-    hi, lo = min(phi, n), 2
-    if hi <= lo:
-        return hi, passes
+    if n == 1:
+        return 1, 0  # the clamp at n = 1
     cand = _Candidates(lad.d, lad._g, lad.table)
-    cand.add(up0, down0)
+    cand.add(*lad.seed())
+    passes = 0
+    # the candidates' rates at radius 0 are at most every exact rate, so the first t that
+    # crosses with them bounds the answer above
+    R = cross.rates(0, *(f[0] for f in cand.rates(np.zeros(1, dtype=np.int64))))
+    phi = cross.first_fixed(1, n, R)
+    lo, hi = 1, min(phi, n)
 
     def scalar(k: int) -> _Rates:
         return cross.rates(k, *cand.at(k))
+
+    def search() -> tuple[int, int]:
+        if cand.plain and cand.size <= _SMALL_CELLS:
+            return cross.search(scalar, lo, hi, R, phi)
+        one, many, radii = _providers(cross, cand.rates, cand.size)
+        return cross.search(one, lo, hi, R, phi, many, radii)
+
     for _ in range(_CANDIDATE_ROUNDS):
-        if cand._item is not None:
-            t_c, probes = cross.search(scalar, lo, hi, R, phi)
-        else:
-            one, many, radii = _providers(cross, cand.rates, cand.size)
-            t_c, probes = cross.search(one, lo, hi, R, phi, many, radii)
+        t_c, probes = search()
         passes += probes
         if t_c <= lo:
             return t_c, passes
         k = t_c - 2
-        Uk, Vk, upk, downk = lad.at_radius(k)
+        Uk, Vk, upk, downk, above = lad.check(k)
         passes += 1
         R = cross.rates(k, Uk, Vk)
         if not cross.crosses(t_c - 1, R):
@@ -892,6 +1016,13 @@ def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int
         if lo >= hi:
             return hi, passes
         cand.add(upk, downk)
+        floor_u, floor_v = (f[0] for f in cand.rates(np.array([lo - 1], dtype=np.int64)))
+        more_up, more_down = above(floor_u, floor_v)
+        if more_up[0].shape[0] + more_down[0].shape[0] <= lad.size // _SURVIVOR_SHARE:
+            cand.add(more_up, more_down)
+            t, probes = search()     # exact rates on the radii left: the answer
+            return t, passes + probes
+
     one, many, radii = _providers(cross, lad.rates, lad.size)
     t, probes = cross.search(one, lo, hi, R, phi, many, radii)
     return t, passes + probes

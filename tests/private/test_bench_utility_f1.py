@@ -110,3 +110,24 @@ def test_a_run_written_twice_counts_once(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in (row, row, _row(net, "svt-pc", 1.0, 0.5))))
     assert len(f1.load_results(path)) == 2
+
+
+def test_speed_rows_pair_each_test_with_g2() -> None:
+    """The per-test speed rows of ``dpcg bench utility``: every time is measured, the
+    ratios are medians of paired rounds (positive and finite), and the table shows them."""
+    import argparse
+    import math
+
+    from dpcg.bench.utility import render, speed
+
+    row = speed(3, 4, 2_000, 1, 3)
+    for v in (row.g2_table_ms, row.dist_table_ms, row.g2_stat_us, row.dist_stat_us,
+              row.split_table_ms, row.split_stat_us, row.dist_ratio, row.split_ratio):
+        assert math.isfinite(v)
+        assert v > 0
+    assert row.dist_evals >= 1
+    args = argparse.Namespace(rows=2_000, seed=1, alpha=0.05, eps=1.0, delta=1e-6, repeats=3)
+    text = render([], [], [row], args)
+    assert f"| 3 | 4 | {row.g2_table_ms:.2f} | {row.dist_table_ms:.2f} | {row.dist_ratio:.2f} |" \
+        in text
+    assert "median over the rounds" in text

@@ -267,14 +267,16 @@ def test_registered_spec() -> None:
 
 _SEARCH = [
     # (tables searched over candidate cells above, tables of plain-float rates up to,
-    #  checks before the search over every cell, batch elements, batch radii)
-    (2048, 64, 8, 4096, 32),         # the defaults
-    (0, 64, 8, 4096, 32),            # every table through the candidate search
-    (10**9, 0, 8, 4096, 32),         # every table through NumPy rates, directly
-    (10**9, 10**9, 8, 0, 32),        # plain floats wherever fewer than 8 strata, no batch
-    (0, 0, 1, 4096, 32),             # one check, then the search over every cell
-    (0, 0, 8, 10**9, 2),             # batches of at most two radii
-    (10**9, 0, 8, 10**9, 10**6),     # any bracket in one batch
+    #  checks before the search over every cell, batch elements, batch radii, survivors
+    #  join the candidates up to one cell in ...)
+    (64, 32, 8, 4096, 32, 8),            # the defaults (plain floats: 32 cells, cost 36)
+    (0, 64, 8, 4096, 32, 8),             # every table through the candidate search
+    (10**9, 0, 8, 4096, 32, 8),          # every table through NumPy rates, directly
+    (10**9, 10**9, 8, 0, 32, 8),         # plain floats wherever fewer than 8 strata, no batch
+    (0, 0, 1, 4096, 32, 10**9),          # one check, then the search over every cell
+    (0, 0, 8, 10**9, 2, 1),              # batches of two radii; any number of survivors
+    (0, 0, 8, 4096, 32, 10**9),          # survivors only when there are none: more checks
+    (10**9, 0, 8, 10**9, 10**6, 8),      # any bracket in one batch
 ]
 
 
@@ -296,19 +298,22 @@ def _tables_for_search(seed: int) -> list[StrataTable]:
 def test_value_does_not_depend_on_how_the_search_probes(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The search's parameters change its speed only: through the candidate cells or
-    not, with rates in plain floats or NumPy, with or without batches of radii, the
+    not, with rates in plain floats or NumPy, with or without batches of radii, with
+    the cells that can still be a maximum joining the candidates or more checks, the
     value is the same (every radius used is evaluated exactly, the candidates' rates are
     the cells' own floats, and the crossing tests are monotone in floating point)."""
     import dpcg.stats.g2_distance as mod
 
     tables = _tables_for_search(seed)
     values = []
-    for cand, small, rounds, elements, radii in _SEARCH:
+    for cand, small, rounds, elements, radii, share in _SEARCH:
         monkeypatch.setattr(mod, "_CANDIDATE_CELLS", cand)
         monkeypatch.setattr(mod, "_SMALL_CELLS", small)
+        monkeypatch.setattr(mod, "_SMALL_COST", small)
         monkeypatch.setattr(mod, "_CANDIDATE_ROUNDS", rounds)
         monkeypatch.setattr(mod, "_BATCH_ELEMENTS", elements)
         monkeypatch.setattr(mod, "_BATCH_RADII", radii)
+        monkeypatch.setattr(mod, "_SURVIVOR_SHARE", share)
         values.append([g2_distance(t, a) for t in tables for a in (0.05, 0.3)])
     assert all(v == values[0] for v in values[1:])
     assert len({abs(v) for v in values[0]}) > 10  # near and far from the boundary
@@ -321,7 +326,8 @@ def test_entry_ladder_rates_equal_the_cell_ladder(seed: int) -> None:
     and bound are bit for bit the rates over every cell, at every radius the search can
     use: empty rows and columns, empty strata rows, ties in the margins. The cells either
     ladder names as a radius' maxima give, as candidates, those rates at that radius
-    and a lower bound at every other."""
+    and a lower bound at every other; with the cells a check names as above a floor,
+    exact rates between the floor's radius and the check's."""
     from dpcg.stats.discrete import _margins
     from dpcg.stats.g2_distance import _Candidates, _EntryLadder, _Ladder
 
@@ -361,6 +367,19 @@ def test_entry_ladder_rates_equal_the_cell_ladder(seed: int) -> None:
                 arrays = cand.rates(np.array([k2]))
                 assert plain[0] == arrays[0][0].tolist()
                 assert plain[1] == arrays[1][0].tolist()
+        # a check at the largest radius: with the cells whose bound there exceeds the
+        # seed candidates' rates at a smaller radius, the candidates' rates are exact on
+        # every radius in between (a cell's bound only grows with the radius)
+        k_hi = int(ks[-1])
+        _, _, _, _, above = lad.check(k_hi)
+        cand = _Candidates(cells.d, cells._g, cells.table)
+        cand.add(*lad.seed())
+        k_lo = int(ks[len(ks) // 2])
+        floor_u, floor_v = (f[0] for f in cand.rates(np.array([k_lo])))
+        cand.add(*above(floor_u, floor_v))
+        between = np.unique(np.linspace(k_lo, k_hi, 7).astype(np.int64))
+        for a, b in zip(cand.rates(between), cells.rates(between), strict=True):
+            assert np.array_equal(a, b)
         if cells.table is not None:
             # the plain-float ladder of small tables gives the cell ladder's floats
             from dpcg.stats.g2_distance import _SmallLadder
@@ -428,6 +447,7 @@ def test_search_finds_the_first_crossing(seed: int, candidates: int, small: int,
 
     monkeypatch.setattr(mod, "_CANDIDATE_CELLS", candidates)
     monkeypatch.setattr(mod, "_SMALL_CELLS", small)
+    monkeypatch.setattr(mod, "_SMALL_COST", small)
     rng = np.random.default_rng(100 + seed)
     sides = set()
     for _ in range(30):
@@ -447,7 +467,7 @@ def test_search_finds_the_first_crossing(seed: int, candidates: int, small: int,
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7])
 def test_few_rows_in_a_large_table(n: int) -> None:
-    """A table of more than 2,048 cells (searched over candidate cells) with a handful
+    """A table of thousands of cells (searched over candidate cells) with a handful
     of rows: the value is the scan's, clamped at ``n``."""
     rng = np.random.default_rng(n)
     for cx, cy, k in ((100, 100, 1), (30, 40, 5)):
