@@ -175,7 +175,7 @@ class _Candidates:
                  table: NDArray[np.float64] | None = None) -> None:
         self.d, self._g, self.strata = d, g, int(d.shape[0])
         self._parts: tuple[list[_Cells], list[_Cells]] = ([], [])
-        self._sorted: list[tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64],
+        self._sorted: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64],
                                  NDArray[np.int64], NDArray[np.intp]]] | None = None
         # below 8 strata (and with g tabulated) the rates are computed in plain floats
         self._item = table.item if table is not None and self.strata < 8 else None
@@ -199,32 +199,40 @@ class _Candidates:
                     per[s].append((a, b, c))
         self._sorted = None
 
-    def _arrays(self) -> list[tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64],
+    def _arrays(self) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64],
                                     NDArray[np.int64], NDArray[np.intp]]]:
-        """Per bound, the cells' ``(stratum, a, b, c)`` sorted by stratum and the start
-        of each stratum's run."""
+        """Per bound, the cells' ``(a, b, c, d)`` sorted by stratum and the start of each
+        stratum's run."""
         if self._sorted is None:
             self._sorted = []
             for parts in self._parts:
                 s, a, b, c = (np.concatenate(v) for v in zip(*parts, strict=True))
                 order = np.argsort(s, kind="stable")
-                s, a, b, c = s[order], a[order], b[order], c[order]
+                s = s[order]
                 starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
                 assert starts.shape[0] == self.strata
-                self._sorted.append((s, a, b, c, starts))
+                self._sorted.append((a[order], b[order], c[order], self.d[s], starts))
         return self._sorted
 
     def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(U, V)`` of shape ``(len(ks), strata)`` over the cells held."""
-        (su, au, bu, cu, stu), (sd, ad, bd, cd, std) = self._arrays()
+        (au, bu, cu, du, stu), (ad, bd, cd, dd, std) = self._arrays()
         kk = ks[:, None]
         g = self._g
         up = _up_bound(g(au + kk), g(np.maximum(bu - kk - 1, 0)),
-                       g(np.maximum(cu - kk - 1, 0)), g(self.d[su] + kk))
+                       g(np.maximum(cu - kk - 1, 0)), g(du + kk))
         down = _down_bound(g(np.maximum(ad - kk - 1, 0)), g(bd + kk), g(cd + kk),
-                           g(np.maximum(self.d[sd] - kk - 1, 0)))
+                           g(np.maximum(dd - kk - 1, 0)))
         return (np.maximum(np.maximum.reduceat(up, stu, axis=1), 0.0),
                 np.maximum(np.maximum.reduceat(down, std, axis=1), 0.0))
+
+    def rates_at(self, k: int) -> tuple[list[float], list[float]] | tuple[
+            NDArray[np.float64], NDArray[np.float64]]:
+        """``(U, V)`` at radius ``k``: :meth:`at` where it applies, else :meth:`rates`."""
+        if self.plain and self.size <= _SMALL_CELLS:
+            return self.at(k)
+        U, V = self.rates(np.array([k], dtype=np.int64))
+        return U[0], V[0]
 
     def at(self, k: int) -> tuple[list[float], list[float]]:
         """``(U, V)`` at radius ``k`` in plain floats (fewer than 8 strata): the same
@@ -882,7 +890,8 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         g2 = _g2_entries(table.weight, E) if df > 0 else 0.0
         strata = table.k
         lad = _EntryLadder(table.stratum, *table.levels(), table.weight, nx, ny, n)
-        dependent = df > 0 and float(chdtrc(df, g2)) <= alpha
+        pvalue = 1.0 if df == 0 else float(chdtrc(df, g2))
+        dependent = df > 0 and pvalue <= alpha
         if dependent:
             gs = _per_stratum_g2_entries(table, E)
     else:
@@ -902,13 +911,13 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
             g2, logs = _g2_and_logs(N, _expected_from(ns, nx, ny))
         strata = int(N.shape[0])
         lad = _Ladder(N, n, nx, ny)
-        dependent = df > 0 and float(chdtrc(df, g2)) <= alpha
+        pvalue = 1.0 if df == 0 else float(chdtrc(df, g2))
+        dependent = df > 0 and pvalue <= alpha
         if dependent:
             assert logs is not None
             gs = _per_stratum_from_logs(N, logs)
         if N.size + 3 * strata <= _SMALL_COST and strata < 8 and lad.table is not None:
             small = _SmallLadder(N, nx, ny, lad.table)
-    pvalue = 1.0 if df == 0 else float(chdtrc(df, g2))
     cross = _Crossing(
         dependent=dependent, g2=g2, gs=gs, df=df,
         dfmax=float(table.n_configs) * (cx - 1) * (cy - 1),
@@ -986,7 +995,7 @@ def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int
     passes = 0
     # the candidates' rates at radius 0 are at most every exact rate, so the first t that
     # crosses with them bounds the answer above
-    R = cross.rates(0, *(f[0] for f in cand.rates(np.zeros(1, dtype=np.int64))))
+    R = cross.rates(0, *cand.rates_at(0))
     phi = cross.first_fixed(1, n, R)
     lo, hi = 1, min(phi, n)
 
@@ -1016,7 +1025,7 @@ def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int
         if lo >= hi:
             return hi, passes
         cand.add(upk, downk)
-        floor_u, floor_v = (f[0] for f in cand.rates(np.array([lo - 1], dtype=np.int64)))
+        floor_u, floor_v = (np.asarray(f) for f in cand.rates_at(lo - 1))
         more_up, more_down = above(floor_u, floor_v)
         if more_up[0].shape[0] + more_down[0].shape[0] <= lad.size // _SURVIVOR_SHARE:
             cand.add(more_up, more_down)
