@@ -57,6 +57,7 @@ from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over
 from dpcg.private.common import (
+    SETS_PER_SIDE,
     DiscreteAlgorithm,
     PlanSizeParams,
     check_count_field,
@@ -592,6 +593,73 @@ class PairSieveTester(SieveExamineTester):
         return CIResult(True, noisy, None), S
 
 
+class TestThenPairTester(PairSieveTester):
+    """Priv-PC's per-level plans without a level-0 selection (``release='test'``, the
+    default there): one sieve query per test, as published, until the level's plan could
+    no longer give every undecided pair one more round; from then on one per-pair query
+    (:class:`PairSieveTester`) per undecided pair over its remaining sets. So a level
+    never uses up its plan: a per-test query is asked only while the rounds available
+    (those left in the plan, plus a sieve already running) exceed the undecided pairs,
+    and a query uses at most one round, after which a dependent answer leaves every
+    undecided pair its round (``docs/privacy/algorithm-priv-pc.md``). Where that
+    condition never binds, the queries, their order and their costs are the per-test
+    tester's."""
+
+    def decide_level(self, level: int, candidates: LevelCandidates) -> dict[Pair, Sepset]:
+        if level == 0:
+            return super().decide_level(level, candidates)
+        pairs = [pair for pair in candidates if candidates[pair]]
+        removals: dict[Pair, Sepset] = {}
+        if not pairs:
+            return removals
+        try:
+            self._enter_level(level)  # the per-test plan: level_rounds(open pairs, level)
+            undecided = len(pairs)
+            per_test = True
+            for x, y in pairs:
+                sets = candidates[(x, y)]
+                for j, S in enumerate(sets):
+                    if per_test and self._available() <= undecided:
+                        per_test = False
+                        if self.levels:
+                            self.levels[-1]["per_pair_from"] = len(pairs) - undecided
+                    if not per_test:
+                        rest = self._remaining_sets(level, (x, y), candidates, sets[j:])
+                        res, sep = self._pair(x, y, rest)
+                        if res.independent:
+                            removals[(x, y)] = sep
+                            candidates.record(x, y, sep, res)
+                        break
+                    res = self.test(x, y, S)
+                    candidates.record(x, y, S, res)
+                    if res.independent:
+                        removals[(x, y)] = S
+                        break
+                undecided -= 1
+            return removals
+        except (BudgetExceededError, SessionHaltedError) as exc:
+            hand_over(exc, removals)
+            raise
+
+    def _available(self) -> int:
+        """Rounds this level can still start: those left in its plan, plus one if a
+        sieve is already running (started, or started together with the last
+        examine)."""
+        running = self._next is not None or (self.sieve is not None and not self.sieve.halted)
+        return self._left + int(running)
+
+    def _remaining_sets(self, level: int, pair: Pair, candidates: LevelCandidates,
+                        rest: tuple[Sepset, ...]) -> tuple[Sepset, ...]:
+        """The sets a per-pair query runs over: the pair's untested sets, ranked as
+        :func:`dpcg.private.common.ranked_sets` ranks them when there are many."""
+        if len(rest) <= 2 * SETS_PER_SIDE:
+            return rest
+        left = set(rest)
+        ranked = tuple(S for S in ranked_sets(level, pair, candidates, self._strength)
+                       if S in left)
+        return ranked or rest[:2 * SETS_PER_SIDE]
+
+
 class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
     """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``priv-pc``."""
 
@@ -608,6 +676,8 @@ class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
                session: Session) -> SieveExamineTester:
         if plan.per_level and plan.pair_release:
             return PairSieveTester(plan, source, session)
+        if plan.per_level:
+            return TestThenPairTester(plan, source, session)
         return SieveExamineTester(plan, source, session)
 
     def usage(self, tester: SieveExamineTester) -> dict[str, object]:
