@@ -31,8 +31,10 @@ has a round left and both halves fit. Rule (public): ``basic`` or ``zcdp`` (a pu
 ``e``-DP half is ``e^2/2``-zCDP), whichever gives the rounds the larger epsilon.
 Default plan: one per PC level, fixed when the level starts from public facts and the
 count of released removals (:func:`level_rounds`, :func:`dpcg.private.planning.level_share`);
-level 0 can never run out. When a level's plan is used up the run stops, flagged,
-before admitting anything more (``exhaustion_note`` says what the user gets).
+level 0 can never run out, and a level above asks per-test queries only while every
+undecided pair keeps a round, then one per-pair query each (:class:`TestThenPairTester`),
+so it never runs out either. When a plan is used up (a user's fixed plan) the run stops,
+flagged, before admitting anything more (``exhaustion_note`` says what the user gets).
 Subsample rate ``m/n = (e^{eps_r/2} - 1)/3.9216`` clipped to ``[1/20, 1]``.
 Proof note: ``docs/privacy/algorithm-priv-pc.md``.
 """
@@ -114,7 +116,8 @@ class PrivPCParams(PlanSizeParams):
         help="per-level plans, what a level >= 1 asks: 'pair': one sieve query per open "
              "pair on its smallest subsample score - T over its conditioning sets, "
              "examined on the full data the same way, then one selection of the "
-             "separating set per removed pair; 'test': one query per test (default: "
+             "separating set per removed pair; 'test': one query per test while every "
+             "undecided pair keeps a round of the level's plan, then 'pair' (default: "
              "'pair' when level 0 makes a selection, else 'test')")
 
     def __post_init__(self) -> None:

@@ -164,3 +164,66 @@ def test_priv_pc_budget_used_up_says_so(asia: Any, monkeypatch: pytest.MonkeyPat
             # share: the filter itself never has to refuse
             assert "round costs" not in res.message
         assert Fraction(res.spent["exact"]["rho"]) <= Budget(0.5, 1e-6).rho()
+
+
+def _priv_pc_edge_tester(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make Priv-PC use the plain per-test tester (the engine asks every test)."""
+    orig = priv_pc.PrivPC.tester
+
+    def tester(self: Any, plan: Any, source: Any, session: Any) -> Any:
+        t = orig(self, plan, source, session)
+        if type(t) is priv_pc.TestThenPairTester:
+            return priv_pc.SieveExamineTester(plan, source, session)
+        return t
+    monkeypatch.setattr(priv_pc.PrivPC, "tester", tester)
+
+
+@pytest.mark.parametrize("net", ["asia", "sachs"])
+def test_priv_pc_per_test_levels_never_use_up_their_plan(
+        net: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 1.5 rounds per open pair (any plan of at least one per pair), the per-test
+    levels hand their undecided pairs to per-pair queries in time: no level uses up its
+    plan, where the per-test tester does; every released mechanism is accounted for."""
+    from dpcg.datasets import load_network
+
+    monkeypatch.setattr(priv_pc, "PRIV_PC_ROUNDS_PER_PAIR", 1.5)
+    data = load_network(net).sample(20_000, 1)
+    switched = cut_short = 0
+    for seed in range(3):
+        res = discover(data, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed)
+        assert res.plan["select_k"] == 0
+        assert res.plan["release"] == "test"
+        assert not res.budget_exhausted
+        assert res.message is None
+        _levels_within_plan(res, "rounds")
+        switched += any("per_pair_from" in rec for rec in res.plan["used_levels"])
+        k = Counter(res.mechanisms)
+        assert k["laplace"] == res.plan["used_examines"]
+        assert k["subsampled-sparse-vector"] == (res.plan["used_rounds"]
+                                                 + res.plan["used_unused_sieves"])
+        assert k.get("exponential", 0) == res.plan["used_sepset_picks"]
+        assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
+    with monkeypatch.context() as m:
+        _priv_pc_edge_tester(m)
+        for seed in range(3):
+            cut_short += discover(data, "priv-pc", epsilon=1.0, delta=1e-6,
+                                  seed=seed).budget_exhausted
+    assert switched > 0
+    assert cut_short > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_priv_pc_per_test_levels_are_the_per_test_tester_until_they_switch(
+        asia: Any, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no level comes near the end of its plan, the level strategy asks the
+    engine's tests in the engine's order with the same releases: the same graph, the
+    same test records and the same spending as the per-test tester."""
+    res = discover(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed)
+    assert not any("per_pair_from" in rec for rec in res.plan["used_levels"])
+    with monkeypatch.context() as m:
+        _priv_pc_edge_tester(m)
+        ref = discover(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed)
+    assert res.cpdag.to_json() == ref.cpdag.to_json()
+    assert res.pc.tests == ref.pc.tests
+    assert res.spent == ref.spent
+    assert res.mechanisms == ref.mechanisms
