@@ -613,16 +613,6 @@ _BLOCK_CELLS = 1 << 15
 _FIXED_POINTS = 8
 
 
-def _radii(lo: int, hi: int, points: int) -> NDArray[np.int64]:
-    """About ``points`` distinct integers evenly spread over ``[lo, hi]``, both ends
-    included (``lo <= hi``)."""
-    m = min(points, hi - lo + 1)
-    if m <= 1:
-        return np.array([lo], dtype=np.int64)
-    out: NDArray[np.int64] = lo + (hi - lo) * np.arange(m, dtype=np.int64) // (m - 1)
-    return out
-
-
 class _Rates:
     """The rates of one radius ``k`` as the crossing test reads them: the total rate
     ``r = 2 (max(max_s U_s, gamma_k) + max(max_s V_s, gamma_k))``, the per-stratum
@@ -783,33 +773,6 @@ class _Crossing:
         before: tuple[int, float, float] | None = None
         known_top = False          # whether hi crosses (a probe there said so)
         slow = False
-        if batch is not None and batch_radii >= 4 and hi - lo >= batch_radii:
-            # first, a grid of radii across the bracket in one batch: the first grid t
-            # that crosses with its own rates, and the rates of the grid points on
-            # either side of it, give a narrow bracket and two points for the model
-            ms = _radii(lo, hi, batch_radii)
-            rows = batch(ms - 1)
-            probes += 1
-            a, b = 0, len(ms)      # the first crossing grid point is in [a, b) or none
-            while a < b:
-                mid = (a + b) // 2
-                if self.crosses(int(ms[mid]), rows[mid]()):
-                    b = mid
-                else:
-                    a = mid + 1
-            if a == len(ms):
-                return hi, probes  # not even hi crosses: the clamp
-            if a == 0:
-                return lo, probes
-            m_a, m_b = int(ms[a - 1]), int(ms[a])
-            R_a, R_b = rows[a - 1](), rows[a]()
-            phi_b = self.first_fixed(m_a + 1, m_b, R_b)   # m_b crosses: phi_b <= m_b
-            phi_a = self.first_fixed(m_a + 1, m_b, R_a)
-            lo, hi, known_top = phi_b, min(m_b, phi_a), True
-            before = (R_a.k, R_a.r, phi_a * R_a.r if phi_a <= m_b
-                      else max(phi_a * R_a.r, self.linear))
-            last = (R_b.k, R_b.r, phi_b * R_b.r if phi_b > m_a + 1
-                    else min(phi_b * R_b.r, self.linear))
         while lo < hi:
             if batch is not None and hi - lo < batch_radii:
                 # every radius of the bracket at once; crossing is monotone along them
