@@ -175,8 +175,8 @@ class _Candidates:
                  table: NDArray[np.float64] | None = None) -> None:
         self.d, self._g, self.strata = d, g, int(d.shape[0])
         self._parts: tuple[list[_Cells], list[_Cells]] = ([], [])
-        self._sorted: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64],
-                                 NDArray[np.int64], NDArray[np.intp]]] | None = None
+        self._sorted: tuple[NDArray[np.int64], NDArray[np.int64], int, int,
+                            NDArray[np.intp], NDArray[np.intp]] | None = None
         # below 8 strata (and with g tabulated) the rates are computed in plain floats
         self._item = table.item if table is not None and self.strata < 8 else None
         self._d_list: list[int] = d.tolist()
@@ -199,30 +199,39 @@ class _Candidates:
                     per[s].append((a, b, c))
         self._sorted = None
 
-    def _arrays(self) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64],
-                                    NDArray[np.int64], NDArray[np.intp]]]:
-        """Per bound, the cells' ``(a, b, c, d)`` sorted by stratum and the start of each
-        stratum's run."""
+    def _arrays(self) -> tuple[NDArray[np.int64], NDArray[np.int64], int, int,
+                               NDArray[np.intp], NDArray[np.intp]]:
+        """The counts whose ``g`` is read at a box's upper end (``a, d`` of the cells held
+        for ``+D``, then ``b, c`` of those for ``-D``) and at its lower end (``b, c`` for
+        ``+D``, then ``a, d`` for ``-D``), each bound's cells sorted by stratum; the two
+        bounds' cell counts and the start of each stratum's run in each."""
         if self._sorted is None:
-            self._sorted = []
-            for parts in self._parts:
+            hi, lo, sizes, starts = [], [], [], []
+            for parts, (first, second) in zip(self._parts, ((0, 1), (1, 0)), strict=True):
                 s, a, b, c = (np.concatenate(v) for v in zip(*parts, strict=True))
                 order = np.argsort(s, kind="stable")
                 s = s[order]
-                starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
-                assert starts.shape[0] == self.strata
-                self._sorted.append((a[order], b[order], c[order], self.d[s], starts))
+                starts.append(np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1]))))
+                assert starts[-1].shape[0] == self.strata
+                pair_ad = np.concatenate([a[order], self.d[s]])
+                pair_bc = np.concatenate([b[order], c[order]])
+                ends = (pair_ad, pair_bc)
+                hi.append(ends[first])
+                lo.append(ends[second])
+                sizes.append(int(s.shape[0]))
+            self._sorted = (np.concatenate(hi), np.concatenate(lo), sizes[0], sizes[1],
+                            starts[0], starts[1])
         return self._sorted
 
     def rates(self, ks: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(U, V)`` of shape ``(len(ks), strata)`` over the cells held."""
-        (au, bu, cu, du, stu), (ad, bd, cd, dd, std) = self._arrays()
+        hi_base, lo_base, mu, md, stu, std = self._arrays()
         kk = ks[:, None]
-        g = self._g
-        up = _up_bound(g(au + kk), g(np.maximum(bu - kk - 1, 0)),
-                       g(np.maximum(cu - kk - 1, 0)), g(du + kk))
-        down = _down_bound(g(np.maximum(ad - kk - 1, 0)), g(bd + kk), g(cd + kk),
-                           g(np.maximum(dd - kk - 1, 0)))
+        hi = self._g(hi_base + kk)
+        lo = self._g(np.maximum(lo_base - (kk + 1), 0))
+        e = 2 * mu
+        up = _up_bound(hi[:, :mu], lo[:, :mu], lo[:, mu:e], hi[:, mu:e])
+        down = _down_bound(lo[:, e:e + md], hi[:, e:e + md], hi[:, e + md:], lo[:, e + md:])
         return (np.maximum(np.maximum.reduceat(up, stu, axis=1), 0.0),
                 np.maximum(np.maximum.reduceat(down, std, axis=1), 0.0))
 
