@@ -609,7 +609,7 @@ _SMALL_CELLS = 32
 #: A bracket is evaluated in one batch (NumPy ladders) when its radii times the cells
 #: evaluated are at most ``_BATCH_ELEMENTS`` and it has at most ``_BATCH_RADII`` radii.
 _BATCH_ELEMENTS = 4096
-_BATCH_RADII = 32
+_BATCH_RADII = 8
 #: After a check that crosses, the cells that can still be a maximum join the candidates
 #: when they are at most this share of the table (one in ``_SURVIVOR_SHARE``).
 _SURVIVOR_SHARE = 8
