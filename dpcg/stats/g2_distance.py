@@ -374,13 +374,17 @@ class _Ladder:
             return out[0], out[1]
         return np.maximum(U, 0.0), np.maximum(V, 0.0), cells[0], cells[1], above
 
-    def seed(self) -> tuple[_Cells, _Cells]:
+    def seed(self, logs: NDArray[np.float64] | None = None) -> tuple[_Cells, _Cells]:
         """Per stratum, the cells of largest and of smallest ``(a + 1/2) / (b c + 1)`` (a
         cheap guess at the cells that attain the bounds' maxima: the largest ``a d / (b
-        c)`` for ``+D``, the smallest for ``-D``), as candidates for both bounds."""
+        c)`` for ``+D``, the smallest for ``-D``), as candidates for both bounds; or of
+        ``logs = ln(a / E)`` (0 where ``a = 0``) when the G-test computed them."""
         st, cx, cy = self.k, self.cx, self.cy
-        lift = (self.a + 0.5) / (self.bm[:, :, None] * self.cm[:, None, :] + 1.0
-                                 ).reshape(st, cx * cy)
+        if logs is not None:
+            lift = logs.reshape(st, cx * cy)
+        else:
+            lift = (self.a + 0.5) / (self.bm[:, :, None] * self.cm[:, None, :] + 1.0
+                                     ).reshape(st, cx * cy)
         s = np.concatenate([np.arange(st), np.arange(st)])
         cells = self._cells_at(s, np.concatenate([lift.argmax(axis=1), lift.argmin(axis=1)]))
         return cells, cells
@@ -888,6 +892,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
     cx, cy = table.cx, table.cy
     lad: _Ladder | _EntryLadder
     gs: NDArray[np.float64] | None = None
+    logs: NDArray[np.float64] | None = None
     small: _SmallLadder | None = None
     if isinstance(table, SparseStrataTable):
         # the non-zero cells only (every stratum of the table is observed)
@@ -913,7 +918,6 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         ns, nx, ny = _margins(N)
         df = _df(nx, ny)
         g2 = 0.0
-        logs = None
         if df > 0:
             # G^2 as the G-test computes it (the same float, hence its decision), and the
             # per-stratum G_s from the same logarithms
@@ -942,7 +946,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
     elif lad.size <= _CANDIDATE_CELLS:
         dist, passes = _direct(cross, *_providers(cross, lad.rates, lad.size), n)
     else:
-        dist, passes = _with_candidates(lad, cross, n)
+        dist, passes = _with_candidates(lad, cross, n, logs)
     return G2Distance(dist if dependent else 1 - dist, dependent, g2, df, pvalue, passes)
 
 
@@ -976,8 +980,8 @@ def _direct(cross: _Crossing, exact: Callable[[int], _Rates],
     return t, probes + 1
 
 
-def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int
-                     ) -> tuple[int, int]:
+def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int,
+                     logs: NDArray[np.float64] | None = None) -> tuple[int, int]:
     """As :func:`_direct`, over candidate cells checked with passes over every cell.
 
     The rates over any subset of the cells are a lower bound on the rates at every
@@ -1000,7 +1004,7 @@ def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int
     if n == 1:
         return 1, 0  # the clamp at n = 1
     cand = _Candidates(lad.d, lad._g, lad.table)
-    cand.add(*lad.seed())
+    cand.add(*(lad.seed(logs) if isinstance(lad, _Ladder) else lad.seed()))
     passes = 0
     # the candidates' rates at radius 0 are at most every exact rate, so the first t that
     # crosses with them bounds the answer above

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,38 @@ def test_speed_rows_pair_each_test_with_g2() -> None:
     assert f"| 3 | 4 | {row.g2_table_ms:.2f} | {row.dist_table_ms:.2f} | {row.dist_ratio:.2f} |" \
         in text
     assert "median over the rounds" in text
+
+
+def test_callgrind_output_is_read_by_function_name() -> None:
+    from dpcg.bench.utility import parse_inclusive
+
+    text = """--------------------------------------------------------------------------------
+Ir
+--------------------------------------------------------------------------------
+1,775,698,391 (100.0%)  PROGRAM TOTALS
+   48,357,006 ( 2.84%)  ./Modules/_functoolsmodule.c:functools_reduce [/lib/libpython3.11.so]
+   44,571,138 ( 2.61%)  ./Modules/itertoolsmodule.c:starmap_next [/lib/libpython3.11.so]
+    2,947,289 ( 0.17%)  ./Modules/itertoolsmodule.c:filterfalse_next [/lib/libpython3.11.so]
+          254 ( 0.00%)  ./Include/object.h:functools_reduce
+"""
+    got = parse_inclusive(text, ("starmap_next", "filterfalse_next", "functools_reduce"))
+    assert got == {"starmap_next": 44_571_138, "filterfalse_next": 2_947_289,
+                   "functools_reduce": 48_357_006}
+    with pytest.raises(ValueError, match="dropwhile_next"):
+        parse_inclusive(text, ("dropwhile_next",))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None
+                    or shutil.which("callgrind_annotate") is None,
+                    reason="needs valgrind (callgrind)")
+def test_instruction_counts_under_callgrind() -> None:
+    """A real callgrind run of the probe: every count is positive, and building the
+    table plus a statistic costs more than building the table alone."""
+    from dpcg.bench.utility import instructions
+
+    row = instructions(3, 4, 2_000, 1, 2)
+    assert row.table > 0
+    assert row.g2_table > row.table
+    assert row.dist_table > row.table
+    assert row.split_table > row.table
