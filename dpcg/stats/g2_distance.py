@@ -385,8 +385,9 @@ class _Ladder:
         else:
             lift = (self.a + 0.5) / (self.bm[:, :, None] * self.cm[:, None, :] + 1.0
                                      ).reshape(st, cx * cy)
-        s = np.concatenate([np.arange(st), np.arange(st)])
-        cells = self._cells_at(s, np.concatenate([lift.argmax(axis=1), lift.argmin(axis=1)]))
+        s = np.tile(np.arange(st), 3)
+        cells = self._cells_at(s, np.concatenate([lift.argmax(axis=1), lift.argmin(axis=1),
+                                                  self.a.argmin(axis=1)]))
         return cells, cells
 
     def _cells_at(self, s: NDArray[np.intp], j: NDArray[np.intp]) -> _Cells:
