@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import random
 import re
 import shutil
 import statistics
@@ -219,17 +220,22 @@ class SpeedRow:
 def _paired(fs: dict[str, Callable[[], object]], repeats: int, base: str
             ) -> tuple[dict[str, float], dict[str, float]]:
     """Best time of each function, and the median over ``repeats`` rounds of each one's
-    time over ``base``'s in the same round (the functions run one after the other in
-    every round, so a slow spell of a shared machine affects both sides of a ratio)."""
+    time over ``base``'s in the same round. The functions run one after the other in
+    every round, in an order shuffled per round (seeded), so a slow spell of a shared
+    machine affects both sides of a ratio and neither side always runs after the same
+    one (whatever ran before a call decides what is still in the caches)."""
     best = {k: math.inf for k in fs}
     ratios: dict[str, list[float]] = {k: [] for k in fs}
     for f in fs.values():
         f()  # warm caches (tabulated g, quantiles)
+    order = list(fs)
+    shuffle = random.Random(0).shuffle
     for _ in range(repeats):
         took = {}
-        for k, f in fs.items():
+        shuffle(order)
+        for k in order:
             t0 = time.perf_counter()
-            f()
+            fs[k]()
             took[k] = time.perf_counter() - t0
             best[k] = min(best[k], took[k])
         for k in fs:
@@ -352,8 +358,9 @@ def render(snr_rows: Sequence[SnrRow], ceil_rows: Sequence[CeilingRow],
         lines += ["### Per-test time by cardinality (cx = cy = c, weak dependence)", "",
                   f"{args.rows} rows; times are the best of {args.repeats} rounds; a ratio "
                   "is the median over the rounds of the two tests' times in the same round "
-                  "(G^2 and the other one after the other). 'table+' = building the "
-                  "stratified table from the codes and the statistic.", "",
+                  "(the three tests one after the other, in an order shuffled per round). "
+                  "'table+' = building the stratified table from the codes and the "
+                  "statistic.", "",
                   "| c | strata | G^2 table+ (ms) | distance table+ (ms) | ratio | "
                   "G^2 stat (us) | distance stat (us) | rate evaluations | "
                   "kendall-split table+ (ms) | ratio | kendall-split stat (us) |",
