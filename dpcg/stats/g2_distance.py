@@ -377,8 +377,9 @@ class _Ladder:
     def seed(self, logs: NDArray[np.float64] | None = None) -> tuple[_Cells, _Cells]:
         """Per stratum, the cells of largest and of smallest ``(a + 1/2) / (b c + 1)`` (a
         cheap guess at the cells that attain the bounds' maxima: the largest ``a d / (b
-        c)`` for ``+D``, the smallest for ``-D``), as candidates for both bounds; or of
-        ``logs = ln(a / E)`` (0 where ``a = 0``) when the G-test computed them."""
+        c)`` for ``+D``, the smallest for ``-D``), or of ``logs = ln(a / E)`` (0 where
+        ``a = 0``) when the G-test computed them, and the smallest cell (the first to
+        empty as the radius grows), as candidates for both bounds."""
         st, cx, cy = self.k, self.cx, self.cy
         if logs is not None:
             lift = logs.reshape(st, cx * cy)
@@ -593,13 +594,16 @@ def _per_stratum_g2_entries(table: SparseStrataTable, E: NDArray[np.float64]
     return out
 
 
-def _per_stratum_g2(N: NDArray[np.int64]) -> NDArray[np.float64]:
-    """``G^2`` of each stratum (cell-wise form, clamped at 0); they sum to ``G^2``."""
-    ns, nx, ny = _margins(N)
-    E = _expected_from(ns, nx, ny)
-    logs = np.log(np.divide(N, E, out=np.ones(E.shape), where=N > 0))
+def _per_stratum_from_logs(N: NDArray[np.int64], logs: NDArray[np.float64]
+                           ) -> NDArray[np.float64]:
+    """:func:`_per_stratum_g2` from the G-test's ``ln(N / E)`` (0 where ``N = 0``)."""
     out: NDArray[np.float64] = np.maximum(2.0 * (N * logs).sum(axis=(1, 2)), 0.0)
     return out
+
+
+def _per_stratum_g2(N: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``G^2`` of each stratum (cell-wise form, clamped at 0); they sum to ``G^2``."""
+    return _per_stratum_from_logs(N, _g2_and_logs(N, _expected_from(*_margins(N)))[1])
 
 
 #: Tables of more than this many cells (or evaluated cells, for a sparse table) are
@@ -879,12 +883,6 @@ class _SmallLadder:
             U.append(u)
             V.append(v)
         return U, V
-
-
-def _per_stratum_from_logs(N: NDArray[np.int64], logs: NDArray[np.float64]
-                           ) -> NDArray[np.float64]:
-    out: NDArray[np.float64] = np.maximum(2.0 * (N * logs).sum(axis=(1, 2)), 0.0)
-    return out
 
 
 def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
