@@ -24,9 +24,9 @@ StatisticSource redesign). Run: ``python -m dpcg.bench.utility [--networks ...]`
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
-import random
 import re
 import shutil
 import statistics
@@ -221,19 +221,18 @@ def _paired(fs: dict[str, Callable[[], object]], repeats: int, base: str
             ) -> tuple[dict[str, float], dict[str, float]]:
     """Best time of each function, and the median over ``repeats`` rounds of each one's
     time over ``base``'s in the same round. The functions run one after the other in
-    every round, in an order shuffled per round (seeded), so a slow spell of a shared
-    machine affects both sides of a ratio and neither side always runs after the same
-    one (whatever ran before a call decides what is still in the caches)."""
+    every round, round ``r`` in the ``r``-th of their orders (cycling through all of
+    them), so a slow spell of a shared machine affects both sides of a ratio and no
+    function always runs after the same one (whatever ran before a call decides what is
+    still in the caches)."""
     best = {k: math.inf for k in fs}
     ratios: dict[str, list[float]] = {k: [] for k in fs}
     for f in fs.values():
         f()  # warm caches (tabulated g, quantiles)
-    order = list(fs)
-    shuffle = random.Random(0).shuffle
-    for _ in range(repeats):
+    orders = list(itertools.permutations(fs))
+    for r in range(repeats):
         took = {}
-        shuffle(order)
-        for k in order:
+        for k in orders[r % len(orders)]:
             t0 = time.perf_counter()
             fs[k]()
             took[k] = time.perf_counter() - t0
@@ -358,7 +357,7 @@ def render(snr_rows: Sequence[SnrRow], ceil_rows: Sequence[CeilingRow],
         lines += ["### Per-test time by cardinality (cx = cy = c, weak dependence)", "",
                   f"{args.rows} rows; times are the best of {args.repeats} rounds; a ratio "
                   "is the median over the rounds of the two tests' times in the same round "
-                  "(the three tests one after the other, in an order shuffled per round). "
+                  "(the three tests one after the other, cycling through their orders). "
                   "'table+' = building the stratified table from the codes and the "
                   "statistic.", "",
                   "| c | strata | G^2 table+ (ms) | distance table+ (ms) | ratio | "

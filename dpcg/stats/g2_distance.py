@@ -606,13 +606,15 @@ def _per_stratum_g2(N: NDArray[np.int64]) -> NDArray[np.float64]:
     return _per_stratum_from_logs(N, _g2_and_logs(N, _expected_from(*_margins(N)))[1])
 
 
-#: Tables of more than this many cells (or evaluated cells, for a sparse table) are
-#: searched over candidate cells and checked with one pass over every cell; smaller ones
-#: with the exact rates directly. Tables with fewer than 8 strata and ``cells + 3 strata
+#: Tables of more than ``_CANDIDATE_CELLS`` cells (or evaluated cells, for a sparse
+#: table) and more than ``_CANDIDATE_PER_STRATUM`` per stratum are searched over
+#: candidate cells (about six per stratum) and checked with one pass over every cell;
+#: the others with the exact rates directly. Tables with fewer than 8 strata and ``cells + 3 strata
 #: <= _SMALL_COST`` have their rates computed in plain floats (a vectorised pass costs
 #: more there), and so do candidate sets of at most ``_SMALL_CELLS`` cells with fewer
 #: than 8 strata. Only the speed depends on these.
-_CANDIDATE_CELLS = 64
+_CANDIDATE_CELLS = 256
+_CANDIDATE_PER_STRATUM = 16
 _SMALL_COST = 36
 _SMALL_CELLS = 32
 #: A bracket is evaluated in one batch (NumPy ladders) when its radii times the cells
@@ -676,7 +678,7 @@ class _Crossing:
         else:
             self.linear = _q_lower(alpha, max(df, 1)) - g2
 
-    def gamma(self, k: int) -> float:
+    def unobserved_g(self, k: int) -> float:
         """``g(k)`` where an unobserved configuration exists, else 0."""
         if not self.unobserved:
             return 0.0
@@ -691,7 +693,7 @@ class _Crossing:
     def rates(self, k: int, U: NDArray[np.float64] | list[float],
               V: NDArray[np.float64] | list[float]) -> _Rates:
         """The :class:`_Rates` of per-stratum rates ``U``, ``V`` at radius ``k``."""
-        gk = self.gamma(k)
+        gk = self.unobserved_g(k)
         if isinstance(U, list):
             assert isinstance(V, list)
             r = 2.0 * (max(max(U), gk) + max(max(V), gk))
@@ -942,7 +944,7 @@ def g2_distance_details(table: StrataTable, alpha: float) -> G2Distance:
         def exact(k: int) -> _Rates:
             return cross.rates(k, *sm.at(k))
         dist, passes = _direct(cross, exact, None, 0, n)
-    elif lad.size <= _CANDIDATE_CELLS:
+    elif lad.size <= _CANDIDATE_CELLS or lad.size <= _CANDIDATE_PER_STRATUM * strata:
         dist, passes = _direct(cross, *_providers(cross, lad.rates, lad.size), n)
     else:
         dist, passes = _with_candidates(lad, cross, n, logs)

@@ -269,7 +269,7 @@ _SEARCH = [
     # (tables searched over candidate cells above, tables of plain-float rates up to,
     #  checks before the search over every cell, batch elements, batch radii, survivors
     #  join the candidates up to one cell in ...)
-    (64, 32, 8, 4096, 32, 8),            # the defaults (plain floats: 32 cells, cost 36)
+    (256, 32, 8, 4096, 8, 8),            # the defaults (plain floats: 32 cells, cost 36)
     (0, 64, 8, 4096, 32, 8),             # every table through the candidate search
     (10**9, 0, 8, 4096, 32, 8),          # every table through NumPy rates, directly
     (10**9, 10**9, 8, 0, 32, 8),         # plain floats wherever fewer than 8 strata, no batch
@@ -308,6 +308,7 @@ def test_value_does_not_depend_on_how_the_search_probes(
     values = []
     for cand, small, rounds, elements, radii, share in _SEARCH:
         monkeypatch.setattr(mod, "_CANDIDATE_CELLS", cand)
+        monkeypatch.setattr(mod, "_CANDIDATE_PER_STRATUM", 0 if cand == 0 else 16)
         monkeypatch.setattr(mod, "_SMALL_CELLS", small)
         monkeypatch.setattr(mod, "_SMALL_COST", small)
         monkeypatch.setattr(mod, "_CANDIDATE_ROUNDS", rounds)
@@ -446,6 +447,7 @@ def test_search_finds_the_first_crossing(seed: int, candidates: int, small: int,
     import dpcg.stats.g2_distance as mod
 
     monkeypatch.setattr(mod, "_CANDIDATE_CELLS", candidates)
+    monkeypatch.setattr(mod, "_CANDIDATE_PER_STRATUM", 0 if candidates == 0 else 16)
     monkeypatch.setattr(mod, "_SMALL_CELLS", small)
     monkeypatch.setattr(mod, "_SMALL_COST", small)
     rng = np.random.default_rng(100 + seed)
