@@ -39,11 +39,11 @@ when a count grows from ``m`` to ``m+1``):
   (exact for ``d <= 4096``, on a 0.5 % geometric grid above).
 
 The search over ``t`` probes one radius at a time and narrows a bracket of proven
-bounds; tables of more than 64 cells are searched with the rates of a few candidate
-cells (a lower bound at every radius) and checked with one vectorised pass over every
-cell, after which the cells that can still be a maximum join the candidates; small
-tables compute their rates in plain floats (docs/privacy/statistics-g2-distance.md,
-"Cost"). Every search returns the same value.
+bounds; tables of more than 256 cells (and 16 per stratum) are searched with the rates
+of a few candidate cells (a lower bound at every radius) and checked with one
+vectorised pass over every cell, after which the cells that can still be a maximum join
+the candidates; small tables compute their rates in plain floats
+(docs/privacy/statistics-g2-distance.md, "Cost"). Every search returns the same value.
 """
 
 from __future__ import annotations
