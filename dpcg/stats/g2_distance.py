@@ -186,8 +186,9 @@ class _Candidates:
 
     @property
     def plain(self) -> bool:
-        """Whether :meth:`at` computes the rates (in plain floats)."""
-        return self._item is not None
+        """Whether the rates are computed in plain floats (:meth:`at`): fewer than 8
+        strata, ``g`` tabulated and at most ``_SMALL_CELLS`` cells held."""
+        return self._item is not None and self.size <= _SMALL_CELLS
 
     def add(self, up: _Cells, down: _Cells) -> None:
         """Add cells ``(stratum, a, b, c)`` for each bound."""
@@ -238,7 +239,7 @@ class _Candidates:
     def rates_at(self, k: int) -> tuple[list[float], list[float]] | tuple[
             NDArray[np.float64], NDArray[np.float64]]:
         """``(U, V)`` at radius ``k``: :meth:`at` where it applies, else :meth:`rates`."""
-        if self.plain and self.size <= _SMALL_CELLS:
+        if self.plain:
             return self.at(k)
         U, V = self.rates(np.array([k], dtype=np.int64))
         return U[0], V[0]
@@ -325,22 +326,15 @@ class _Ladder:
         up, down = self.cells(ks)
         return np.maximum(up.max(axis=2), 0.0), np.maximum(down.max(axis=2), 0.0)
 
-    def at_radius(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64],
-                                         _Cells, _Cells]:
-        """``(U, V)`` at radius ``k`` (shape ``(strata,)``) and, per stratum, a cell
-        attaining each maximum: ``(stratum, a, b, c)`` arrays. The cells are read in
-        blocks of strata of about ``_BLOCK_CELLS`` cells (the same floats as
-        :meth:`cells`, with less memory traffic on large tables)."""
-        return self.check(k, keep=False)[:4]
-
-    def check(self, k: int, keep: bool = True
-              ) -> tuple[NDArray[np.float64], NDArray[np.float64], _Cells, _Cells,
-                         Callable[[NDArray[np.float64], NDArray[np.float64]],
-                                  tuple[_Cells, _Cells]]]:
-        """:meth:`at_radius`, and a function of per-stratum floors ``(U', V')`` that
-        gives the cells whose bound at radius ``k`` exceeds their stratum's floor (the
-        per-cell bounds are kept; with ``keep=False`` they are not, and the function
-        must not be called)."""
+    def check(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64], _Cells, _Cells,
+                                     Callable[[NDArray[np.float64], NDArray[np.float64]],
+                                              tuple[_Cells, _Cells]]]:
+        """``(U, V)`` at radius ``k`` (shape ``(strata,)``), per stratum a cell attaining
+        each maximum (``(stratum, a, b, c)`` arrays), and a function of per-stratum
+        floors ``(U', V')`` that gives the cells whose bound at radius ``k`` exceeds their
+        stratum's floor (the per-cell bounds are kept). The cells are read in blocks of
+        strata of about ``_BLOCK_CELLS`` cells (the same floats as :meth:`cells`, with
+        less memory traffic on large tables)."""
         st, cx, cy = self.k, self.cx, self.cy
         g = self._g
         b_hi, b_lo = g(self.bm + k), g(np.maximum(self.bm - k - 1, 0))
@@ -348,8 +342,7 @@ class _Ladder:
         d_hi, d_lo = g(self.d + k), g(np.maximum(self.d - k - 1, 0))
         U, V = np.empty(st), np.empty(st)
         ju, jv = np.empty(st, dtype=np.intp), np.empty(st, dtype=np.intp)
-        shape = (st, cx * cy) if keep else (0, 0)
-        ups, downs = np.empty(shape), np.empty(shape)
+        ups, downs = np.empty((st, cx * cy)), np.empty((st, cx * cy))
         step = max(1, _BLOCK_CELLS // max(cx * cy, 1))
         for s0 in range(0, st, step):
             sl = slice(s0, min(s0 + step, st))
@@ -361,14 +354,12 @@ class _Ladder:
             ju[sl], jv[sl] = up.argmax(axis=1), down.argmax(axis=1)
             rows = np.arange(up.shape[0])
             U[sl], V[sl] = up[rows, ju[sl]], down[rows, jv[sl]]
-            if keep:
-                ups[sl], downs[sl] = up, down
+            ups[sl], downs[sl] = up, down
         s = np.arange(st)
         cells = [self._cells_at(s, j) for j in (ju, jv)]
 
         def above(floor_u: NDArray[np.float64], floor_v: NDArray[np.float64]
                   ) -> tuple[_Cells, _Cells]:
-            assert keep
             out = [self._cells_at(*np.nonzero(vals > floor[:, None]))
                    for vals, floor in ((ups, floor_u), (downs, floor_v))]
             return out[0], out[1]
@@ -501,11 +492,6 @@ class _EntryLadder:
             m = np.concatenate(picked)
             out.append((s[m], a[m], b[m], c[m]))
         return out[0], out[1]
-
-    def at_radius(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64],
-                                         _Cells, _Cells]:
-        """As :meth:`_Ladder.at_radius`."""
-        return self.check(k)[:4]
 
     def check(self, k: int) -> tuple[NDArray[np.float64], NDArray[np.float64], _Cells, _Cells,
                                      Callable[[NDArray[np.float64], NDArray[np.float64]],
@@ -1013,12 +999,9 @@ def _with_candidates(lad: _Ladder | _EntryLadder, cross: _Crossing, n: int,
     phi = cross.first_fixed(1, n, R)
     lo, hi = 1, min(phi, n)
 
-    def scalar(k: int) -> _Rates:
-        return cross.rates(k, *cand.at(k))
-
     def search() -> tuple[int, int]:
-        if cand.plain and cand.size <= _SMALL_CELLS:
-            return cross.search(scalar, lo, hi, R, phi)
+        if cand.plain:
+            return cross.search(lambda k: cross.rates(k, *cand.at(k)), lo, hi, R, phi)
         one, many, radii = _providers(cross, cand.rates, cand.size)
         return cross.search(one, lo, hi, R, phi, many, radii)
 

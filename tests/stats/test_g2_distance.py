@@ -353,7 +353,7 @@ def test_entry_ladder_rates_equal_the_cell_ladder(seed: int) -> None:
     # candidates, give the same rates there (and no more anywhere)
     for lad in (cells, entries):
         for kk in ks[:4]:
-            U, V, up, down = lad.at_radius(int(kk))
+            U, V, up, down, _ = lad.check(int(kk))
             assert np.array_equal(U, cells.rates(np.array([kk]))[0][0])
             assert np.array_equal(V, cells.rates(np.array([kk]))[1][0])
             cand = _Candidates(cells.d, cells._g, cells.table)
