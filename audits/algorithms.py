@@ -118,7 +118,9 @@ def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]
         key = id(values)
         if key not in cache:
             if kind == "gcm":
-                cache[key] = PrivGCMTest(np.asarray(values).T, bounds, None, EPS)
+                # lam = 1 (not the default rule, which gives 0.34 here): the smallest
+                # c_lam of the range in use, where Theorem 1 is relatively tightest
+                cache[key] = PrivGCMTest(np.asarray(values).T, bounds, None, EPS, lam=1.0)
             else:
                 model = GaussianModelX.from_arrays(
                     np.zeros(3), np.array([[1.0, 0.0, 0.6], [0.0, 1.0, -0.5],

@@ -51,7 +51,14 @@ from dpcg.citests.crt import (
     crt_statistics,
     rank_scores,
 )
-from dpcg.citests.gcm import GCMTest, PrivGCMTest, c_lambda, gcm_statistic, rescale
+from dpcg.citests.gcm import (
+    GCMTest,
+    PrivGCMTest,
+    c_lambda,
+    gcm_statistic,
+    privgcm_lambda,
+    rescale,
+)
 from dpcg.citests.kendall_kmeans import (
     floored_kendall_z,
     grid_strata,
@@ -427,31 +434,44 @@ class CurveConfig:
     reps: int = 200
     betas: tuple[float, ...] = (0.25, 1.0)
     epsilons: tuple[float, ...] = (1.0, 2.0)
-    #: PrivGCM variants ``(lam, eps)``: the default lam = 1 at every eps, and lam = 0.1
-    #: (smaller fitting bias, larger c_lam) at the largest eps.
-    extra_privgcm: tuple[tuple[float, float], ...] = ((0.1, 2.0),)
+    #: PrivGCM variants ``(lam, eps)`` besides the default lam (``privgcm_lambda`` of n
+    #: and eps) at every eps: the former fixed default lam = 1, whose shrinkage bias
+    #: takes the type-I error out of its band as n grows.
+    extra_privgcm: tuple[tuple[float, float], ...] = ((1.0, 2.0),)
     features: int = 200
     feature_seed: int = 0
     a: float = 2.0
     bandwidth: float = 0.1  # on the [-1, 1] scale of Z (d = 1)
     lam_gcm: float = 1e-5
-    lam_priv: float = 1.0
+    #: PrivGCM's lam at every eps; ``None``: the default rule ``privgcm_lambda(n, eps)``
+    lam_priv: float | None = None
     lam_crt: float = 10.0
     residual_bound: float = 0.3
     m: int = 19
     seed: int = 20261125
     crt_max_n: int = 0  # PrivCRT / CRT skipped above this n (0: never skipped)
 
-    def privgcm_variants(self) -> list[tuple[float, float]]:
-        out = [(self.lam_priv, e) for e in self.epsilons]
+    def privgcm_variants(self) -> list[tuple[float | None, float]]:
+        """``(lam, eps)`` of every PrivGCM column; ``lam`` ``None`` is the default rule."""
+        out: list[tuple[float | None, float]] = [(self.lam_priv, e) for e in self.epsilons]
         return out + [v for v in self.extra_privgcm if v not in out]
 
-    def privgcm_lams(self) -> list[float]:
-        return sorted({lam for lam, _ in self.privgcm_variants()}, reverse=True)
+    def privgcm_lams(self, n: int) -> list[float]:
+        """The distinct ridge parameters the PrivGCM columns use at ``n`` rows."""
+        return sorted({_resolve_lam(lam, n, e) for lam, e in self.privgcm_variants()},
+                      reverse=True)
 
 
-def _gcm_key(lam: float, eps: float) -> str:
-    return f"privgcm@{lam:g}@{eps:g}"
+def _resolve_lam(lam: float | None, n: int, eps: float) -> float:
+    return privgcm_lambda(n, eps) if lam is None else lam
+
+
+def _gcm_key(lam: float | None, eps: float) -> str:
+    return f"privgcm@{'default' if lam is None else f'{lam:g}'}@{eps:g}"
+
+
+def _gcm_label(lam: float | None, eps: float) -> str:
+    return f"PrivGCM {'default lam' if lam is None else f'lam {lam:g}'} eps {eps:g}"
 
 
 def _curve_methods(cc: CurveConfig) -> list[str]:
@@ -493,7 +513,7 @@ def curve_rep(n: int, beta: float, rep: int, cc: CurveConfig
     variants = cc.privgcm_variants()
     session = _session(seed, total_eps=sum(e for _, e in variants) + sum(cc.epsilons))
     do_crt = cc.crt_max_n <= 0 or n <= cc.crt_max_n
-    plams = cc.privgcm_lams()
+    plams = cc.privgcm_lams(n)
     lams = [cc.lam_gcm, *plams] + ([cc.lam_crt] if do_crt else [])
     facs = dict(zip(lams, _rff_factors(zs, lams, cc), strict=True))
     xy = np.stack([xs, ys], axis=1)
@@ -506,11 +526,12 @@ def curve_rep(n: int, beta: float, rep: int, cc: CurveConfig
         r = facs[lam].residuals(xy)
         prods[lam] = r[:, 0] * r[:, 1]
         moments[lam] = (float(prods[lam].mean()), float(prods[lam].var()))
-    for lam, e in variants:
+    for spec, e in variants:
+        lam = _resolve_lam(spec, n, e)
         prod = prods[lam]
         noisy = session.release(_laplace(e, c_lambda(lam)), lambda prod=prod: prod,
                                 purpose=f"bench PrivGCM (rff, D={cc.features}, lam={lam:g})")
-        out[_gcm_key(lam, e)] = gcm_statistic(np.asarray(noisy)).pvalue <= ALPHA
+        out[_gcm_key(spec, e)] = gcm_statistic(np.asarray(noisy)).pvalue <= ALPHA
     if do_crt:
         ry = facs[cc.lam_crt].residuals(ys)
         g = session.auxiliary_generator()
@@ -583,8 +604,8 @@ def run_power_curve(cc: CurveConfig, log: Callable[[str], None]
     cpu = time.process_time() - cpu_start
     lo, hi = band(cc.reps)
     labels = {"gcm": "GCM (non-private)", "crt": "CRT (non-private)"}
-    for lam, e in cc.privgcm_variants():
-        labels[_gcm_key(lam, e)] = f"PrivGCM lam {lam:g} eps {e:g}"
+    for spec, e in cc.privgcm_variants():
+        labels[_gcm_key(spec, e)] = _gcm_label(spec, e)
     for e in cc.epsilons:
         labels[f"privcrt@{e:g}"] = f"PrivCRT eps {e:g}"
 
@@ -595,7 +616,11 @@ def run_power_curve(cc: CurveConfig, log: Callable[[str], None]
         v = got[0] / got[1]
         return _fmt(v, lo, hi) if band_check else _fmt(v)
 
-    cs = ", ".join(f"c_lam = {c_lambda(lam):.3g} at lam = {lam:g}" for lam in cc.privgcm_lams())
+    big = cc.ns[-1]
+    cs = ", ".join(f"c_lam = {c_lambda(lam):.3g} at lam = {lam:.3g}"
+                   for lam in cc.privgcm_lams(big))
+    rule = ", ".join(f"lam = {privgcm_lambda(n, e):.3g} at n = {n}, eps {e:g}"
+                     for e in cc.epsilons for n in (cc.ns[0], big))
     skip = ("" if cc.crt_max_n <= 0 else
             f" (PrivCRT and CRT skipped above n = {cc.crt_max_n}: 'skipped')")
     lines = [
@@ -613,9 +638,12 @@ def run_power_curve(cc: CurveConfig, log: Callable[[str], None]
         "Fourier features (`regression=\"rff\"`, public frequency seed "
         f"{cc.feature_seed}, public bandwidth {cc.bandwidth} on the [-1, 1] scale of Z; "
         "`O(n D^2)`: at n = 50,000 one fit takes a fraction of a second where exact KRR "
-        "would need a 50,000 x 50,000 Cholesky factorisation). PrivGCM: public lam, "
-        f"L1 sensitivity {cs} (the same constants as for KRR, docs/privacy/privgcm.md), "
-        "vector Laplace noise of scale c_lam / eps on every product. GCM (non-private): "
+        "would need a 50,000 x 50,000 Cholesky factorisation). PrivGCM: public lam, by "
+        "default `privgcm_lambda(n, eps)`, the largest lam whose shrinkage bias (for "
+        "regression functions of RKHS norm at most 1) moves the null statistic by at "
+        f"most 0.1 ({rule}); L1 sensitivity {cs} at n = {big} (the same constants as "
+        "for KRR, docs/privacy/privgcm.md), vector Laplace noise of scale c_lam / eps on "
+        "every product. GCM (non-private): "
         f"lam = {cc.lam_gcm:g}. PrivCRT: lam = {cc.lam_crt:g}, B_r = {cc.residual_bound}, "
         f"m = {cc.m}, model-X law `X | Z ~ N(f_a(Z), 0.3^2)`; the CRT (non-private) ranks "
         "the same statistic exactly. Each private release goes through an `accounting` "
@@ -653,36 +681,34 @@ def run_power_curve(cc: CurveConfig, log: Callable[[str], None]
         "### Why PrivGCM stays flat: bias, signal and noise of the residual products",
         "",
         "Mean and sd of the exact (noise-free) PrivGCM residual products at "
-        f"n = {cc.ns[-1]} (averaged over the repetitions), and the normal approximation "
+        f"n = {big} (averaged over the repetitions), and the normal approximation "
         "of the rejection rate, `T ~ N(sqrt(n) mu / s, 1)` with "
         "`s^2 = Var(R) + 2 c_lam^2 / eps^2`. Under the null `mu` is the fitting bias "
         "(the ridge shrinks `f_a` towards 0, so both residuals keep a common part); "
-        "under the alternative it is bias plus signal.",
+        "under the alternative it is bias plus signal. The last column keeps lam fixed "
+        f"at its value at n = {big} (the default rule lowers it as n grows).",
         "",
-        "| lam | beta | mean R | sd R | " + " | ".join(
-            f"eps {e:g}: predicted rate at n = {cc.ns[-1]} | n for rate 0.8"
-            for e in sorted({e for _, e in variants})) + " |",
-        "|---|---|---|---|" + "---|---|" * len({e for _, e in variants}),
+        f"| PrivGCM | lam at n = {big} | c_lam | beta | mean R | sd R | predicted rate at "
+        f"n = {big} | n for rate 0.8 |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for lam in cc.privgcm_lams():
+    for spec, e in variants:
+        lam = _resolve_lam(spec, big, e)
         c = c_lambda(lam)
         for beta in (0.0, *cc.betas):
-            mu, var = stats[(beta, cc.ns[-1], lam)]
-            cols = []
-            for e in sorted({e for _, e in variants}):
-                cols.append(f"{_predicted_rate(cc.ns[-1], mu, var, c, e):.3f}")
-                cols.append(f"{_n_for_rate(mu, var, c, e, 0.8):.2g}")
-            lines.append(f"| {lam:g} | {beta:g} | {mu:.4f} | {math.sqrt(var):.4f} | "
-                         + " | ".join(cols) + " |")
+            mu, var = stats[(beta, big, lam)]
+            lines.append(f"| {_gcm_label(spec, e)} | {lam:.3g} | {c:.3g} | {beta:g} | "
+                         f"{mu:.4f} | {math.sqrt(var):.4f} | "
+                         f"{_predicted_rate(big, mu, var, c, e):.3f} | "
+                         f"{_n_for_rate(mu, var, c, e, 0.8):.2g} |")
     lines += ["", "### Reading", ""]
-    big = cc.ns[-1]
 
     def rate(beta: float, n: int, m: str) -> float | None:
         got = rates[(beta, n)].get(m)
         return None if got is None else got[0] / got[1]
 
-    for lam, e in variants:
-        m = _gcm_key(lam, e)
+    for spec, e in variants:
+        m = _gcm_key(spec, e)
         t1 = rate(0.0, big, m)
         pw = ", ".join(f"beta {b:g}: {rate(b, big, m):.3f}" for b in cc.betas)
         inside = t1 is not None and lo <= t1 <= hi
@@ -697,32 +723,39 @@ def run_power_curve(cc: CurveConfig, log: Callable[[str], None]
             reach.append(f"beta {b:g}: " + (f"n = {ok[0]}" if ok else f"not by n = {big}"))
         lines.append(f"* {labels[m]}: power >= 0.8 from " + ", ".join(reach) + ".")
     n80s = [_n_for_rate(*stats[(b, big, lam)], c_lambda(lam), e, 0.8)
-            for b in cc.betas for lam, e in variants]
-    mu0, var0 = stats[(0.0, big, cc.lam_priv)]
+            for b in cc.betas for lam in (_resolve_lam(s, big, e) for s, e in variants)]
     e0 = min(cc.epsilons)
-    inflation = 1.0 + 2.0 * c_lambda(cc.lam_priv) ** 2 / (e0 * e0 * var0)
+    lam0 = _resolve_lam(cc.lam_priv, big, e0)
+    c0 = c_lambda(lam0)
+    mu0, var0 = stats[(0.0, big, lam0)]
+    inflation = 1.0 + 2.0 * c0 ** 2 / (e0 * e0 * var0)
+    fixed = [(spec, e) for spec, e in variants if spec is not None and spec != lam0]
+    drift = "".join(
+        f" With the fixed lam = {spec:g} (eps {e:g}) the mean product under the null is "
+        f"{stats[(0.0, big, spec)][0]:.4f}, against {mu0:.4f} with the default lam at eps "
+        f"{e0:g}, and the type-I error at n = {big} is {rate(0.0, big, _gcm_key(spec, e)):.3f}."
+        for spec, e in fixed)
     lines += [
         "",
         "The RFF ridge makes every test run to n = 50,000 (exact KRR needs an n x n "
         "Cholesky factorisation: 20 GB of memory and about 4 10^13 flops at n = 50,000). "
         "It does not give PrivGCM power: the Laplace noise on every product has "
-        "standard deviation sqrt(2) c_lam / eps (17 at "
-        "lam = 1, eps = 1) while on this benchmark's [-1, 1] scale (public bounds at "
-        "5 sd) the dependence moves the mean product by less than 0.01 (compare the "
-        "lam = 0.1 rows at beta = 0 and beta = 1 above); 80% power needs "
+        f"standard deviation sqrt(2) c_lam / eps ({math.sqrt(2.0) * c0 / e0:.0f} with the "
+        f"default lam = {lam0:.3g} at n = {big}, eps = {e0:g}) while on this benchmark's "
+        "[-1, 1] scale (public bounds at 5 sd) the dependence moves the mean product by "
+        "less than 0.01 (compare the beta = 0 and beta = 1 rows above); 80% power needs "
         "n ~ (z_{alpha/2} + z_{0.8})^2 (Var R + 2 c_lam^2/eps^2) / mu^2, i.e. "
-        f"{min(n80s):.1g} to {max(n80s):.1g} rows (table above). PrivGCM does reach the "
+        f"{min(n80s):.1g} to {max(n80s):.1g} rows at the lams of n = {big} (table above), "
+        "and more since the default lam falls as n grows. PrivGCM does reach the "
         "GCM's power at an inflated n, as the paper says, but the inflation factor "
-        f"`1 + 2 c_lam^2 / (eps^2 Var(R))` is {inflation:.1g} here (lam = "
-        f"{cc.lam_priv:g}, eps = {e0:g}). "
-        "Worse, with the default lam = 1 the ridge shrinks `f_a` so much that the mean "
-        "product under the null (the fitting bias) is several times the signal: what "
-        "rejections PrivGCM lam 1 makes at large n are driven by that bias, they occur "
-        "under the null almost as often as under the alternatives, and the type-I error leaves "
-        "alpha once sqrt(n) bias / (sqrt(2) c_lam / eps) approaches 1 (the beta = 0 rows "
-        f"of the table above: mean product {mu0:.4f} under the null at lam = "
-        f"{cc.lam_priv:g}). The noise hides the bias only while n is small. A smaller lam "
-        "(0.1) removes most of the bias but multiplies c_lam by 5. "
+        f"`1 + 2 c_lam^2 / (eps^2 Var(R))` is {inflation:.1g} here (default lam, "
+        f"eps = {e0:g}). "
+        "The default lam is chosen for validity, not power: a fixed lam leaves a "
+        "shrinkage bias that does not fall with n, so the null statistic drifts by "
+        "sqrt(n) bias / (sqrt(2) c_lam / eps) and the type-I error leaves alpha as n "
+        f"grows.{drift} The default rule bounds the drift by 0.1 for regression "
+        "functions of RKHS norm at most 1 (docs/privacy/privgcm.md, \"The default lam\"), "
+        "at the price of a larger c_lam. "
         "PrivCRT, whose statistic is a mean of products with sensitivity O(1/n), reaches "
         "full power within the range. Neither a faster regression nor more rows within "
         "reach fixes PrivGCM: the per-coordinate noise scale c_lam / eps is the limit.",
@@ -746,8 +779,8 @@ def _plot_curve(cc: CurveConfig, info: dict[str, Any]) -> Any:
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     palette = ["tab:blue", "tab:cyan", "tab:purple", "tab:green", "tab:olive", "tab:pink"]
     colours = {"gcm": "k", "crt": "0.45"}
-    for i, (lam, e) in enumerate(cc.privgcm_variants()):
-        colours[_gcm_key(lam, e)] = palette[i % len(palette)]
+    for i, (spec, e) in enumerate(cc.privgcm_variants()):
+        colours[_gcm_key(spec, e)] = palette[i % len(palette)]
     for i, e in enumerate(cc.epsilons):
         colours[f"privcrt@{e:g}"] = ["tab:red", "tab:orange", "tab:brown"][i % 3]
     for ax, beta in zip(axes[0], panels, strict=True):
@@ -758,11 +791,13 @@ def _plot_curve(cc: CurveConfig, info: dict[str, Any]) -> Any:
                     ls="--" if "crt" in m else "-")
         grid = np.geomspace(cc.ns[0], 1e8, 60)
         for lam, e in cc.privgcm_variants():
+            if lam is None:  # the default lam changes with n: no fixed-lam prediction
+                continue
             mu, var = info["stats"][(beta, cc.ns[-1], lam)]
             ax.plot(grid, [_predicted_rate(float(n), mu, var, c_lambda(lam), e)
                            for n in grid],
                     ls=":", color=colours[_gcm_key(lam, e)],
-                    label=f"PrivGCM lam {lam:g} eps {e:g}, predicted")
+                    label=f"{_gcm_label(lam, e)}, predicted")
         if beta == 0.0:
             ax.axhspan(lo, hi, color="0.88", label="99% band around alpha")
             ax.set_title("type-I error (beta = 0)")

@@ -84,7 +84,7 @@ def build_private_test(
     _check_dataset(dataset)
     if test == "privgcm":
         return PrivGCMTest(dataset.values, _bounds(dataset), session, test_epsilon,
-                           bandwidth=bandwidth, lam=DEFAULT_LAMBDA if lam is None else lam,
+                           bandwidth=bandwidth, lam=lam,
                            alpha=alpha, names=dataset.names, regression=regression,
                            features=features, feature_seed=feature_seed)
     if test == "privcrt":
@@ -125,7 +125,9 @@ class KernelOptions:
         help=f"public Gaussian kernel bandwidth on the [-1, 1] scale of Z "
              f"(default {DEFAULT_BANDWIDTH})")
     lam: float | None = option(
-        None, type=float, help="public KRR ridge lam >= 1e-3 (default 1; privcrt 10)")
+        None, type=float,
+        help="public KRR ridge lam >= 1e-3 (default: gcm 1; privgcm privgcm_lambda(n, "
+             "eps), which falls like n^-1/4; privcrt 10)")
     regression: str | None = option(
         None, type=str, metavar="krr|rff",
         help="krr: exact kernel ridge, O(n^3) (default); rff: ridge on random Fourier "

@@ -57,8 +57,16 @@ FloatArray = NDArray[np.float64]
 
 #: Default public Gaussian bandwidth on the rescaled ``[-1, 1]^d`` scale of Z.
 DEFAULT_BANDWIDTH = 0.5
-#: Default public ridge parameter (objective ``(1/n) sum (f - v)^2 + lam ||f||^2``).
+#: Default public ridge parameter of the non-private GCM and of :func:`residual_products`
+#: (objective ``(1/n) sum (f - v)^2 + lam ||f||^2``). PrivGCM's default is
+#: :func:`privgcm_lambda` of the public ``n`` and ``eps`` instead.
 DEFAULT_LAMBDA = 1.0
+#: Public bound ``B`` on the RKHS norms of ``E[X | Z]`` and ``E[Y | Z]`` (on the
+#: ``[-1, 1]`` scale) assumed by :func:`privgcm_lambda`.
+DEFAULT_RKHS_NORM = 1.0
+#: Largest null drift of PrivGCM's statistic that :func:`privgcm_lambda` allows: a
+#: standard normal shifted by 0.1 leaves ``|T| > 1.96`` with probability 0.051.
+DEFAULT_NULL_DRIFT = 0.1
 
 
 # ---------------------------------------------------------------------------------
@@ -184,6 +192,55 @@ def c_lambda(lam: float) -> float:
     against the paper's 24)."""
     a = 1.0 + 1.0 / math.sqrt(lam)
     return 2.0 * a * a + min(4.0 * a * a / lam, 2.0 * a / math.sqrt(lam))
+
+
+def null_drift_bound(lam: float, n: int, epsilon: float,
+                     rkhs_norm: float = DEFAULT_RKHS_NORM) -> float:
+    """Bound on the mean of PrivGCM's ``T`` under the null:
+    ``sqrt(n) lam B^2 eps / (sqrt(2) c_lam)``.
+
+    Under conditional independence the exact products have mean
+    ``(1/n) sum ((I - H) f_x)_i ((I - H) f_y)_i`` (the ridge's shrinkage of the
+    regression functions; the noise terms have mean 0), at most ``lam B^2`` when
+    ``||f_x||_H, ||f_y||_H <= B``; the noisy products' sd is at least
+    ``sqrt(2) c_lam / eps`` (docs/privacy/privgcm.md, "The default lam").
+    """
+    return (math.sqrt(n) * lam * rkhs_norm * rkhs_norm * epsilon
+            / (math.sqrt(2.0) * c_lambda(lam)))
+
+
+def privgcm_lambda(n: int, epsilon: float, *, rkhs_norm: float = DEFAULT_RKHS_NORM,
+                   drift: float = DEFAULT_NULL_DRIFT) -> float:
+    """PrivGCM's default ridge parameter: the largest ``lam`` in ``[LAMBDA_FLOOR, 1]``
+    whose :func:`null_drift_bound` is at most ``drift`` (``LAMBDA_FLOOR`` if none is).
+
+    A function of public quantities only (``n``, the per-test ``eps``, and the public
+    assumptions ``B`` and ``drift``), so it may set the noise scale ``c_lam / eps``.
+    A fixed ``lam`` is not asymptotically valid: its shrinkage bias is a constant
+    and ``T``'s drift grows like ``sqrt(n)``; here ``lam`` falls like ``n^-1/4``
+    (``c_lam ~ 4/lam`` for small ``lam``). ``lam / c_lam`` increases with ``lam``, so
+    a bisection on ``log lam`` finds the boundary.
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise CITestError(f"n={n!r}: expected a positive integer")
+    eps = check_epsilon(epsilon)
+    for name, v in (("rkhs_norm", rkhs_norm), ("drift", drift)):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                math.isfinite(v) and v > 0):
+            raise CITestError(f"{name}={v!r}: expected a finite number > 0")
+    n = int(n)
+    if null_drift_bound(1.0, n, eps, rkhs_norm) <= drift:
+        return 1.0
+    if null_drift_bound(LAMBDA_FLOOR, n, eps, rkhs_norm) > drift:
+        return LAMBDA_FLOOR
+    lo, hi = math.log(LAMBDA_FLOOR), 0.0
+    for _ in range(60):  # the bracket [lo, hi] keeps drift(lo) <= drift < drift(hi)
+        mid = 0.5 * (lo + hi)
+        if null_drift_bound(math.exp(mid), n, eps, rkhs_norm) <= drift:
+            lo = mid
+        else:
+            hi = mid
+    return max(LAMBDA_FLOOR, math.exp(lo))
 
 
 def residual_products_scaled(
@@ -366,7 +423,8 @@ class PrivGCMTest:
     ``names`` defaults to ``X0..X{p-1}``; the decision is ``p > alpha``. The regression
     is KRR (default) or, with ``regression="rff"``, the ridge on ``features`` random
     Fourier features whose frequencies come from the public ``feature_seed``; the
-    sensitivity ``c_lambda(lam)`` is the same (docs/privacy/privgcm.md).
+    sensitivity ``c_lambda(lam)`` is the same (docs/privacy/privgcm.md). ``lam=None``
+    (the default) is :func:`privgcm_lambda` of the public ``n`` and ``epsilon``.
     """
 
     def __init__(
@@ -377,7 +435,7 @@ class PrivGCMTest:
         epsilon: float,
         *,
         bandwidth: float = DEFAULT_BANDWIDTH,
-        lam: float = DEFAULT_LAMBDA,
+        lam: float | None = None,
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
         regression: str = "krr",
@@ -386,9 +444,11 @@ class PrivGCMTest:
     ) -> None:
         self.alpha = check_alpha(alpha)
         self.epsilon = check_epsilon(epsilon)
+        self.data = ContinuousData.build(values, bounds, names)
+        if lam is None:
+            lam = privgcm_lambda(self.data.n, self.epsilon)
         self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
                                      feature_seed=feature_seed)
-        self.data = ContinuousData.build(values, bounds, names)
         self.session = session
         self._factors = _FactorCache(self.data, self.krr)
 
