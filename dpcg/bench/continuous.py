@@ -90,7 +90,7 @@ class Config:
     underfit_ns: tuple[int, ...]
     epsilon: float = 1.0
     lam_gcm: float = 1e-5  # non-private GCM reference (nothing released: no floor needed)
-    lam_priv: float = 1.0  # PrivGCM (public; c_lam = 24)
+    lam_priv: float = 1.0  # PrivGCM, explicit (c_lam = 12; default: privgcm_lambda)
     lam_crt: float = 10.0  # PrivCRT (public; its validity does not depend on the Y fit)
     lam_underfit: float = 1.0
     bandwidth: float = 0.1  # times sqrt(d), on the [-1, 1] scale of Z (0.1 = 0.5 raw units)
