@@ -22,7 +22,7 @@ import numpy as np
 from accounting.session import Session
 from dpcg.citests.base import CITest
 from dpcg.citests.crt import DEFAULT_CRT_LAMBDA, GaussianModelX, PrivCRTTest
-from dpcg.citests.gcm import DEFAULT_BANDWIDTH, DEFAULT_LAMBDA, GCMTest, PrivGCMTest
+from dpcg.citests.gcm import DEFAULT_BANDWIDTH, GCMTest, PrivGCMTest
 from dpcg.citests.registry import TestContext, TestSpec, option, register_test
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Continuous
@@ -123,11 +123,13 @@ class KernelOptions:
     bandwidth: float | None = option(
         None, type=float,
         help=f"public Gaussian kernel bandwidth on the [-1, 1] scale of Z "
-             f"(default {DEFAULT_BANDWIDTH})")
+             f"(default: privgcm, privcrt {DEFAULT_BANDWIDTH}; gcm chosen per regression "
+             f"by GCV)")
     lam: float | None = option(
         None, type=float,
-        help="public KRR ridge lam >= 1e-3 (default: gcm 1; privgcm privgcm_lambda(n, "
-             "eps), which falls like n^-1/4; privcrt 10)")
+        help="public KRR ridge lam >= 1e-3 (default: gcm chosen per regression by GCV "
+             "on a grid from 1e-7 to 1; privgcm privgcm_lambda(n, eps), which falls like "
+             "n^-1/4; privcrt 10)")
     regression: str | None = option(
         None, type=str, metavar="krr|rff",
         help="krr: exact kernel ridge, O(n^3) (default); rff: ridge on random Fourier "
@@ -209,10 +211,9 @@ def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
 
 def _build_gcm(ctx: TestContext[KernelOptions]) -> CITest:
     _check_dataset(ctx.dataset)
-    lam = DEFAULT_LAMBDA if ctx.options.lam is None else ctx.options.lam
     return GCMTest(ctx.dataset.values, _bounds(ctx.dataset), alpha=ctx.alpha,
-                   names=ctx.dataset.names, bandwidth=ctx.options.bandwidth_or_default,
-                   lam=lam, regression=ctx.options.regression_or_default,
+                   names=ctx.dataset.names, bandwidth=ctx.options.bandwidth,
+                   lam=ctx.options.lam, regression=ctx.options.regression_or_default,
                    features=ctx.options.features, feature_seed=ctx.options.feature_seed)
 
 
@@ -225,4 +226,5 @@ register_test(TestSpec(
                 "needs --model-x"))
 register_test(TestSpec(
     name="gcm", options=KernelOptions, build=_build_gcm, data="continuous",
-    description="generalised covariance measure with KRR (non-private)"))
+    description="generalised covariance measure with KRR (non-private; "
+                "bandwidth and lam tuned by GCV unless given)"))

@@ -39,14 +39,25 @@ from numpy.typing import NDArray
 from scipy.special import ndtr
 
 from dpcg.citests.base import CIResult, validate_query
+from dpcg.citests.ridge_cv import (
+    DEFAULT_CV_BANDWIDTHS,
+    DEFAULT_CV_LAMBDAS,
+    GCVFit,
+    GCVRidge,
+)
 from dpcg.data.dataset import Dataset
 from dpcg.data.readers import debug_detail
 from dpcg.errors import CITestError
 from dpcg.regression import (
+    DEFAULT_FEATURE_SEED,
+    DEFAULT_FEATURES,
     LAMBDA_FLOOR,
     KernelRidge,
     Ridge,
     RidgeFactor,
+    check_floor,
+    check_lambda,
+    check_regression,
     make_ridge,
 )
 
@@ -57,9 +68,9 @@ FloatArray = NDArray[np.float64]
 
 #: Default public Gaussian bandwidth on the rescaled ``[-1, 1]^d`` scale of Z.
 DEFAULT_BANDWIDTH = 0.5
-#: Default public ridge parameter of the non-private GCM and of :func:`residual_products`
-#: (objective ``(1/n) sum (f - v)^2 + lam ||f||^2``). PrivGCM's default is
-#: :func:`privgcm_lambda` of the public ``n`` and ``eps`` instead.
+#: Default public ridge parameter of :func:`residual_products` (objective
+#: ``(1/n) sum (f - v)^2 + lam ||f||^2``). PrivGCM's default is :func:`privgcm_lambda`
+#: of the public ``n`` and ``eps``; the non-private :class:`GCMTest` tunes it by GCV.
 DEFAULT_LAMBDA = 1.0
 #: Public bound ``B`` on the RKHS norms of ``E[X | Z]`` and ``E[Y | Z]`` (on the
 #: ``[-1, 1]`` scale) assumed by :func:`privgcm_lambda`.
@@ -378,12 +389,45 @@ def _ridge_suffix(ridge: Ridge) -> str:
     return "" if isinstance(ridge, KernelRidge) else ", " + ridge.describe()
 
 
+class _ResidualCache:
+    """GCV-tuned residuals of every variable on ``Z_S``, per conditioning set (PC reuses
+    S a lot; one matrix of ``n x p`` floats per set, the decompositions are not kept)."""
+
+    def __init__(self, data: ContinuousData, ridge: GCVRidge, size: int = 64) -> None:
+        self._data = data
+        self._ridge = ridge
+        self._size = size
+        self._cache: OrderedDict[tuple[int, ...], GCVFit] = OrderedDict()
+
+    def get(self, S: tuple[int, ...]) -> GCVFit:
+        key = tuple(sorted(S))
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        zs = self._data.scaled[list(key)].T if key else None
+        fit = self._ridge.fit(zs, self._data.scaled.T)
+        self._cache[key] = fit
+        if len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return fit
+
+
 class GCMTest:
-    """Non-private GCM test with KRR (same fit and rescaling as PrivGCM), or with the
+    """Non-private GCM test on the same rescaled data as PrivGCM, with KRR or the
     random-Fourier-feature ridge (``regression="rff"``, ``features``, ``feature_seed``).
 
-    For comparison only: it releases the exact statistic. As nothing is released
-    privately, ``lam_floor`` may be lowered here (e.g. to fit complex functions).
+    For comparison only: it releases the exact statistic. By default (``bandwidth`` and
+    ``lam`` both ``None``) each regression's bandwidth and ridge parameter are chosen
+    from the data by generalised cross-validation over public grids
+    (:class:`dpcg.citests.ridge_cv.GCVRidge`: ``bandwidths`` times ``sqrt(d)``, ``lams``),
+    as the GCM's validity needs regressions that fit (Shah and Peters 2020); a fixed
+    heavy ridge leaves a shrinkage bias under which the test rejects true nulls more and
+    more often as ``n`` grows. Giving ``lam`` tunes only the bandwidth, giving
+    ``bandwidth`` only ``lam`` (that bandwidth as given), giving both fits that one
+    ridge (``lam >= lam_floor``; as nothing is released privately, ``lam_floor`` may be
+    lowered here). None of this may feed a private release: PrivGCM's hyper-parameters
+    are public constants.
     """
 
     def __init__(
@@ -391,23 +435,75 @@ class GCMTest:
         values: object,
         bounds: object,
         *,
-        bandwidth: float = DEFAULT_BANDWIDTH,
-        lam: float = DEFAULT_LAMBDA,
+        bandwidth: float | None = None,
+        lam: float | None = None,
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
         lam_floor: float = LAMBDA_FLOOR,
         regression: str = "krr",
         features: int | None = None,
         feature_seed: int | None = None,
+        bandwidths: Sequence[float] = DEFAULT_CV_BANDWIDTHS,
+        lams: Sequence[float] = DEFAULT_CV_LAMBDAS,
     ) -> None:
         self.alpha = check_alpha(alpha)
-        self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
-                                     feature_seed=feature_seed, lam_floor=lam_floor)
+        self.krr: Ridge | None = None
+        self.tuned: GCVRidge | None = None
+        if bandwidth is not None and lam is not None:
+            self.krr = make_ridge(regression, bandwidth, lam, features=features,
+                                  feature_seed=feature_seed, lam_floor=lam_floor)
+        else:
+            kind = check_regression(regression)
+            if kind == "krr" and (features is not None or feature_seed is not None):
+                make_ridge(kind, 1.0, 1.0, features=features, feature_seed=feature_seed)
+            self.tuned = GCVRidge(
+                bandwidths=tuple(bandwidths) if bandwidth is None else (bandwidth,),
+                lams=tuple(lams) if lam is None else (check_lambda(lam, check_floor(
+                    lam_floor)),),
+                regression=kind,
+                features=DEFAULT_FEATURES if features is None else features,
+                seed=DEFAULT_FEATURE_SEED if feature_seed is None else feature_seed,
+                scale_by_dim=bandwidth is None)
         self.data = ContinuousData.build(values, bounds, names)
-        self._factors = _FactorCache(self.data, self.krr)
+        self._factors = None if self.krr is None else _FactorCache(self.data, self.krr)
+        self._fits = None if self.tuned is None else _ResidualCache(self.data, self.tuned)
+
+    def _single(self, v: object, S: object) -> tuple[int, tuple[int, ...]]:
+        """Validate one variable and a conditioning set (as a query ``v, y | S`` with a
+        placeholder ``y`` past the last column)."""
+        p = self.data.p
+        vi, _, Si = validate_query(v, p, S, p + 1)
+        if vi == p or p in Si:
+            raise CITestError(f"column index out of range [0, {p})")
+        return vi, Si
+
+    def residuals(self, v: int, S: tuple[int, ...]) -> FloatArray:
+        """The residuals of variable ``v`` (rescaled to ``[-1, 1]``) regressed on ``Z_S``."""
+        vi, Si = self._single(v, S)
+        if self._fits is not None:
+            out: FloatArray = self._fits.get(Si).residuals[:, vi]
+            return out
+        assert self._factors is not None
+        res: FloatArray = self._factors.get(Si).residuals(self.data.scaled[vi])
+        return res
+
+    def chosen(self, v: int, S: tuple[int, ...]) -> tuple[float, float]:
+        """``(bandwidth, lam)`` of the regression of ``v`` on ``Z_S`` (the bandwidth is
+        ``nan`` with no conditioning variables)."""
+        vi, Si = self._single(v, S)
+        if self._fits is not None:
+            fit = self._fits.get(Si)
+            return float(fit.bandwidths[vi]), float(fit.lams[vi])
+        assert self.krr is not None
+        return (self.krr.bandwidth if Si else math.nan), self.krr.lam
 
     def products(self, x: int, y: int, S: tuple[int, ...]) -> FloatArray:
         xi, yi, Si = validate_query(x, y, S, self.data.p)
+        if self._fits is not None:
+            res = self._fits.get(Si).residuals
+            out: FloatArray = res[:, xi] * res[:, yi]
+            return out
+        assert self._factors is not None
         fac = self._factors.get(Si)
         return residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
 

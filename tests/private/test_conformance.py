@@ -25,6 +25,7 @@ from accounting.mechanisms import Mechanism, SparseVectorRun
 from accounting.relations import Relation
 from accounting.session import ReleaseRequest, Session
 from dpcg.citests.continuous_pc import KernelOptions
+from dpcg.citests.gcm import DEFAULT_BANDWIDTH
 from dpcg.citests.private import source_for_dataset
 from dpcg.citests.registry import TestContext, get_test
 from dpcg.cli import main
@@ -268,7 +269,9 @@ def test_huge_epsilon_reproduces_nonprivate_pc(name: str, tmp_path: Path) -> Non
     res = discover_private(data, algo, epsilon=1e6, noise_seed=5, max_depth=2,
                            params=params, test_options=opts, ledger=LedgerTarget())
     if _is_continuous(algo):
-        gcm = get_test("gcm").make(TestContext(data, 0.05, KernelOptions(lam=1.0)))
+        # the non-private gcm tunes what it is not given: fix PrivGCM's lam and bandwidth
+        gcm = get_test("gcm").make(TestContext(
+            data, 0.05, KernelOptions(lam=1.0, bandwidth=DEFAULT_BANDWIDTH)))
         ref = pc_stable(gcm, tuple(data.names), max_depth=2)
     elif name == "laplace-pc":  # per-pair releases: the smallest score - T decides
         ref = pc_stable(_MinStrategy(source_for_dataset(data, algo.default_test)),
