@@ -391,12 +391,13 @@ def _ridge_suffix(ridge: Ridge) -> str:
 
 class _ResidualCache:
     """GCV-tuned residuals of every variable on ``Z_S``, per conditioning set (PC reuses
-    S a lot; one matrix of ``n x p`` floats per set, the decompositions are not kept)."""
+    S a lot; one matrix of ``n x p`` floats per set, the decompositions are not kept).
+    Holds at most 64 sets and about 256 MiB (at least 2 sets)."""
 
-    def __init__(self, data: ContinuousData, ridge: GCVRidge, size: int = 64) -> None:
+    def __init__(self, data: ContinuousData, ridge: GCVRidge) -> None:
         self._data = data
         self._ridge = ridge
-        self._size = size
+        self._size = max(2, min(64, (256 << 20) // (8 * data.n * data.p)))
         self._cache: OrderedDict[tuple[int, ...], GCVFit] = OrderedDict()
 
     def get(self, S: tuple[int, ...]) -> GCVFit:
@@ -455,7 +456,7 @@ class GCMTest:
         else:
             kind = check_regression(regression)
             if kind == "krr" and (features is not None or feature_seed is not None):
-                make_ridge(kind, 1.0, 1.0, features=features, feature_seed=feature_seed)
+                raise CITestError("features / feature_seed apply to regression='rff' only")
             self.tuned = GCVRidge(
                 bandwidths=tuple(bandwidths) if bandwidth is None else (bandwidth,),
                 lams=tuple(lams) if lam is None else (check_lambda(lam, check_floor(
