@@ -422,7 +422,9 @@ class GCMTest:
     ``lam`` both ``None``) each regression's bandwidth and ridge parameter are chosen
     from the data by generalised cross-validation over public grids
     (:class:`dpcg.citests.ridge_cv.GCVRidge`: ``bandwidths`` times ``sqrt(d)``, ``lams``),
-    as the GCM's validity needs regressions that fit (Shah and Peters 2020); a fixed
+    and each regression keeps only the variables of ``S`` that lower its GCV score
+    (stepwise; :meth:`coordinates`), as the GCM's validity needs regressions that fit
+    (Shah and Peters 2020); a fixed
     heavy ridge leaves a shrinkage bias under which the test rejects true nulls more and
     more often as ``n`` grows. Giving ``lam`` tunes only the bandwidth, giving
     ``bandwidth`` only ``lam`` (that bandwidth as given), giving both fits that one
@@ -497,6 +499,15 @@ class GCMTest:
             return float(fit.bandwidths[vi]), float(fit.lams[vi])
         assert self.krr is not None
         return (self.krr.bandwidth if Si else math.nan), self.krr.lam
+
+    def coordinates(self, v: int, S: tuple[int, ...]) -> tuple[int, ...]:
+        """The variables of ``S`` (sorted) that the regression of ``v`` on ``Z_S`` uses:
+        chosen by GCV when tuned (:meth:`GCVRidge.fit`), all of ``S`` with a fixed ridge."""
+        vi, Si = self._single(v, S)
+        key = tuple(sorted(Si))
+        if self._fits is not None:
+            return tuple(key[i] for i in self._fits.get(Si).coordinates[vi])
+        return key
 
     def products(self, x: int, y: int, S: tuple[int, ...]) -> FloatArray:
         xi, yi, Si = validate_query(x, y, S, self.data.p)

@@ -20,6 +20,11 @@ grid minimising ``n RSS / (n - df)^2``. One decomposition per bandwidth serves e
 ``lam`` of the grid and every target, so a grid of ``L`` values costs ``O(n m L)`` on top
 of it. Grid points whose fit leaves less than one residual degree of freedom
 (``n - df < 1``, near-interpolation, where GCV is 0/0) are never chosen.
+
+The same score chooses, per target, the coordinates of ``z`` it is regressed on
+(stepwise: :meth:`GCVRidge.fit`). An isotropic kernel over coordinates the target does
+not depend on must smooth the one it does depend on, and in the GCM that shrinkage bias,
+common to the residuals of X and Y, reads as dependence.
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ class GCVFit:
     bandwidths: FloatArray  # (k,) chosen bandwidth per column (nan with no Z)
     lams: FloatArray  # (k,) chosen lam per column
     scores: FloatArray  # (k,) the minimal GCV score per column
+    coordinates: tuple[tuple[int, ...], ...]  # (k,) the columns of z each one uses
 
 
 def gcv_select(spec: Spectrum, targets: FloatArray, lams: Sequence[float]
@@ -156,6 +162,7 @@ class GCVRidge:
     features: int = DEFAULT_FEATURES
     seed: int = DEFAULT_FEATURE_SEED
     scale_by_dim: bool = True
+    select_coordinates: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bandwidths", tuple(
@@ -177,21 +184,13 @@ class GCVRidge:
             return rff_spectrum(points, bandwidth, self.features, self.seed)
         return krr_spectrum(points, bandwidth)
 
-    def fit(self, z: FloatArray | None, targets: FloatArray) -> GCVFit:
-        """Residuals of each column of ``targets`` (``n x k``) regressed on ``z``
-        (``n x d``, or ``None`` / ``d = 0`` for no conditioning variables)."""
-        t = np.asarray(targets, dtype=np.float64)
-        if t.ndim != 2 or t.shape[0] < 2 or not np.all(np.isfinite(t)):
-            raise CITestError("targets must be a finite (n, k) array with n >= 2")
+    def _grid_fit(self, pts: FloatArray | None, t: FloatArray) -> GCVFit:
+        """The GCV-best bandwidth and ``lam`` per column on the columns ``pts``."""
         n, k = t.shape
-        if z is None or np.asarray(z).size == 0:
+        if pts is None or pts.shape[1] == 0:
             best, score, res = gcv_select(constant_spectrum(n), t, self.lams)
-            return GCVFit(res, np.full(k, np.nan), np.asarray(self.lams)[best], score)
-        pts = np.asarray(z, dtype=np.float64)
-        if pts.ndim == 1:
-            pts = pts[:, None]
-        if pts.shape[0] != n or not np.all(np.isfinite(pts)):
-            raise CITestError("z must be a finite (n, d) array with the targets' n")
+            return GCVFit(res, np.full(k, np.nan), np.asarray(self.lams)[best], score,
+                          ((),) * k)
         scale = math.sqrt(pts.shape[1]) if self.scale_by_dim else 1.0
         out_res = np.empty_like(t)
         out_bw = np.empty(k)
@@ -204,4 +203,61 @@ class GCVRidge:
             out_bw[better] = h * scale
             out_lam[better] = np.asarray(self.lams)[best[better]]
             out_score[better] = score[better]
-        return GCVFit(out_res, out_bw, out_lam, out_score)
+        return GCVFit(out_res, out_bw, out_lam, out_score,
+                      (tuple(range(pts.shape[1])),) * k)
+
+    def fit(self, z: FloatArray | None, targets: FloatArray) -> GCVFit:
+        """Residuals of each column of ``targets`` (``n x k``) regressed on ``z``
+        (``n x d``, or ``None`` / ``d = 0`` for no conditioning variables).
+
+        With ``select_coordinates`` (the default) each column then chooses the columns of
+        ``z`` it is regressed on: it starts from the better (by its GCV score) of all of
+        them and the best single one, and moves to the subset one coordinate smaller or
+        larger that lowers its score most, as long as one does (stepwise selection;
+        every subset tried is fitted over the whole grid, once for all columns)."""
+        t = np.asarray(targets, dtype=np.float64)
+        if t.ndim != 2 or t.shape[0] < 2 or not np.all(np.isfinite(t)):
+            raise CITestError("targets must be a finite (n, k) array with n >= 2")
+        n, k = t.shape
+        if z is None or np.asarray(z).size == 0:
+            return self._grid_fit(None, t)
+        pts = np.asarray(z, dtype=np.float64)
+        if pts.ndim == 1:
+            pts = pts[:, None]
+        if pts.shape[0] != n or not np.all(np.isfinite(pts)):
+            raise CITestError("z must be a finite (n, d) array with the targets' n")
+        d = pts.shape[1]
+        memo: dict[tuple[int, ...], GCVFit] = {}
+
+        def on(cols: tuple[int, ...]) -> GCVFit:
+            if cols not in memo:
+                memo[cols] = self._grid_fit(pts[:, list(cols)] if cols else None, t)
+            return memo[cols]
+
+        full = tuple(range(d))
+        current = [full] * k
+        if self.select_coordinates and d > 1:
+            starts = [full, *((i,) for i in range(d))]
+            current = [min(starts, key=lambda c: (on(c).scores[j], c)) for j in range(k)]
+        if self.select_coordinates:
+            improving = set(range(k))
+            while improving:
+                for j in sorted(improving):
+                    here = on(current[j]).scores[j]
+                    cands = [tuple(c for c in current[j] if c != i) for i in current[j]]
+                    cands += [tuple(sorted((*current[j], i))) for i in range(d)
+                              if i not in current[j]]
+                    best = min(cands, key=lambda c: (on(c).scores[j], c), default=None)
+                    if best is not None and on(best).scores[j] < here:
+                        current[j] = best
+                    else:
+                        improving.discard(j)
+        res = np.empty_like(t)
+        bws = np.empty(k)
+        lams = np.empty(k)
+        scores = np.empty(k)
+        for j, cols in enumerate(current):
+            f = on(cols)
+            res[:, j] = f.residuals[:, j]
+            bws[j], lams[j], scores[j] = f.bandwidths[j], f.lams[j], f.scores[j]
+        return GCVFit(res, bws, lams, scores, tuple(current))

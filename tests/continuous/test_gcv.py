@@ -87,8 +87,9 @@ def test_fit_picks_per_column_and_scales_bandwidths_with_dimension() -> None:
     z = g.uniform(-1, 1, (300, 2))
     wiggly = np.sin(12 * z[:, 0]) + 0.05 * g.standard_normal(300)
     smooth = z[:, 1] + 0.05 * g.standard_normal(300)
-    ridge = GCVRidge(regression="rff")
+    ridge = GCVRidge(regression="rff", select_coordinates=False)
     fit = ridge.fit(z, np.stack([wiggly, smooth], axis=1))
+    assert fit.coordinates == ((0, 1), (0, 1))
     grid = {h * math.sqrt(2) for h in DEFAULT_CV_BANDWIDTHS}
     assert set(fit.bandwidths.tolist()) <= grid
     assert set(fit.lams.tolist()) <= set(DEFAULT_CV_LAMBDAS)
@@ -103,6 +104,31 @@ def test_fit_picks_per_column_and_scales_bandwidths_with_dimension() -> None:
     unscaled = GCVRidge(bandwidths=(0.3,), regression="rff", scale_by_dim=False).fit(
         z, smooth[:, None])
     assert unscaled.bandwidths[0] == 0.3
+
+
+@pytest.mark.parametrize("kind", ["krr", "rff"])
+def test_coordinate_selection_finds_the_relevant_columns(kind: str) -> None:
+    g = np.random.default_rng(8)
+    z = g.uniform(-1, 1, (250, 4))
+    t = np.stack([np.sin(6 * z[:, 2]) + 0.2 * g.standard_normal(250),
+                  np.sin(4 * z[:, 0]) + z[:, 3] ** 2 + 0.2 * g.standard_normal(250),
+                  g.standard_normal(250)], axis=1)
+    ridge = GCVRidge(regression=kind)
+    fit = ridge.fit(z, t)
+    assert fit.coordinates[0] == (2,)
+    assert fit.coordinates[1] == (0, 3)
+    for j, cols in enumerate(fit.coordinates):
+        # each column's result is the grid fit on its own coordinates ...
+        alone = GCVRidge(regression=kind, select_coordinates=False).fit(
+            z[:, list(cols)] if cols else None, t)
+        np.testing.assert_allclose(fit.residuals[:, j], alone.residuals[:, j])
+        assert fit.scores[j] == alone.scores[j]
+        # ... and no subset one coordinate larger or smaller scores lower
+        for i in range(4):
+            nb = tuple(sorted(set(cols) ^ {i}))
+            other = GCVRidge(regression=kind, select_coordinates=False).fit(
+                z[:, list(nb)] if nb else None, t)
+            assert fit.scores[j] <= other.scores[j]
 
 
 def _null_rejections(n: int, reps: int, **kw: object) -> float:
@@ -131,13 +157,16 @@ def test_gcm_products_residuals_and_choices_agree() -> None:
     res = t.test(0, 1, (2, 3))
     assert res.statistic == gcm_statistic(prod).statistic
     h, lam = t.chosen(0, (2, 3))
-    assert h in {x * math.sqrt(2) for x in DEFAULT_CV_BANDWIDTHS}
+    # the bandwidth grid scales with the number of coordinates the regression uses
+    assert h in {x * math.sqrt(m) for x in DEFAULT_CV_BANDWIDTHS for m in (1, 2)}
     assert lam in DEFAULT_CV_LAMBDAS
+    assert t.coordinates(0, (3, 2)) == (2,)  # X depends on Z_1 (column 2) only
     h0, _ = t.chosen(0, ())
     assert math.isnan(h0)
     # given both, the fixed ridge is used as before
     fixed = GCMTest(ds.values, shah_peters_bounds(2, 0.5), lam=0.01, bandwidth=0.3)
     assert fixed.chosen(0, (2,)) == (0.3, 0.01)
+    assert fixed.coordinates(0, (3, 2)) == (2, 3)
     ridge = make_ridge("krr", 0.3, 0.01)
     np.testing.assert_allclose(fixed.residuals(1, (2,)),
                                ridge.factor(fixed.data.scaled[[2]].T).residuals(
