@@ -45,7 +45,7 @@ from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.gcm import (
     DEFAULT_BANDWIDTH,
     ContinuousData,
-    _FactorCache,
+    _factor_cache,
     _ridge_suffix,
     check_alpha,
     check_epsilon,
@@ -328,7 +328,7 @@ class _CRTBase:
         self.data = ContinuousData.build(values, bounds, names)
         self.model = model
         self.generator = generator
-        self._factors = _FactorCache(self.data, self.krr)
+        self._factors = _factor_cache(self.data, self.krr)
 
     def _rng(self) -> np.random.Generator:
         if self.generator is None:

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from accounting.session import Session
 
 FloatArray = NDArray[np.float64]
+_T = TypeVar("_T")
 
 #: Default public Gaussian bandwidth on the rescaled ``[-1, 1]^d`` scale of Z.
 DEFAULT_BANDWIDTH = 0.5
@@ -354,28 +355,41 @@ def require_session(session: Session | None) -> Session:
     return session
 
 
-class _FactorCache:
-    """Cholesky factors of ``K_S + n lam I`` (or ``Phi_S^T Phi_S + n lam I``) per
-    conditioning set (PC reuses S a lot)."""
+class _SetCache(Generic[_T]):
+    """What ``compute(Z_S)`` returns, per conditioning set ``S`` (order ignored; PC
+    reuses S a lot), least recently used first out beyond ``size`` sets.
+    ``compute`` receives the rescaled ``Z_S`` as ``(n, |S|)``, or ``None`` for ``S = ()``."""
 
-    def __init__(self, data: ContinuousData, krr: Ridge, size: int = 8) -> None:
+    def __init__(self, data: ContinuousData, compute: Callable[[FloatArray | None], _T],
+                 size: int) -> None:
         self._data = data
-        self._krr = krr
+        self._compute = compute
         self._size = size
-        self._cache: OrderedDict[tuple[int, ...], RidgeFactor] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, ...], _T] = OrderedDict()
 
-    def get(self, S: tuple[int, ...]) -> RidgeFactor:
+    def get(self, S: tuple[int, ...]) -> _T:
         key = tuple(sorted(S))
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        zs = self._data.scaled[list(key)].T if key else None
-        fac = self._krr.factor(zs, n=self._data.n)
-        self._cache[key] = fac
+        value = self._compute(self._data.scaled[list(key)].T if key else None)
+        self._cache[key] = value
         if len(self._cache) > self._size:
             self._cache.popitem(last=False)
-        return fac
+        return value
+
+
+def _factor_cache(data: ContinuousData, krr: Ridge) -> _SetCache[RidgeFactor]:
+    """Cholesky factors of ``K_S + n lam I`` (or ``Phi_S^T Phi_S + n lam I``), 8 sets."""
+    return _SetCache(data, lambda zs: krr.factor(zs, n=data.n), 8)
+
+
+def _residual_cache(data: ContinuousData, ridge: GCVRidge) -> _SetCache[GCVFit]:
+    """GCV-tuned residuals of every variable on ``Z_S`` (one ``n x p`` matrix per set; the
+    decompositions are not kept): at most 64 sets and about 256 MiB (at least 2)."""
+    size = max(2, min(64, (256 << 20) // (8 * data.n * data.p)))
+    return _SetCache(data, lambda zs: ridge.fit(zs, data.scaled.T), size)
 
 
 # ---------------------------------------------------------------------------------
@@ -387,31 +401,6 @@ def _ridge_suffix(ridge: Ridge) -> str:
     """Extra words of a release's purpose for a non-default regression ('' for KRR, so
     the ledgers of KRR runs are unchanged)."""
     return "" if isinstance(ridge, KernelRidge) else ", " + ridge.describe()
-
-
-class _ResidualCache:
-    """GCV-tuned residuals of every variable on ``Z_S``, per conditioning set (PC reuses
-    S a lot; one matrix of ``n x p`` floats per set, the decompositions are not kept).
-    Holds at most 64 sets and about 256 MiB (at least 2 sets)."""
-
-    def __init__(self, data: ContinuousData, ridge: GCVRidge) -> None:
-        self._data = data
-        self._ridge = ridge
-        self._size = max(2, min(64, (256 << 20) // (8 * data.n * data.p)))
-        self._cache: OrderedDict[tuple[int, ...], GCVFit] = OrderedDict()
-
-    def get(self, S: tuple[int, ...]) -> GCVFit:
-        key = tuple(sorted(S))
-        hit = self._cache.get(key)
-        if hit is not None:
-            self._cache.move_to_end(key)
-            return hit
-        zs = self._data.scaled[list(key)].T if key else None
-        fit = self._ridge.fit(zs, self._data.scaled.T)
-        self._cache[key] = fit
-        if len(self._cache) > self._size:
-            self._cache.popitem(last=False)
-        return fit
 
 
 class GCMTest:
@@ -468,8 +457,8 @@ class GCMTest:
                 seed=DEFAULT_FEATURE_SEED if feature_seed is None else feature_seed,
                 scale_by_dim=bandwidth is None)
         self.data = ContinuousData.build(values, bounds, names)
-        self._factors = None if self.krr is None else _FactorCache(self.data, self.krr)
-        self._fits = None if self.tuned is None else _ResidualCache(self.data, self.tuned)
+        self._factors = None if self.krr is None else _factor_cache(self.data, self.krr)
+        self._fits = None if self.tuned is None else _residual_cache(self.data, self.tuned)
 
     def _single(self, v: object, S: object) -> tuple[int, tuple[int, ...]]:
         """Validate one variable and a conditioning set (as a query ``v, y | S`` with a
@@ -558,7 +547,7 @@ class PrivGCMTest:
         self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
                                      feature_seed=feature_seed)
         self.session = session
-        self._factors = _FactorCache(self.data, self.krr)
+        self._factors = _factor_cache(self.data, self.krr)
 
     @property
     def sensitivity(self) -> float:
