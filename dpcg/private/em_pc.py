@@ -20,6 +20,15 @@ functions is ``Delta``-sensitive). Sort the scores ``s_(1) <= ... <= s_(N)`` and
    pair, ``eps_pick / k`` per round): the same law and the same declared cost, in one
    pass instead of ``k`` (``docs/privacy/group-top-k.md``).
 
+   **The smaller side.** When more than half of the pairs are to go (``2k > N``) and every
+   pair has exactly one candidate set (always at level 0, where it is the empty set),
+   the picks are the ``N - k`` pairs to *keep* instead: ``N - k`` rounds of peeling with
+   utility ``s_e``, released as one :class:`~accounting.mechanisms.TopK` at
+   ``eps_pick / (N - k)`` per round; every other pair is deleted with its one set. The
+   output space is the same (a set of ``k`` pairs to delete, each with its set), each
+   round gets ``N / (N - k)`` times less noise than with ``k`` rounds, and the side is
+   chosen from the released ``k`` and the public candidate lists only.
+
 Level ``l`` spends ``eps_l = w_l eps`` (public halving weights over levels
 ``0..max_depth``, default max depth ``min(p - 2, 3)``): ``eps_l / 2`` on the count and
 ``eps_l / 2`` on the ``k`` picks (``k`` is a released, post-processed value). Basic
@@ -36,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from accounting.costs import split_epsilon
-from accounting.mechanisms import Exponential, GroupTopK
+from accounting.mechanisms import Exponential, GroupTopK, TopK
 from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.private import StatisticSource
@@ -48,6 +57,10 @@ from dpcg.private.registry import register_algorithm
 
 #: Default deepest level of EM-PC (public; EM-PC computes every test of a level).
 DEFAULT_MAX_DEPTH = 3
+#: Whether a level whose every pair has one candidate set picks the pairs to keep when
+#: they are fewer than the pairs to delete (``False``: always the pairs to delete, as
+#: published; kept for comparisons, both are private).
+KEEP_SIDE = True
 
 
 @dataclass(frozen=True)
@@ -139,6 +152,9 @@ class EMPCStrategy:
         removals: dict[Pair, Sepset] = {}
         if k == 0:
             return removals
+        if KEEP_SIDE and 2 * k > len(pairs) and all(
+                len(candidates[pair]) == 1 for pair in pairs):
+            return self._keep(level, pairs, candidates, k, eps_pick_total, pair_scores)
         eps_pick = split_epsilon(eps_pick_total, k)
 
         # the candidates in the order of _margins, labelled by pair: public (the frozen
@@ -162,6 +178,28 @@ class EMPCStrategy:
             pair, S = index[int(j)]
             removals[pair] = S
             candidates.record(pair[0], pair[1], S, CIResult(True, None, None))
+        return removals
+
+    def _keep(self, level: int, pairs: list[Pair], candidates: LevelCandidates, k: int,
+              eps_pick_total: float, pair_scores: Any) -> dict[Pair, Sepset]:
+        """Delete ``k`` of the level's pairs by picking the ``N - k`` to keep: ``N - k``
+        rounds of peeling (one :class:`TopK`) with utility ``s_e`` (each pair's one
+        candidate set is its separating set when deleted, so nothing else is chosen)."""
+        keep = len(pairs) - k
+        kept: set[int] = set()
+        if keep > 0:
+            chosen = self.session.release(
+                TopK(self.plan.sensitivity, split_epsilon(eps_pick_total, keep), keep),
+                pair_scores,
+                purpose=f"em-pc level {level}: the {keep} edges to keep",
+            )
+            kept = {int(j) for j in np.asarray(chosen).ravel()}
+        removals: dict[Pair, Sepset] = {}
+        for i, pair in enumerate(pairs):
+            if i not in kept:
+                (S,) = candidates[pair]
+                removals[pair] = S
+                candidates.record(pair[0], pair[1], S, CIResult(True, None, None))
         return removals
 
 

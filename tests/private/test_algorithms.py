@@ -159,16 +159,17 @@ def test_curate_coin_is_not_reseeded(survey: Any) -> None:
 
 
 def test_em_pc_charges_exponential_draws(asia: Any) -> None:
-    """One count per level run and one grouped top-k release of the picks per level that
-    removes something, covering removals at level 0 and later."""
+    """One count per level run and one top-k release of the picks per level that
+    removes something, covering removals at level 0 and later: level 0 (one set per
+    pair, most pairs deleted) picks the pairs to keep, later levels the pairs to delete."""
     res = discover(asia, "em-pc", epsilon=5.0, delta=0.0, seed=7)
     by_level = {len(S) for S in res.pc.sepsets.values()}
     levels = res.pc.levels_completed
     assert 0 in by_level
     assert max(by_level) > 0
-    assert set(res.mechanisms) == {"exponential", "group-top-k"}
+    assert set(res.mechanisms) == {"exponential", "top-k", "group-top-k"}
     assert res.mechanisms["exponential"] == levels
-    assert res.mechanisms["group-top-k"] == len(by_level)
+    assert res.mechanisms["top-k"] + res.mechanisms["group-top-k"] == len(by_level)
     assert Fraction(res.spent["exact"]["epsilon"]) <= Fraction(5.0)
 
 

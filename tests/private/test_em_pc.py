@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+from itertools import combinations
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accounting.costs import Budget
+from accounting.memory import InMemoryRecorder
+from accounting.session import Session
 from dpcg.citests.private import P_LIPSCHITZ, StatisticSource
 from dpcg.private.em_pc import count_utilities
 
@@ -89,3 +95,81 @@ def test_source_rejects_bad_input(codes: np.ndarray, cards: tuple[int | None, ..
 
     with pytest.raises(CITestError, match=match):
         StatisticSource(codes, cards)
+
+
+Margins = dict[tuple[int, int, tuple[int, ...]], float]
+Sets = dict[tuple[int, int], tuple[tuple[int, ...], ...]]
+
+
+class _Scores:
+    """A stand-in for the statistic source: public margins per ``(x, y, S)``."""
+
+    def __init__(self, margins: Margins) -> None:
+        self.margins = margins
+
+    def score(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        return self.margins[(x, y, tuple(S))]
+
+    def threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        return 0.0
+
+
+def _strategy(margins: Margins, eps: float) -> tuple[Any, Session, InMemoryRecorder]:
+    from dpcg.private.em_pc import EMPCStrategy, EMPlan
+
+    plan = EMPlan("basic", 1, (eps, eps), 1.0)
+    recorder = InMemoryRecorder(Budget(2 * eps, 0.0))
+    session = Session(Budget(2 * eps, 0.0), rule="basic", recorder=recorder, seed=3)
+    strategy = EMPCStrategy(plan, _Scores(margins), session)  # type: ignore[arg-type]
+    return strategy, session, recorder
+
+
+@pytest.mark.parametrize("n_dependent", [0, 1, 3, 7])
+def test_level_with_one_set_per_pair_picks_the_pairs_to_keep(n_dependent: int) -> None:
+    """When more than half of the pairs are deleted and each has one candidate set, the
+    picks are the pairs to keep (one top-k release of ``N - k`` draws); with a huge
+    budget they are exactly the pairs of positive margin, the others are deleted with
+    their one set, and the level spends at most its budget."""
+    from dpcg.pc.engine import LevelCandidates
+
+    pairs = list(combinations(range(6), 2))            # N = 15
+    margins: Margins = {(x, y, ()): (50.0 + i if i < n_dependent else -50.0 - i)
+               for i, (x, y) in enumerate(pairs)}
+    strategy, session, recorder = _strategy(margins, 1e6)
+    level0: Sets = {pr: ((),) for pr in pairs}
+    cands = LevelCandidates(0, level0)
+    removed = strategy.decide_level(0, cands)
+    assert set(removed) == set(pairs[n_dependent:])
+    assert all(S == () for S in removed.values())
+    kinds = [e.mechanism for e in recorder.entries]
+    assert kinds == (["exponential", "top-k"] if n_dependent else ["exponential"])
+    if n_dependent:
+        assert recorder.entries[1].params["k"] == n_dependent
+    spent = session.spent().epsilon
+    assert spent is not None
+    assert spent <= Fraction(1e6)
+    assert {(r.x, r.y) for r in cands.records} == set(pairs[n_dependent:])
+
+
+def test_level_with_several_sets_or_few_deletions_picks_the_pairs_to_delete() -> None:
+    """Fewer deletions than keeps, or a pair with two candidate sets: the deletions are
+    drawn (one group-top-k release), each with the set of least margin."""
+    from dpcg.pc.engine import LevelCandidates
+
+    pairs = list(combinations(range(5), 2))            # N = 10
+    few: Margins = {(x, y, ()): (-50.0 if i < 3 else 50.0) for i, (x, y) in enumerate(pairs)}
+    strategy, _, recorder = _strategy(few, 1e6)
+    level0: Sets = {pr: ((),) for pr in pairs}
+    removed = strategy.decide_level(0, LevelCandidates(0, level0))
+    assert set(removed) == set(pairs[:3])
+    assert [e.mechanism for e in recorder.entries] == ["exponential", "group-top-k"]
+
+    frozen: Sets = {pr: tuple((z,) for z in range(5) if z not in pr) for pr in pairs}
+    many: Margins = {(x, y, S): (-50.0 - S[0] if i < 8 else 50.0)
+            for i, (x, y) in enumerate(pairs) for S in frozen[(x, y)]}
+    strategy, _, recorder = _strategy(many, 1e6)
+    removed = strategy.decide_level(1, LevelCandidates(1, frozen))
+    assert set(removed) == set(pairs[:8])
+    least = {pr: (max(z for z in range(5) if z not in pr),) for pr in removed}
+    assert removed == least
+    assert [e.mechanism for e in recorder.entries] == ["exponential", "group-top-k"]
