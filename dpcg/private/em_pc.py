@@ -26,7 +26,7 @@ functions is ``Delta``-sensitive). Sort the scores ``s_(1) <= ... <= s_(N)`` and
    utility ``s_e``, released as one :class:`~accounting.mechanisms.TopK` at
    ``eps_pick / (N - k)`` per round; every other pair is deleted with its one set. The
    output space is the same (a set of ``k`` pairs to delete, each with its set), each
-   round gets ``N / (N - k)`` times less noise than with ``k`` rounds, and the side is
+   round gets ``k / (N - k)`` times the budget of a round of step 2, and the side is
    chosen from the released ``k`` and the public candidate lists only.
 
 Level ``l`` spends ``eps_l = w_l eps`` (public halving weights over levels

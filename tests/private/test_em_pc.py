@@ -134,7 +134,7 @@ def test_level_with_one_set_per_pair_picks_the_pairs_to_keep(n_dependent: int) -
 
     pairs = list(combinations(range(6), 2))            # N = 15
     margins: Margins = {(x, y, ()): (50.0 + i if i < n_dependent else -50.0 - i)
-               for i, (x, y) in enumerate(pairs)}
+                        for i, (x, y) in enumerate(pairs)}
     strategy, session, recorder = _strategy(margins, 1e6)
     level0: Sets = {pr: ((),) for pr in pairs}
     cands = LevelCandidates(0, level0)
@@ -166,7 +166,7 @@ def test_level_with_several_sets_or_few_deletions_picks_the_pairs_to_delete() ->
 
     frozen: Sets = {pr: tuple((z,) for z in range(5) if z not in pr) for pr in pairs}
     many: Margins = {(x, y, S): (-50.0 - S[0] if i < 8 else 50.0)
-            for i, (x, y) in enumerate(pairs) for S in frozen[(x, y)]}
+                     for i, (x, y) in enumerate(pairs) for S in frozen[(x, y)]}
     strategy, _, recorder = _strategy(many, 1e6)
     removed = strategy.decide_level(1, LevelCandidates(1, frozen))
     assert set(removed) == set(pairs[:8])
