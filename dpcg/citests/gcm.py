@@ -413,13 +413,12 @@ class GCMTest:
     (:class:`dpcg.citests.ridge_cv.GCVRidge`: ``bandwidths`` times ``sqrt(d)``, ``lams``),
     and each regression keeps only the variables of ``S`` that lower its GCV score
     (stepwise; :meth:`coordinates`), as the GCM's validity needs regressions that fit
-    (Shah and Peters 2020); a fixed
-    heavy ridge leaves a shrinkage bias under which the test rejects true nulls more and
-    more often as ``n`` grows. Giving ``lam`` tunes only the bandwidth, giving
-    ``bandwidth`` only ``lam`` (that bandwidth as given), giving both fits that one
-    ridge (``lam >= lam_floor``; as nothing is released privately, ``lam_floor`` may be
-    lowered here). None of this may feed a private release: PrivGCM's hyper-parameters
-    are public constants.
+    (Shah and Peters 2020); a fixed heavy ridge leaves a shrinkage bias under which the
+    test rejects true nulls more and more often as ``n`` grows. Giving ``lam`` tunes only
+    the bandwidth, giving ``bandwidth`` only ``lam`` (that bandwidth as given), giving
+    both fits that one ridge (``lam >= lam_floor``; as nothing is released privately,
+    ``lam_floor`` may be lowered here). None of this may feed a private release:
+    PrivGCM's hyper-parameters are public constants.
     """
 
     def __init__(

@@ -38,7 +38,7 @@ composition, enforced by the filter. Only indices are released. Proof note:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +132,7 @@ class EMPCStrategy:
         eps_pick_total = eps_level - eps_count
         pairs = list(candidates)
         cache: dict[str, list[tuple[Pair, Sepset, float]]] = {}
+        scores: list[np.ndarray] = []
 
         def margins() -> list[tuple[Pair, Sepset, float]]:
             if "m" not in cache:
@@ -139,10 +140,15 @@ class EMPCStrategy:
             return cache["m"]
 
         def pair_scores() -> np.ndarray:
-            best: dict[Pair, float] = {}
-            for pair, _S, d in margins():
-                best[pair] = min(d, best.get(pair, np.inf))
-            return np.array([best[p] for p in pairs], dtype=np.float64)
+            # computed once per level (the count and the keep side both read them)
+            if not scores:
+                best: dict[Pair, float] = {}
+                for pair, _S, d in margins():
+                    best[pair] = min(d, best.get(pair, np.inf))
+                out = np.array([best[p] for p in pairs], dtype=np.float64)
+                out.setflags(write=False)
+                scores.append(out)
+            return scores[0]
 
         delta = self.plan.sensitivity
         k = int(self.session.release(
@@ -181,7 +187,8 @@ class EMPCStrategy:
         return removals
 
     def _keep(self, level: int, pairs: list[Pair], candidates: LevelCandidates, k: int,
-              eps_pick_total: float, pair_scores: Any) -> dict[Pair, Sepset]:
+              eps_pick_total: float, pair_scores: Callable[[], np.ndarray]
+              ) -> dict[Pair, Sepset]:
         """Delete ``k`` of the level's pairs by picking the ``N - k`` to keep: ``N - k``
         rounds of peeling (one :class:`TopK`) with utility ``s_e`` (each pair's one
         candidate set is its separating set when deleted, so nothing else is chosen)."""
