@@ -42,6 +42,7 @@ and orientation still runs on the graph so far. The result says
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -69,6 +70,7 @@ __all__ = [
     "candidate_sets",
     "hand_over",
     "pc_stable",
+    "without_sepsets",
 ]
 
 _Stop = TypeVar("_Stop", bound=BaseException)
@@ -242,6 +244,9 @@ class PCResult:
         out["budget_exhausted"] = self.budget_exhausted
         out["levels_completed"] = self.levels_completed
         out["orientation_conflicts"] = [[nm[a], nm[b]] for a, b in self.orientation_conflicts]
+        if "sepsets_unreleased" in self.info:
+            # removed pairs whose separating set was never released (not in "sepsets")
+            out["sepsets_unreleased"] = self.info["sepsets_unreleased"]
         out["timing"] = {"seconds": self.seconds, "test_seconds": self.test_seconds}
         return out
 
@@ -436,3 +441,23 @@ def pc_stable(
         v_structures=orientation.v_structures,
         orientation_conflicts=orientation.conflicts,
     )
+
+
+def without_sepsets(result: PCResult, pairs: frozenset[Pair] | set[Pair],
+                    background: BackgroundKnowledge | None = None) -> PCResult:
+    """``result`` with the separating sets of ``pairs`` dropped and the graph oriented
+    again (with the same background knowledge): for pairs removed by a release that
+    names no separating set (a screened selection), which therefore claim no
+    v-structure. The skeleton is unchanged; ``info["sepsets_unreleased"]`` counts them."""
+    drop = {pair for pair in pairs if pair in result.sepsets}
+    if not drop:
+        return result
+    sepsets = {pair: S for pair, S in result.sepsets.items() if pair not in drop}
+    kb = background.resolve(result.names) if background is not None else None
+    orientation = orient(result.names, [set(a) for a in result.adjacency], sepsets,
+                         kb.arcs if kb is not None else frozenset())
+    return dataclasses.replace(
+        result, cpdag=orientation.cpdag, sepsets=sepsets,
+        v_structures=orientation.v_structures,
+        orientation_conflicts=orientation.conflicts,
+        info={**result.info, "sepsets_unreleased": len(drop)})

@@ -13,7 +13,7 @@ the filter refuses a mechanism the engine stops and returns the graph so far wit
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
@@ -202,10 +202,89 @@ def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: flo
         return np.array([(source.score(x, y, ()) - source.threshold(x, y, ()))
                          / source.sensitivity(pair=(x, y)) for x, y in pairs])
 
+    return set(_top_pairs(source, session, k, epsilon, pairs, utilities,
+                          f"{who} level 0: keep the top {k} of {len(pairs)} pairs"))
+
+
+def _top_pairs(source: StatisticSource, session: Session, k: int, epsilon: float,
+               pairs: Sequence[tuple[int, int]],
+               utilities: Callable[[], npt.NDArray[np.float64]], purpose: str
+               ) -> list[tuple[int, int]]:
+    """One admitted, recorded ``TopK(1, epsilon, k)`` release over ``pairs``: the kept
+    pairs, strongest first (the release's order)."""
     mech = TopK(1.0, epsilon, k, relation=source.relation)
-    chosen = session.release(
-        mech, utilities, purpose=f"{who} level 0: keep the top {k} of {len(pairs)} pairs")
-    return {pairs[int(i)] for i in np.asarray(chosen).ravel()}
+    chosen = session.release(mech, utilities, purpose=purpose)
+    return [pairs[int(i)] for i in np.asarray(chosen).ravel()]
+
+
+def neighbour_order(ranked: Sequence[tuple[int, int]]) -> dict[int, list[int]]:
+    """Each node's neighbours in the graph of ``ranked`` (pairs, strongest first), in
+    that order."""
+    order: dict[int, list[int]] = {}
+    for u, v in ranked:
+        order.setdefault(u, []).append(v)
+        order.setdefault(v, []).append(u)
+    return order
+
+
+def screening_sets(pair: tuple[int, int], p: int,
+                   order: Mapping[int, Sequence[int]] | None) -> list[tuple[int, ...]]:
+    """The conditioning sets of a pair's utility in a screened selection's second release:
+    the empty set and ``{z}`` for each ``z`` among the ``SETS_PER_SIDE`` strongest
+    neighbours of each endpoint (other than the other endpoint) in the first release's
+    graph (``order``: :func:`neighbour_order` of that release, a function of it alone),
+    or every other node when there was no first release (``order = None``)."""
+    x, y = pair
+    if order is None:
+        zs = [z for z in range(p) if z != x and z != y]
+    else:
+        picked: set[int] = set()
+        for a, b in (pair, (y, x)):
+            picked.update([w for w in order.get(a, ()) if w != b][:SETS_PER_SIDE])
+        zs = sorted(picked)
+    return [(), *((z,) for z in zs)]
+
+
+def select_pairs_screened(source: StatisticSource, session: Session, first_k: int,
+                          first_epsilon: float, k: int, epsilon: float, who: str
+                          ) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
+    """Level 0's screened selection (``docs/privacy/algorithm-priv-pc.md``): a first
+    top-``first_k`` release over every pair on the marginal utilities (as
+    :func:`select_pairs`; ``first_k = 0``: none, every pair goes on), then one
+    ``TopK(1, epsilon, k)`` over the pairs it kept on
+
+        u(x, y) = min_{S in sets(x, y)} (s(x, y | S) - T(x, y, S)) / Delta(x, y),
+
+    ``sets`` from :func:`screening_sets` (a function of the first release). Each term
+    changes by at most 1 between neighbours (``Delta(x, y)`` bounds every test of the
+    pair), so their minimum does too. Returns ``(kept, screened)``: the pairs the second
+    release keeps, and the first release's pairs it does not keep (removed without a
+    released separating set)."""
+    p = source.p
+    every = [(x, y) for x in range(p) for y in range(x + 1, p)]
+    ranked: list[tuple[int, int]] | None = None
+    if first_k > 0:
+        def marginal() -> npt.NDArray[np.float64]:
+            source.prefetch([(x, y, ()) for x, y in every])
+            return np.array([(source.score(x, y, ()) - source.threshold(x, y, ()))
+                             / source.sensitivity(pair=(x, y)) for x, y in every])
+        ranked = _top_pairs(source, session, first_k, first_epsilon, every, marginal,
+                            f"{who} level 0: keep the top {first_k} of {len(every)} "
+                            "pairs (screen)")
+    candidates = every if ranked is None else sorted(ranked)
+    order = None if ranked is None else neighbour_order(ranked)
+    sets = {pair: screening_sets(pair, p, order) for pair in candidates}
+
+    def screened() -> npt.NDArray[np.float64]:
+        source.prefetch([(x, y, S) for (x, y) in candidates for S in sets[(x, y)]])
+        return np.array([min(source.score(x, y, S) - source.threshold(x, y, S)
+                             for S in sets[(x, y)]) / source.sensitivity(pair=(x, y))
+                         for x, y in candidates])
+
+    kept = set(_top_pairs(source, session, k, epsilon, candidates, screened,
+                          f"{who} level 0: keep the top {k} of {len(candidates)} pairs "
+                          "by their smallest score over {} and single neighbours"))
+    return kept, set(candidates) - kept
 
 
 #: Per-pair releases (Laplace-PC, Priv-PC): a pair's minimum over its conditioning sets

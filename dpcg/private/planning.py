@@ -529,3 +529,43 @@ def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
         raise AlgorithmError("epsilon: too small for the level-0 selection; give a larger "
                              "budget or --select 0")
     return k, eps
+
+
+#: Priv-PC's screened selection (``docs/privacy/algorithm-priv-pc.md``, "Level 0's
+#: screened selection"): a first top-K release keeps ``SCREEN_WIDTH x K`` pairs by the
+#: marginal utility, a second keeps ``SCREEN_KEEP x K`` of them by the smallest utility
+#: over the empty set and single neighbours in the first release's graph; each release
+#: costs half of the selection's share.
+SCREEN_WIDTH = 2
+SCREEN_KEEP = Fraction(1, 2)
+
+
+@dataclass(frozen=True)
+class ScreenedSelection:
+    """The two releases of a screened selection (public): the first keeps ``first_k``
+    pairs at ``first_epsilon`` per step (``first_k = 0``: no first release, every pair
+    goes to the second, which then has the whole share), the second keeps ``k`` at
+    ``epsilon`` per step."""
+
+    first_k: int
+    first_epsilon: float
+    k: int
+    epsilon: float
+
+
+def screened_selection(rule: str, share: Fraction, k: int, pairs: int) -> ScreenedSelection:
+    """Split a selection of ``k`` pairs costing ``share`` into the two releases of a
+    screened selection: ``k1 = min(pairs, SCREEN_WIDTH k)``, ``k2 = ceil(SCREEN_KEEP k)``,
+    each release costing at most ``share / 2`` (:func:`selection_epsilon`); with ``k1 =
+    pairs`` there is no first release and the second costs at most ``share``."""
+    k2 = max(1, math.ceil(k * SCREEN_KEEP))
+    k1 = min(pairs, SCREEN_WIDTH * k)
+    if k1 >= pairs:
+        first_k, first_eps, second = 0, 0.0, share
+    else:
+        first_k, first_eps, second = k1, selection_epsilon(rule, share / 2, k1), share / 2
+    eps = selection_epsilon(rule, second, k2)
+    if eps <= 0 or (first_k and first_eps <= 0):
+        raise AlgorithmError("epsilon: too small for the level-0 selection; give a larger "
+                             "budget or --select 0")
+    return ScreenedSelection(first_k, first_eps, k2, eps)

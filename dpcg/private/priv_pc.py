@@ -70,6 +70,7 @@ from dpcg.private.common import (
     plan_level0_selection,
     ranked_sets,
     select_pairs,
+    select_pairs_screened,
     unspent,
 )
 from dpcg.private.contract import RunSettings
@@ -85,6 +86,7 @@ from dpcg.private.planning import (
     level_units,
     n_pairs,
     planned_depth,
+    screened_selection,
     subsample_size,
     unit_epsilon,
 )
@@ -110,6 +112,12 @@ class PrivPCParams(PlanSizeParams):
         help="per-level plans: level 0 first keeps the top K = KAPPA p pairs by one top-K "
              "release and sieves only those; 0: sieve every pair (default: 4, used where "
              "it is no noisier than sieving every pair)")
+    screen_selection: int = option(
+        1, type=int, metavar="0|1",
+        help="per-level plans with a selection: 1 (default): level 0's selection is "
+             "screened (a first top-K release keeps 2K pairs by their score given {}, a "
+             "second keeps K/2 of them by their smallest score over {} and single "
+             "neighbours); 0: one top-K release by the score given {}")
 
     release: str | None = option(
         None, type=str, metavar="WHAT",
@@ -137,6 +145,9 @@ class PrivPCParams(PlanSizeParams):
                                      "neither plan_size nor test_epsilon)")
         if self.m is not None:
             check_count_field("m", self.m)
+        if type(self.screen_selection) is not int or self.screen_selection not in (0, 1):
+            raise AlgorithmError(f"screen_selection: expected 0 or 1, got "
+                                 f"{self.screen_selection!r}")
 
 
 @dataclass(frozen=True)
@@ -176,6 +187,11 @@ class PrivPCPlan:
     select_k: int = 0
     select_epsilon: float = 0.0
     pair_release: bool = False
+    #: screened selection: whether it is used, and its first release (``screen_k = 0``:
+    #: none; ``select_k``/``select_epsilon`` are then the second release's)
+    screened: bool = False
+    screen_k: int = 0
+    screen_epsilon: float = 0.0
 
     @property
     def first(self) -> RoundParams:
@@ -193,6 +209,8 @@ class PrivPCPlan:
                 "max_depth": self.max_depth,
                 "horizon": self.depth if self.per_level else None,
                 "select_k": self.select_k, "select_epsilon": self.select_epsilon,
+                "screened": self.screened, "screen_k": self.screen_k,
+                "screen_epsilon": self.screen_epsilon,
                 **({"release": "pair" if self.pair_release else "test"}
                    if self.per_level else {})}
 
@@ -256,16 +274,25 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         got = plan_level0_selection(rule, level0, source, params.select,
                                     gain=PRIV_PC_SELECT_GAIN)
         k, eps_sel = (0, 0.0) if got is None else got
+        screen = None
         if got is None:
             eps_half = unit_epsilon(level_share(total, r, 0, depth), rule, parts=2)
         else:  # the kept pairs' rounds share the rest of level 0's share
-            r = k
+            # (a round's budget is that of a plan of k rounds; with a screened selection
+            # only its k2 < k kept pairs use one, and the rest carries over)
             eps_half = unit_epsilon(level0 * (1 - Fraction(SELECT_SHARE)) / k, rule, parts=2)
+            if params.screen_selection:
+                screen = screened_selection(rule, level0 * Fraction(SELECT_SHARE), k, pairs)
+                k, eps_sel = screen.k, screen.epsilon
+            r = k
         first = round_params(n, eps_half, source, params.m)
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, settings.max_depth,
                           per_level=True, depth=depth, pairs=pairs, m_fixed=params.m,
                           select_k=k, select_epsilon=eps_sel,
+                          screened=screen is not None,
+                          screen_k=0 if screen is None else screen.first_k,
+                          screen_epsilon=0.0 if screen is None else screen.first_epsilon,
                           # per-pair levels need level 0 to have pruned: by default
                           # only after a selection (docs/privacy/algorithm-priv-pc.md)
                           pair_release=(params.release == "pair"
@@ -317,6 +344,15 @@ class SieveExamineTester:
         self.exhaustion_note: str | None = None
         #: level 0's kept pairs (``None``: no selection, or not made yet)
         self._kept: set[tuple[int, int]] | None = None
+        #: pairs a screened selection's second release did not keep
+        self._screened: set[tuple[int, int]] = set()
+
+    @property
+    def unreleased_sepsets(self) -> frozenset[tuple[int, int]]:
+        """Pairs removed without a released separating set (a screened selection's second
+        release did not keep them; the engine records the empty set for them, which
+        orientation must not read: :func:`dpcg.pc.engine.without_sepsets`)."""
+        return frozenset(self._screened)
 
     def _examine_mech(self, params: RoundParams, sensitivity: float | None = None) -> Laplace:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
@@ -363,10 +399,17 @@ class SieveExamineTester:
         if not self.plan.per_level:
             return
         if level == 0 and self.plan.select_k > 0 and self._kept is None:
-            self._kept = select_pairs(self.source, self.session, self.plan.select_k,
-                                      self.plan.select_epsilon, "priv-pc")
+            if self.plan.screened:
+                self._kept, self._screened = select_pairs_screened(
+                    self.source, self.session, self.plan.screen_k, self.plan.screen_epsilon,
+                    self.plan.select_k, self.plan.select_epsilon, "priv-pc")
+            else:
+                self._kept = select_pairs(self.source, self.session, self.plan.select_k,
+                                          self.plan.select_epsilon, "priv-pc")
             self.levels.append({"level": 0, "open_pairs": self.plan.pairs,
                                 "selected": len(self._kept),
+                                **({"screened_out": len(self._screened)}
+                                   if self.plan.screened else {}),
                                 "rounds_planned": self.plan.rounds, "rounds": 0,
                                 "epsilon_per_round": self.plan.epsilon_round})
             self._params = self.plan.first

@@ -161,7 +161,8 @@ def test_options() -> None:
 
 
 def test_priv_pc_selects_then_sieves_the_kept_pairs(net100: Any) -> None:
-    res = discover(net100, "priv-pc", epsilon=1.0, delta=1e-6, seed=4)
+    # the single-release selection (the default screened one: test_screened_selection.py)
+    res = discover(net100, "priv-pc", epsilon=1.0, delta=1e-6, seed=4, screen_selection=0)
     plan = res.plan
     k = plan["select_k"]
     assert k == 400
@@ -182,7 +183,7 @@ def test_priv_pc_level_zero_fits_its_share(net100: Any) -> None:
 
     src = source_for_dataset(net100, "kendall-split")
     settings = RunSettings(epsilon=1.0, delta=1e-6, test="kendall-split")
-    plan = priv_plan(PrivPCParams(), settings, src)
+    plan = priv_plan(PrivPCParams(screen_selection=0), settings, src)
     assert plan.select_k == 400
     level0 = Budget(1.0, 1e-6).rho() / (plan.depth + 1)
     sel = TopK(1.0, plan.select_epsilon, plan.select_k).cost(Relation.REPLACE_ONE)
@@ -271,7 +272,11 @@ def test_selection_where_it_is_no_noisier(algorithm: str) -> None:
 
     assert gain > planning.SELECT_GAIN
     got = plan(a, 1.0)
-    assert got.select_k == math.ceil(planning.SELECT_PER_NODE * 30)
+    k = math.ceil(planning.SELECT_PER_NODE * 30)
+    if algorithm == "priv-pc":  # screened: 2K by the first release, K/2 by the second
+        assert (got.screen_k, got.select_k) == (planning.SCREEN_WIDTH * k, k // 2)
+    else:
+        assert got.select_k == k
     assert got.describe() == plan(b, 1.0).describe()
     assert _plan(a, 1.0).selection is None  # Laplace-PC tests every pair here
     assert plan(a, 1e6).select_k == 0

@@ -101,10 +101,16 @@ def test_default_is_per_pair_exactly_after_a_selection() -> None:
     assert res.plan["release"] == "test"
     res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
                    select=3)
+    # screened: the first release keeps 2K = 120, the second K/2 = 30
+    assert (res.plan["screen_k"], res.plan["select_k"]) == (120, 30)
+    assert res.plan["release"] == "pair"
+    res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
+                   select=3, screen_selection=0)
     assert res.plan["select_k"] == 60
     assert res.plan["release"] == "pair"
     res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1)
-    assert res.plan["select_k"] == 80  # the default selection (PRIV_PC_SELECT_GAIN)
+    # the default selection (PRIV_PC_SELECT_GAIN): K = 80, screened to 40 of 160
+    assert (res.plan["screen_k"], res.plan["select_k"]) == (160, 40)
     assert res.plan["release"] == "pair"
     with pytest.raises(AlgorithmError, match="release"):
         PrivPCParams(release="both")
