@@ -245,13 +245,36 @@ def screening_sets(pair: tuple[int, int], p: int,
     return [(), *((z,) for z in zs)]
 
 
+#: Help of the ``screen_selection`` option (Laplace-PC and Priv-PC; one flag).
+SCREEN_SELECTION_HELP = (
+    "per-level plans with a level-0 selection: 1: screened (a first top-K release keeps "
+    "2K pairs by their score given {}, a second keeps K/2 of them by their smallest score "
+    "over {} and single neighbours); 0: one top-K release by the score given {} "
+    "(default: the algorithm's rule; Priv-PC screens every selection, Laplace-PC where "
+    "only the no-noisier-than-testing-every-pair rule selects, about 20-80 nodes)")
+
+
+def screen_selection_option() -> int | None:
+    """The ``screen_selection`` option field (``None``: the algorithm's rule)."""
+    out: int | None = option(None, type=int, metavar="0|1", help=SCREEN_SELECTION_HELP)
+    return out
+
+
+def check_screen_selection(value: object) -> None:
+    """``screen_selection`` is ``None``, 0 or 1."""
+    if value is not None and (type(value) is not int or value not in (0, 1)):
+        raise AlgorithmError(f"screen_selection: expected 0 or 1, got {value!r}")
+
+
 def select_pairs_screened(source: StatisticSource, session: Session, first_k: int,
-                          first_epsilon: float, k: int, epsilon: float, who: str
+                          first_epsilon: float, k: int, epsilon: float, who: str,
+                          pairs: Sequence[tuple[int, int]] | None = None
                           ) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
     """Level 0's screened selection (``docs/privacy/algorithm-priv-pc.md``): a first
     top-``first_k`` release over every pair on the marginal utilities (as
     :func:`select_pairs`; ``first_k = 0``: none, every pair goes on), then one
-    ``TopK(1, epsilon, k)`` over the pairs it kept on
+    ``TopK(1, epsilon, k)`` over the pairs it kept (``pairs``: the candidates, default
+    every pair ``x < y``) on
 
         u(x, y) = min_{S in sets(x, y)} (s(x, y | S) - T(x, y, S)) / Delta(x, y),
 
@@ -261,7 +284,8 @@ def select_pairs_screened(source: StatisticSource, session: Session, first_k: in
     release keeps, and the first release's pairs it does not keep (removed without a
     released separating set)."""
     p = source.p
-    every = [(x, y) for x in range(p) for y in range(x + 1, p)]
+    every = (sorted(pairs) if pairs is not None
+             else [(x, y) for x in range(p) for y in range(x + 1, p)])
     ranked: list[tuple[int, int]] | None = None
     if first_k > 0:
         def marginal() -> npt.NDArray[np.float64]:

@@ -56,21 +56,26 @@ from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
     check_number_field,
+    check_screen_selection,
     exhaustion_note,
     plan_count,
     plan_level0_selection,
     ranked_sets,
+    screen_selection_option,
     select_pairs,
+    select_pairs_screened,
     unspent,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
+    LAPLACE_SCREEN_GAIN,
     SELECT_SHARE,
     default_plan_size,
     laplace_sd,
     n_pairs,
     planned_depth,
     screen_multiplier,
+    screened_selection,
     unit_epsilon,
 )
 from dpcg.private.registry import register_algorithm
@@ -105,6 +110,7 @@ class LaplacePCParams(PlanSizeParams):
         None, type=float, metavar="F",
         help="with a level-0 selection: the share of level 0's budget it gets; the rest "
              "tests the selected pairs (1: no level-0 test; default SELECT_SHARE)")
+    screen_selection: int | None = screen_selection_option()
     release: str | None = option(
         None, type=str, metavar="WHAT",
         help="with budget split 'levels', what a level >= 1 releases: 'pair' (default): "
@@ -127,6 +133,9 @@ class LaplacePCParams(PlanSizeParams):
             check_number_field("select", self.select, nonnegative=True)
             if self.split != "levels":
                 raise AlgorithmError("select: applies only with budget split 'levels'")
+        check_screen_selection(self.screen_selection)
+        if self.screen_selection is not None and self.split != "levels":
+            raise AlgorithmError("screen_selection: applies only with budget split 'levels'")
         if self.select_share is not None:
             check_number_field("select_share", self.select_share, nonnegative=False)
             if not 0.0 < self.select_share <= 1.0:
@@ -187,6 +196,8 @@ class LaplacePlan:
             if sel is not None:
                 out["select_epsilon"] = sel.epsilon
                 out["select_test"] = None if sel.test is None else sel.test.describe()
+                out.update(screened=sel.screened, screen_k=sel.screen_k,
+                           screen_epsilon=sel.screen_epsilon)
         return out
 
 
@@ -195,11 +206,18 @@ class Selection:
     """Level 0's public selection: one :class:`~accounting.mechanisms.TopK` release keeps
     ``k`` pairs (``epsilon`` per peeling step, on the utilities ``(s - T)/Delta_pair``,
     sensitivity 1), then each kept pair is tested with ``test`` (``None``: kept pairs are
-    not tested at level 0). Pairs not kept count as independent given the empty set."""
+    not tested at level 0). Pairs not kept count as independent given the empty set.
+
+    ``screened``: a screened selection (``docs/privacy/algorithm-laplace-pc.md``): a
+    first release keeps ``screen_k`` pairs at ``screen_epsilon`` per step (``0``: none),
+    and ``k``/``epsilon`` are the second release's."""
 
     k: int
     epsilon: float
     test: ReleasePlan | None
+    screened: bool = False
+    screen_k: int = 0
+    screen_epsilon: float = 0.0
 
 
 #: With per-pair releases: the share of a level (>= 1) that selects the separating sets
@@ -304,14 +322,27 @@ def _selection(params: LaplacePCParams, rule: str, level0: Fraction, pairs: int,
     kept pairs' test release, or ``None`` (then every pair is tested with the screen)."""
     share = Fraction(SELECT_SHARE if params.select_share is None else params.select_share)
     got = plan_level0_selection(rule, level0, source, params.select, share)
+    screened = params.screen_selection == 1
+    if got is None and params.select is None and params.screen_selection != 0:
+        # below the single selection's size: a screened one where a selection is no
+        # noisier than testing every pair (LAPLACE_SCREEN_GAIN)
+        got = plan_level0_selection(rule, level0, source, None, share,
+                                    gain=LAPLACE_SCREEN_GAIN)
+        screened = got is not None
     if got is None:
         return None
     k, eps = got
+    # the kept pairs' tests have the budget of a plan of k tests (a screened selection
+    # keeps fewer; what they do not use carries over)
     test = None if share >= 1 else level_release(rule, level0 * (1 - share) / k)
     if share < 1 and test is None:
         raise AlgorithmError(
             "epsilon: too small for laplace-pc's level-0 selection; give a larger budget "
             "or --select 0")
+    if screened:
+        sel = screened_selection(rule, level0 * share, k, pairs)
+        return Selection(sel.k, sel.epsilon, test, screened=True, screen_k=sel.first_k,
+                         screen_epsilon=sel.first_epsilon)
     return Selection(k, eps, test)
 
 
@@ -342,6 +373,8 @@ class LevelPlannedTest(PrivateCITest):
         self.exhaustion_note: str | None = None
         self._left: dict[tuple[int, int], int] = {}  # open pair -> candidate sets not asked
         self._level_left = Fraction(0)  # the level's budget not yet given to a round
+        #: pairs a screened selection's second release did not keep
+        self._screened: set[tuple[int, int]] = set()
 
     def _remaining(self) -> Fraction:
         rem = self.session.remaining()
@@ -401,12 +434,20 @@ class LevelPlannedTest(PrivateCITest):
         a test share) one test of each kept pair; the others count as independent."""
         src = self.source
         valid = [validate_query(x, y, S, src.p) for x, y, S in queries]
-        chosen = select_pairs(src, self.session, sel.k, sel.epsilon, "laplace-pc",
-                              pairs=[(x, y) for x, y, _ in valid])
+        pairs = [(x, y) for x, y, _ in valid]
+        if sel.screened:
+            chosen, self._screened = select_pairs_screened(
+                src, self.session, sel.screen_k, sel.screen_epsilon, sel.k, sel.epsilon,
+                "laplace-pc", pairs=pairs)
+        else:
+            chosen = select_pairs(src, self.session, sel.k, sel.epsilon, "laplace-pc",
+                                  pairs=pairs)
         kept = [i for i, (x, y, _) in enumerate(valid) if (x, y) in chosen]
         out = [CIResult(True, None, None) for _ in valid]
         rec = self.levels[-1]
         rec.update(selected=len(kept), rounds=1)
+        if sel.screened:
+            rec["screened_out"] = len(self._screened)
         if sel.test is None:
             for i in kept:
                 out[i] = CIResult(False, None, None)
@@ -422,6 +463,12 @@ class LevelPlannedTest(PrivateCITest):
             rec["tests"] = len(tested)
         self._left.clear()
         return out
+
+    @property
+    def unreleased_sepsets(self) -> frozenset[tuple[int, int]]:
+        """Pairs removed without a released separating set (a screened selection's second
+        release did not keep them; :func:`dpcg.pc.engine.without_sepsets`)."""
+        return frozenset(self._screened)
 
     def decision_threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
         t = self.source.threshold(x, y, S)

@@ -443,6 +443,10 @@ SELECT_GAIN = 0.5
 #: testing every pair is used (about 20 nodes and up at eps 1;
 #: ``docs/privacy/algorithm-priv-pc.md``).
 PRIV_PC_SELECT_GAIN = 1.0
+#: Laplace-PC's screened selection is used where its single selection is not
+#: (``SELECT_GAIN``, about 80 nodes) but a selection is no noisier than testing every
+#: pair: about 20 nodes and up at eps 1 (``docs/privacy/algorithm-laplace-pc.md``).
+LAPLACE_SCREEN_GAIN = 1.0
 #: CURATE's gain: its planner gives order 0 most of the budget but order 1 little, so
 #: order 0 must prune; as for Priv-PC, a selection that is no noisier than testing every
 #: pair with the quarter of rho the rule assumes for level 0 is used

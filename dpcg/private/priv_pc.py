@@ -64,11 +64,13 @@ from dpcg.private.common import (
     PlanSizeParams,
     check_count_field,
     check_number_field,
+    check_screen_selection,
     exhaustion_note,
     fits,
     plan_count,
     plan_level0_selection,
     ranked_sets,
+    screen_selection_option,
     select_pairs,
     select_pairs_screened,
     unspent,
@@ -112,12 +114,7 @@ class PrivPCParams(PlanSizeParams):
         help="per-level plans: level 0 first keeps the top K = KAPPA p pairs by one top-K "
              "release and sieves only those; 0: sieve every pair (default: 4, used where "
              "it is no noisier than sieving every pair)")
-    screen_selection: int = option(
-        1, type=int, metavar="0|1",
-        help="per-level plans with a selection: 1 (default): level 0's selection is "
-             "screened (a first top-K release keeps 2K pairs by their score given {}, a "
-             "second keeps K/2 of them by their smallest score over {} and single "
-             "neighbours); 0: one top-K release by the score given {}")
+    screen_selection: int | None = screen_selection_option()
 
     release: str | None = option(
         None, type=str, metavar="WHAT",
@@ -145,9 +142,7 @@ class PrivPCParams(PlanSizeParams):
                                      "neither plan_size nor test_epsilon)")
         if self.m is not None:
             check_count_field("m", self.m)
-        if type(self.screen_selection) is not int or self.screen_selection not in (0, 1):
-            raise AlgorithmError(f"screen_selection: expected 0 or 1, got "
-                                 f"{self.screen_selection!r}")
+        check_screen_selection(self.screen_selection)
 
 
 @dataclass(frozen=True)
@@ -281,7 +276,7 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
             # (a round's budget is that of a plan of k rounds; with a screened selection
             # only its k2 < k kept pairs use one, and the rest carries over)
             eps_half = unit_epsilon(level0 * (1 - Fraction(SELECT_SHARE)) / k, rule, parts=2)
-            if params.screen_selection:
+            if params.screen_selection != 0:  # Priv-PC's rule: screen every selection
                 screen = screened_selection(rule, level0 * Fraction(SELECT_SHARE), k, pairs)
                 k, eps_sel = screen.k, screen.epsilon
             r = k

@@ -54,6 +54,7 @@ RESULT_FIELDS: dict[str, str] = {
     "tests.records[].pvalue": RELEASED, "tests.records[].independent": RELEASED,
     "budget_exhausted": RELEASED, "levels_completed": RELEASED,
     "orientation_conflicts[]": RELEASED, "orientation_conflicts[][]": RELEASED,
+    "sepsets_unreleased": RELEASED,  # a count of pairs a released selection removed
     # against the PUBLIC true graph of a bundled network: post-processing
     "metrics.*": RELEASED,
     "privacy.*": PUBLIC, "guarantee.*": PUBLIC,
@@ -73,6 +74,8 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.budget_split": PUBLIC, "plan.screen": PUBLIC,  # laplace-pc: an option, a rule of p
     "plan.select_k": PUBLIC, "plan.select_epsilon": PUBLIC,  # laplace-pc: rules of public
     "plan.select_test.*": PUBLIC,  # facts (p, n, the budget, the options)
+    "plan.screened": PUBLIC, "plan.screen_k": PUBLIC,  # the screened selection's plan:
+    "plan.screen_epsilon": PUBLIC,  # the same rules of public facts
     "plan.release": PUBLIC, "plan.sepset_share": PUBLIC,  # laplace-pc: an option, a constant
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
@@ -188,6 +191,17 @@ def test_laplace_pc_selection_releases_only_the_allow_list(
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["plan"]["select_k"] > 0
     assert doc["mechanisms"].get("top-k") == 1
+
+
+def test_laplace_pc_screened_selection_releases_only_the_allow_list(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the screened selection (one or two top-K releases; pairs removed without a set)
+    _released_only(["discover", *source_args("laplace-pc", tmp_path), "--algorithm",
+                    "laplace-pc", "--max-depth", "1", "--select", "1",
+                    "--screen-selection", "1"], tmp_path, capsys)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["plan"]["screened"] is True
+    assert doc["mechanisms"].get("top-k") == (2 if doc["plan"]["screen_k"] else 1)
 
 
 def _released_only(argv: list[str], tmp: Path, capsys: pytest.CaptureFixture[str],

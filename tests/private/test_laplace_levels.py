@@ -69,10 +69,17 @@ def test_levels_spend_within_their_shares(net50: Any, eps: float, release: str) 
     assert [lv["level"] for lv in levels] == list(range(len(levels)))
     picks = sum(lv.get("sepset_picks", 0) for lv in levels)
     assert sum(lv["tests"] for lv in levels) + picks == plan["used_releases"]
-    assert plan["used_releases"] == sum(res.mechanisms.values())
+    # the level-0 selection's top-k releases are not tests (screened below 80 nodes)
+    assert plan["used_releases"] == (sum(res.mechanisms.values())
+                                     - res.mechanisms.get("top-k", 0))
     if release == "test":
         assert picks == 0
-        assert plan["used_releases"] == res.n_tests
+        # every test is a release, except level 0's answers for the pairs its
+        # selection did not keep (independent given {} without a release of their own)
+        unkept = (res.pc.tests_by_level()[0] - levels[0]["selected"]
+                  if "selected" in levels[0] else 0)
+        assert plan["used_releases"] == res.n_tests - unkept
+        assert levels[0]["tests"] == levels[0].get("selected", levels[0]["tests"])
     else:
         assert levels[1]["tests"] == levels[1]["pairs"] > 0  # one release per open pair
         assert picks > 0
@@ -93,7 +100,8 @@ def test_a_level_with_nothing_useful_left_stops_flagged(
     slots = laplace_pc.level_slots
     monkeypatch.setattr(laplace_pc, "level_slots",
                         lambda lv, d: slots(lv, d) if lv == 0 else 10**30)
-    res = discover(net50, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3)
+    # every pair tested at level 0 (no selection), so the engine's tests are the releases
+    res = discover(net50, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3, screen_selection=0)
     assert res.budget_exhausted
     assert res.message is not None
     assert "level 1" in res.message

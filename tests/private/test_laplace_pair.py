@@ -52,8 +52,9 @@ def _entries(path: Path, run_id: str) -> list[dict[str, Any]]:
 def test_one_release_per_open_pair_then_one_pick_per_removal(net30: Any,
                                                              tmp_path: Path) -> None:
     path = tmp_path / "l.db"
+    # without a level-0 selection: every ledger entry is a test or a pick of one pair
     res = discover(net30, "laplace-pc", epsilon=2.0, delta=1e-6, seed=4, ledger=path,
-                   dataset_id="net30")
+                   dataset_id="net30", screen_selection=0)
     assert res.ledger is not None
     entries = _entries(path, res.ledger["run_id"])
     src = source_for_dataset(net30)
@@ -174,7 +175,8 @@ def test_ranked_sets_are_candidates_from_the_strongest_neighbours(net30: Any, se
 
 
 def test_the_release_option_keeps_per_test_rounds(net30: Any) -> None:
-    res = discover(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3, release="test")
+    res = discover(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3, release="test",
+                   screen_selection=0)
     assert res.plan["release"] == "test"
     assert "sepset_share" not in res.plan
     assert res.mechanisms.get("exponential", 0) == 0

@@ -259,3 +259,89 @@ def test_screened_utilities_change_by_at_most_one_between_neighbours(
         got.append(session.utilities[-1])
     assert got[0].shape == got[1].shape
     assert float(np.max(np.abs(got[0] - got[1]))) <= 1.0 + 1e-9
+
+
+# ---------------------------------------------------------------------- Laplace-PC
+
+
+@pytest.fixture(scope="module")
+def net30() -> Any:
+    from dpcg.datasets import load_network
+
+    return load_network("random:nodes=30,max_parents=3,card=2-4,seed=7,conc=1").sample(
+        20_000, 7)
+
+
+def _laplace_plan(data: Any, eps: float, **params: Any) -> Any:
+    from dpcg.citests.private import source_for_dataset
+    from dpcg.private.contract import RunSettings
+    from dpcg.private.laplace_pc import LaplacePCParams, make_plan
+
+    return make_plan(LaplacePCParams(**params), RunSettings(
+        epsilon=eps, delta=1e-6, test="kendall-split"), source_for_dataset(data))
+
+
+@pytest.mark.parametrize("rule", ["zcdp", "basic"])
+def test_laplace_pc_screens_below_its_single_selection(net30: Any, net100: Any,
+                                                       rule: str) -> None:
+    """30 nodes: the single selection's rule does not select, the screened one does
+    (gain LAPLACE_SCREEN_GAIN), and its releases plus the kept pairs' tests fit level
+    0's share; 100 nodes: the single selection, screened only on request."""
+    from dpcg.private import planning
+    from dpcg.private.laplace_pc import level_slots
+
+    plan = _laplace_plan(net30, 1.0, rule=rule)
+    sel = plan.selection
+    assert sel is not None
+    assert sel.screened
+    k = math.ceil(planning.SELECT_PER_NODE * 30)
+    assert (sel.screen_k, sel.k) == (planning.SCREEN_WIDTH * k, k // 2)
+    assert plan.describe()["screened"] is True
+    budget = Budget(1.0, 1e-6)
+    total = Fraction(budget.epsilon_exact) if rule == "basic" else Fraction(budget.rho())
+    level0 = total / level_slots(0, plan.depth)
+
+    def used(c: Any) -> Fraction:
+        v = c.epsilon if rule == "basic" else c.rho
+        assert v is not None
+        return Fraction(v)
+
+    rel = Relation.REPLACE_ONE
+    assert sel.test is not None
+    spend = (used(TopK(1.0, sel.screen_epsilon, sel.screen_k).cost(rel))
+             + used(TopK(1.0, sel.epsilon, sel.k).cost(rel))
+             + sel.k * used(sel.test.mechanism(plan.sensitivity).cost(rel)))
+    assert spend <= level0
+    assert _laplace_plan(net30, 1.0, rule=rule, screen_selection=0).selection is None
+    big = _laplace_plan(net100, 1.0, rule=rule)
+    assert big.selection is not None
+    assert not big.selection.screened
+    forced = _laplace_plan(net100, 1.0, rule=rule, screen_selection=1).selection
+    assert forced is not None
+    assert forced.screened
+    assert forced.k == big.selection.k // 2
+
+
+def test_laplace_pc_run_screens_then_tests_the_kept_pairs(net30: Any) -> None:
+    res = discover(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4)
+    plan = res.plan
+    assert plan["screened"] is True
+    assert res.mechanisms.get("top-k") == 2
+    lv0 = plan["used_levels"][0]
+    assert lv0["selected"] == plan["select_k"]
+    assert lv0["screened_out"] == plan["screen_k"] - plan["select_k"]
+    assert lv0["tests"] <= plan["select_k"]
+    assert res.pc.info["sepsets_unreleased"] == lv0["screened_out"]
+    for x, _z, y in res.pc.v_structures:
+        assert (x, y) in res.pc.sepsets
+    assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
+    assert not res.budget_exhausted
+
+
+def test_laplace_pc_screen_option_is_validated() -> None:
+    from dpcg.private.laplace_pc import LaplacePCParams
+
+    with pytest.raises(AlgorithmError, match="screen_selection"):
+        LaplacePCParams(screen_selection=3)
+    with pytest.raises(AlgorithmError, match="screen_selection"):
+        LaplacePCParams(screen_selection=1, budget_split="run")
