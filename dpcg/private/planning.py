@@ -535,8 +535,9 @@ def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
     return k, eps
 
 
-#: Priv-PC's screened selection (``docs/privacy/algorithm-priv-pc.md``, "Level 0's
-#: screened selection"): a first top-K release keeps ``SCREEN_WIDTH x K`` pairs by the
+#: The screened selection (Priv-PC's, and Laplace-PC's below its single selection's
+#: size; ``docs/privacy/algorithm-priv-pc.md``, "Level 0's screened selection"): a
+#: first top-K release keeps ``SCREEN_WIDTH x K`` pairs by the
 #: marginal utility, a second keeps ``SCREEN_KEEP x K`` of them by the smallest utility
 #: over the empty set and single neighbours in the first release's graph; each release
 #: costs half of the selection's share.
