@@ -194,16 +194,20 @@ def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: flo
     ``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` (sensitivity 1; ``docs/privacy/top-k.md``),
     admitted and recorded before any score is computed. Returns the kept pairs."""
     p = source.p
-    if pairs is None:
-        pairs = [(x, y) for x in range(p) for y in range(x + 1, p)]
+    todo = (list(pairs) if pairs is not None
+            else [(x, y) for x in range(p) for y in range(x + 1, p)])
+    return set(_top_pairs(source, session, k, epsilon, todo,
+                          lambda: marginal_utilities(source, todo),
+                          f"{who} level 0: keep the top {k} of {len(todo)} pairs"))
 
-    def utilities() -> npt.NDArray[np.float64]:
-        source.prefetch([(x, y, ()) for x, y in pairs])
-        return np.array([(source.score(x, y, ()) - source.threshold(x, y, ()))
-                         / source.sensitivity(pair=(x, y)) for x, y in pairs])
 
-    return set(_top_pairs(source, session, k, epsilon, pairs, utilities,
-                          f"{who} level 0: keep the top {k} of {len(pairs)} pairs"))
+def marginal_utilities(source: StatisticSource, pairs: Sequence[tuple[int, int]]
+                       ) -> npt.NDArray[np.float64]:
+    """``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` for each pair (sensitivity 1), the
+    scores computed with one engine call."""
+    source.prefetch([(x, y, ()) for x, y in pairs])
+    return np.array([(source.score(x, y, ()) - source.threshold(x, y, ()))
+                     / source.sensitivity(pair=(x, y)) for x, y in pairs])
 
 
 def _top_pairs(source: StatisticSource, session: Session, k: int, epsilon: float,
@@ -288,11 +292,8 @@ def select_pairs_screened(source: StatisticSource, session: Session, first_k: in
              else [(x, y) for x in range(p) for y in range(x + 1, p)])
     ranked: list[tuple[int, int]] | None = None
     if first_k > 0:
-        def marginal() -> npt.NDArray[np.float64]:
-            source.prefetch([(x, y, ()) for x, y in every])
-            return np.array([(source.score(x, y, ()) - source.threshold(x, y, ()))
-                             / source.sensitivity(pair=(x, y)) for x, y in every])
-        ranked = _top_pairs(source, session, first_k, first_epsilon, every, marginal,
+        ranked = _top_pairs(source, session, first_k, first_epsilon, every,
+                            lambda: marginal_utilities(source, every),
                             f"{who} level 0: keep the top {first_k} of {len(every)} "
                             "pairs (screen)")
     candidates = every if ranked is None else sorted(ranked)

@@ -38,6 +38,7 @@ composition, enforced by the filter. Only indices are released. Proof note:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -131,24 +132,20 @@ class EMPCStrategy:
         eps_count = eps_level / 2.0
         eps_pick_total = eps_level - eps_count
         pairs = list(candidates)
-        cache: dict[str, list[tuple[Pair, Sepset, float]]] = {}
-        scores: list[np.ndarray] = []
-
+        # each computed once per level, when a release first reads it (the count and
+        # the keep side both read the pair scores)
+        @functools.cache
         def margins() -> list[tuple[Pair, Sepset, float]]:
-            if "m" not in cache:
-                cache["m"] = self._margins(candidates)
-            return cache["m"]
+            return self._margins(candidates)
 
+        @functools.cache
         def pair_scores() -> np.ndarray:
-            # computed once per level (the count and the keep side both read them)
-            if not scores:
-                best: dict[Pair, float] = {}
-                for pair, _S, d in margins():
-                    best[pair] = min(d, best.get(pair, np.inf))
-                out = np.array([best[p] for p in pairs], dtype=np.float64)
-                out.setflags(write=False)
-                scores.append(out)
-            return scores[0]
+            best: dict[Pair, float] = {}
+            for pair, _S, d in margins():
+                best[pair] = min(d, best.get(pair, np.inf))
+            out = np.array([best[p] for p in pairs], dtype=np.float64)
+            out.setflags(write=False)
+            return out
 
         delta = self.plan.sensitivity
         k = int(self.session.release(
