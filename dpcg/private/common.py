@@ -170,11 +170,12 @@ def exhaustion_note(level: int, why: str) -> str:
 
 def plan_level0_selection(rule: str, level0: Fraction, source: StatisticSource,
                           select: float | None, share: Fraction = Fraction(SELECT_SHARE),
-                          gain: float = SELECT_GAIN) -> tuple[int, float] | None:
+                          gain: float = SELECT_GAIN, grow: bool = True
+                          ) -> tuple[int, float] | None:
     """:func:`dpcg.private.planning.level0_selection` for ``source``: the selection gets
     ``share`` of level 0's ``level0`` (public facts only)."""
     return level0_selection(rule, level0 * share, level0, source.p, source.sensitivity(),
-                            min_level0_threshold(source), select, gain)
+                            min_level0_threshold(source), select, gain, grow)
 
 
 def min_level0_threshold(source: StatisticSource) -> float:

@@ -443,6 +443,12 @@ SELECT_GAIN = 0.5
 #: testing every pair is used (about 20 nodes and up at eps 1;
 #: ``docs/privacy/algorithm-priv-pc.md``).
 PRIV_PC_SELECT_GAIN = 1.0
+#: Priv-PC's selection keeps ``K = SELECT_PER_NODE p`` pairs and does not grow with the
+#: budget: a larger ``K`` leaves more pairs open for its per-pair levels, whose rounds it
+#: dilutes, and a grown ``K`` failed the gain check at eps 5 from 20 to 50 nodes, which
+#: switched the selection off (measured on tuning networks:
+#: ``docs/privacy/algorithm-priv-pc.md``, "The selection's size does not grow").
+PRIV_PC_SELECT_GROW = False
 #: Laplace-PC's screened selection is used where its single selection is not
 #: (``SELECT_GAIN``, about 80 nodes) but a selection is no noisier than testing every
 #: pair: about 20 nodes and up at eps 1 (``docs/privacy/algorithm-laplace-pc.md``).
@@ -504,8 +510,8 @@ def every_pair_sd(rule: str, level0: Fraction, pairs: int, sensitivity: float) -
 
 def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
                      sensitivity: float, threshold_min: float,
-                     select: float | None, gain: float = SELECT_GAIN
-                     ) -> tuple[int, float] | None:
+                     select: float | None, gain: float = SELECT_GAIN,
+                     grow: bool = True) -> tuple[int, float] | None:
     """Level 0's top-``K`` selection from public facts: ``(K, eps_step)`` for a release
     costing at most ``share`` of level 0's ``level0``, or ``None`` when level 0 should
     test every pair instead.
@@ -516,7 +522,12 @@ def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
     selection's noise sd is above ``gain`` (default ``SELECT_GAIN``) times
     :func:`every_pair_sd` for ``level0``: the ratio depends on ``p`` only (until ``K``
     grows past ``kappa p``), about 80 nodes and up at the default gain, about 20 at
-    Priv-PC's :data:`PRIV_PC_SELECT_GAIN` and CURATE's :data:`CURATE_SELECT_GAIN`."""
+    Priv-PC's :data:`PRIV_PC_SELECT_GAIN` and CURATE's :data:`CURATE_SELECT_GAIN`.
+
+    ``grow=False`` (Priv-PC, :data:`PRIV_PC_SELECT_GROW`): ``K`` stays ``ceil(kappa p)``
+    instead of growing to the noise cap; the selection is still skipped when it could
+    keep every pair within the cap (so a huge budget tests every pair, as non-private PC
+    does) and, by default, when the gain check fails at that ``K``."""
     kappa = SELECT_PER_NODE if select is None else float(select)
     pairs = n_pairs(p)
     if kappa <= 0 or pairs < 2 or share <= 0:
@@ -525,6 +536,8 @@ def level0_selection(rule: str, share: Fraction, level0: Fraction, p: int,
                      sensitivity)
     if k >= pairs:
         return None
+    if not grow:
+        k = min(pairs, max(1, math.ceil(kappa * p)))
     sd = selection_sd(rule, share, k, sensitivity)
     if select is None and sd > gain * every_pair_sd(rule, level0, pairs, sensitivity):
         return None

@@ -79,6 +79,7 @@ from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
     PRIV_PC_ROUNDS_PER_PAIR,
     PRIV_PC_SELECT_GAIN,
+    PRIV_PC_SELECT_GROW,
     SELECT_SHARE,
     SIEVE_EPSILON_CAP,
     amplified_base_epsilon,
@@ -267,7 +268,7 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
         level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r rounds
         got = plan_level0_selection(rule, level0, source, params.select,
-                                    gain=PRIV_PC_SELECT_GAIN)
+                                    gain=PRIV_PC_SELECT_GAIN, grow=PRIV_PC_SELECT_GROW)
         k, eps_sel = (0, 0.0) if got is None else got
         screen = None
         if got is None:

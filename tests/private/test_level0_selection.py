@@ -314,3 +314,39 @@ def test_degree_bound_covers_every_later_order(seed: int) -> None:
             fewer[x] -= 1
             fewer[y] -= 1
             assert degree_tests_bound(fewer, pairs[1:], order) <= bound
+
+
+def test_priv_pc_selection_keeps_its_size_as_the_budget_grows() -> None:
+    """Priv-PC's ``K`` stays ``4p`` (``PRIV_PC_SELECT_GROW``): at eps 5 on 40 nodes and
+    100,000 rows the growing rule would keep more pairs, fail the gain check and test
+    every pair, while Priv-PC still selects ``4p``; a budget large enough for a selection
+    of every pair within the noise cap tests every pair, so a huge budget is non-private
+    PC."""
+    from dpcg.private import priv_pc
+    from dpcg.private.common import plan_level0_selection
+
+    net = load_network("random:nodes=40,max_parents=3,card=2-4,seed=7,conc=1")
+    src = source_for_dataset(net.sample(100_000, 7), "kendall-split")
+    k = math.ceil(planning.SELECT_PER_NODE * 40)
+    assert planning.PRIV_PC_SELECT_GROW is False
+
+    def plan(eps: float) -> Any:
+        return priv_pc.make_plan(priv_pc.PrivPCParams(), RunSettings(
+            epsilon=eps, delta=1e-6, test="kendall-split"), src)
+
+    for eps in (1.0, 2.0, 5.0):
+        got = plan(eps)
+        assert (got.screen_k, got.select_k) == (planning.SCREEN_WIDTH * k, k // 2)
+    # the same level-0 share with a growing K: no selection at eps 5
+    depth = planning.planned_depth(40, None)
+    units = priv_pc.level_rounds(n_pairs(40), 0) * (depth + 1)
+    rule = planning.choose_unit_rule(5.0, 1e-6, units, parts=2)
+    assert rule == "zcdp"
+    level0 = Fraction(Budget(5.0, 1e-6).rho()) / (depth + 1)
+    assert plan_level0_selection(rule, level0, src, None,
+                                 gain=planning.PRIV_PC_SELECT_GAIN) is None
+    fixed = plan_level0_selection(rule, level0, src, None,
+                                  gain=planning.PRIV_PC_SELECT_GAIN, grow=False)
+    assert fixed == (k, selection_epsilon(rule, level0 * Fraction(planning.SELECT_SHARE), k))
+    for eps in (20.0, 1e3):
+        assert plan(eps).select_k == 0
