@@ -271,6 +271,22 @@ def check_screen_selection(value: object) -> None:
         raise AlgorithmError(f"screen_selection: expected 0 or 1, got {value!r}")
 
 
+class ScreenedPairs:
+    """Part of a tester that can make a screened selection (Laplace-PC, Priv-PC): the
+    pairs its second release did not keep, which the tester's ``__init__`` sets to an
+    empty set and its level 0 fills."""
+
+    #: pairs a screened selection's second release did not keep
+    _screened: set[tuple[int, int]]
+
+    @property
+    def unreleased_sepsets(self) -> frozenset[tuple[int, int]]:
+        """Pairs removed without a released separating set (a screened selection's second
+        release did not keep them; the engine records the empty set for them, which
+        orientation must not read: :func:`dpcg.pc.engine.without_sepsets`)."""
+        return frozenset(self._screened)
+
+
 def select_pairs_screened(source: StatisticSource, session: Session, first_k: int,
                           first_epsilon: float, k: int, epsilon: float, who: str,
                           pairs: Sequence[tuple[int, int]] | None = None

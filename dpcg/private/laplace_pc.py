@@ -55,6 +55,7 @@ from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over, pair_test_c
 from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
+    ScreenedPairs,
     check_number_field,
     check_screen_selection,
     exhaustion_note,
@@ -353,7 +354,7 @@ def level_slots(level: int, depth: int) -> int:
     return depth - level + 2 if level <= depth else 2
 
 
-class LevelPlannedTest(PrivateCITest):
+class LevelPlannedTest(PrivateCITest, ScreenedPairs):
     """Laplace-PC's tester with ``budget_split='levels'``.
 
     When a level starts it gets ``1/level_slots(l, D)`` of what the filter has left
@@ -373,8 +374,7 @@ class LevelPlannedTest(PrivateCITest):
         self.exhaustion_note: str | None = None
         self._left: dict[tuple[int, int], int] = {}  # open pair -> candidate sets not asked
         self._level_left = Fraction(0)  # the level's budget not yet given to a round
-        #: pairs a screened selection's second release did not keep
-        self._screened: set[tuple[int, int]] = set()
+        self._screened = set()  # ScreenedPairs
 
     def _remaining(self) -> Fraction:
         rem = self.session.remaining()
@@ -463,12 +463,6 @@ class LevelPlannedTest(PrivateCITest):
             rec["tests"] = len(tested)
         self._left.clear()
         return out
-
-    @property
-    def unreleased_sepsets(self) -> frozenset[tuple[int, int]]:
-        """Pairs removed without a released separating set (a screened selection's second
-        release did not keep them; :func:`dpcg.pc.engine.without_sepsets`)."""
-        return frozenset(self._screened)
 
     def decision_threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
         t = self.source.threshold(x, y, S)

@@ -62,6 +62,7 @@ from dpcg.private.common import (
     SETS_PER_SIDE,
     DiscreteAlgorithm,
     PlanSizeParams,
+    ScreenedPairs,
     check_count_field,
     check_number_field,
     check_screen_selection,
@@ -312,7 +313,7 @@ def _show(cost: Cost) -> str:
     return ", ".join(f"{k}={v:.6g}" for k, v in cost.summary().items() if v is not None)
 
 
-class SieveExamineTester:
+class SieveExamineTester(ScreenedPairs):
     """Edge tester running sieve-and-examine rounds, with a plan of rounds per level."""
 
     def __init__(self, plan: PrivPCPlan, source: StatisticSource, session: Session) -> None:
@@ -340,15 +341,7 @@ class SieveExamineTester:
         self.exhaustion_note: str | None = None
         #: level 0's kept pairs (``None``: no selection, or not made yet)
         self._kept: set[tuple[int, int]] | None = None
-        #: pairs a screened selection's second release did not keep
-        self._screened: set[tuple[int, int]] = set()
-
-    @property
-    def unreleased_sepsets(self) -> frozenset[tuple[int, int]]:
-        """Pairs removed without a released separating set (a screened selection's second
-        release did not keep them; the engine records the empty set for them, which
-        orientation must not read: :func:`dpcg.pc.engine.without_sepsets`)."""
-        return frozenset(self._screened)
+        self._screened = set()  # ScreenedPairs
 
     def _examine_mech(self, params: RoundParams, sensitivity: float | None = None) -> Laplace:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
