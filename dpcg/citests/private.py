@@ -60,7 +60,14 @@ from dpcg.citests.base import CIResult, CITest, validate_query
 from dpcg.citests.registry import TestContext, TestSpec, option, register_test
 from dpcg.errors import CITestError, StatisticInputError
 from dpcg.stats.contingency import StrataTable
-from dpcg.stats.engine import DEFAULT_ENGINE, NumpyEngine, Query, TableEngine, get_engine
+from dpcg.stats.engine import (
+    DEFAULT_ENGINE,
+    NumpyEngine,
+    Query,
+    TableEngine,
+    WarmsTables,
+    get_engine,
+)
 from dpcg.stats.scores import (
     CMI_SPEC,
     KENDALL_SPEC,
@@ -210,6 +217,8 @@ class StatisticSource:
         self.p = len(self.cardinalities)
         self.n = int(engine.n)
         self._sens = sens  # (rows, key) -> sensitivity: public, shared with subsets
+        # queries announced by expect(), fetched with one engine call on the first miss
+        self._expected: list[Query] = []
         try:
             self.sensitivity()  # a score without a bound under the relation is refused here
         except StatisticInputError as exc:
@@ -266,9 +275,29 @@ class StatisticSource:
         key = (x, y, tuple(S))
         v = self.cache.get(key)
         if v is None:
+            if self._expected:
+                expected, self._expected = self._expected, []
+                engine = self.engine
+                assert isinstance(engine, WarmsTables)
+                cache = self.cache
+                engine.warm([q for q in expected if q not in cache])
             v = self.scorer.value(self.engine.tables([key])[0], self.alpha)
             self.cache[key] = v
         return v
+
+    def expect(self, queries: Sequence[Query]) -> None:
+        """Announce the queries a tester may ask next, one at a time (an SVT stream,
+        CURATE's per-test releases). On an engine that counts where the data live
+        (:class:`~dpcg.stats.engine.WarmsTables`: DuckDB, Spark), the first score that is
+        not cached then has the engine count all of them with the scans of one batch
+        (:meth:`~dpcg.stats.grouped.GroupedEngine.warm`) instead of one scan per query;
+        each score is still computed only when it is read, so the same tests are
+        computed as without the announcement. Nothing is counted here: that happens when
+        a score is first read, inside a release that was already admitted. On the
+        in-memory ``numpy`` engine a table costs the same alone or in a batch, and the
+        announcement is dropped. A new announcement replaces one not yet used."""
+        if isinstance(self.engine, WarmsTables):
+            self._expected = [(x, y, tuple(S)) for x, y, S in queries]
 
     def prefetch(self, queries: Sequence[Query]) -> None:
         """Compute the exact scores of ``queries`` not yet cached with ONE engine call

@@ -30,7 +30,7 @@ from dpcg.citests.private import source_for_dataset as _source_for_dataset
 from dpcg.citests.registry import option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError
-from dpcg.pc.engine import LevelCandidates, Pair, Sepset
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset, candidate_sets
 from dpcg.private.contract import Plan, RunSettings, ScoreCache, Tester
 from dpcg.private.planning import SELECT_GAIN, SELECT_SHARE, level0_selection
 
@@ -285,6 +285,35 @@ class ScreenedPairs:
         release did not keep them; the engine records the empty set for them, which
         orientation must not read: :func:`dpcg.pc.engine.without_sepsets`)."""
         return frozenset(self._screened)
+
+
+class AnnouncesLevels:
+    """Part of an edge tester that streams its tests one at a time (SVT-PC, CURATE): the
+    engine's level start (:class:`~dpcg.pc.engine.LevelListener`) is kept, and when the
+    tester enters the level it announces the level's candidate tests to its source
+    (:meth:`StatisticSource.expect`), so that a table engine counting where the data
+    live answers them with one call rather than one scan per test. The announced tests
+    are the engine's own candidates (:func:`dpcg.pc.engine.candidate_sets` of the frozen
+    adjacency): public, post-processing of earlier releases."""
+
+    source: StatisticSource
+    _frozen: tuple[Sequence[frozenset[int]], Sequence[Pair]] | None = None
+
+    def start_level(self, level: int, adjacency: Sequence[frozenset[int]],
+                    pairs: Sequence[Pair]) -> None:
+        self._frozen = (adjacency, pairs)
+
+    def _announce(self, level: int, kept: set[tuple[int, int]] | None = None) -> None:
+        """Announce the level's candidate tests (at level 0 only the ``kept`` pairs, when
+        a selection kept some)."""
+        if self._frozen is None:
+            return
+        adjacency, pairs = self._frozen
+        self._frozen = None
+        if level == 0 and kept is not None:
+            pairs = [pair for pair in pairs if pair in kept]
+        self.source.expect([(x, y, S) for x, y in pairs
+                            for S in candidate_sets(x, y, level, adjacency)])
 
 
 def select_pairs_screened(source: StatisticSource, session: Session, first_k: int,

@@ -47,6 +47,7 @@ from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
 from dpcg.private.common import (
+    AnnouncesLevels,
     DiscreteAlgorithm,
     check_number_field,
     plan_level0_selection,
@@ -136,8 +137,10 @@ def make_plan(params: CurateParams, settings: RunSettings,
                           float(budget.rho()), settings.max_depth, k, eps)
 
 
-class CurateTester:
-    """Edge tester with per-order budgets re-planned at the start of every order."""
+class CurateTester(AnnouncesLevels):
+    """Edge tester with per-order budgets re-planned at the start of every order (it
+    announces an order's tests to its source when it enters the order:
+    :class:`AnnouncesLevels`)."""
 
     def __init__(self, plan: CurateSettings, source: StatisticSource,
                  session: Session) -> None:
@@ -198,6 +201,7 @@ class CurateTester:
         x, y, S = validate_query(x, y, S, self.source.p)
         if len(S) != self.order or self.current is None:
             self._replan(len(S))
+            self._announce(len(S), self._kept)
         if not S and self._kept is not None and (min(x, y), max(x, y)) not in self._kept:
             return CIResult(True, None, None)  # not kept by order 0's selection
         assert self.current is not None

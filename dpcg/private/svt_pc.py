@@ -36,6 +36,7 @@ from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
 from dpcg.private.common import (
+    AnnouncesLevels,
     DiscreteAlgorithm,
     PlanSizeParams,
     check_count_field,
@@ -152,8 +153,9 @@ def make_plan(params: SVTPCParams, settings: RunSettings, source: StatisticSourc
                    pairs=pairs)
 
 
-class SVTTester:
-    """Edge tester streaming every test through the current SVT instance."""
+class SVTTester(AnnouncesLevels):
+    """Edge tester streaming every test through the current SVT instance (it announces a
+    level's tests to its source when it enters the level: :class:`AnnouncesLevels`)."""
 
     def __init__(self, plan: SVTPlan, source: StatisticSource, session: Session) -> None:
         self.plan = plan
@@ -226,6 +228,7 @@ class SVTTester:
         x, y, S = validate_query(x, y, S, self.source.p)
         if len(S) != self._level:
             self._enter_level(len(S))
+            self._announce(len(S), self._kept)
         if not S and self._kept is not None and (min(x, y), max(x, y)) not in self._kept:
             self._removed += 1  # not kept by level 0's selection: independent given {}
             return CIResult(True, None, None)

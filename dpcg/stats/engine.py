@@ -53,6 +53,7 @@ __all__ = [
     "NumpyEngine",
     "Query",
     "TableEngine",
+    "WarmsTables",
     "engine_names",
     "get_engine",
     "register_engine",
@@ -101,6 +102,19 @@ class TableEngine(Protocol):
     def subset(self, rows: Rows) -> TableEngine:
         """The same engine on the rows ``rows`` (indices into this engine's rows, drawn
         by an ``accounting`` primitive; public size ``len(rows)``)."""
+        ...
+
+
+@runtime_checkable
+class WarmsTables(Protocol):
+    """An engine for which counting many tables in one batch costs far less than counting
+    them one at a time (each call a scan of data that live elsewhere: DuckDB, Spark).
+    ``warm(queries)`` counts what the tables of ``queries`` need ahead of the
+    :meth:`TableEngine.tables` calls that will ask for them one by one; the tables are
+    the same either way."""
+
+    def warm(self, queries: Sequence[Query]) -> None:
+        """Prepare the tables of ``queries`` (replacing an earlier preparation)."""
         ...
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "JOINT_LIMIT",
     "MAX_UNION",
     "SETS_PER_SCAN",
+    "WARM_ROWS",
     "GroupedEngine",
     "GroupedFrame",
     "Query",
@@ -67,6 +68,9 @@ Query = tuple[int, int, tuple[int, ...]]
 
 #: Distinct joint rows kept in memory for the joint cache (about ``p + 8`` bytes each).
 JOINT_LIMIT = 2_000_000
+#: Rows of grouped frames :meth:`GroupedEngine.warm` keeps at most (those of the joint
+#: counts' default limit).
+WARM_ROWS = JOINT_LIMIT
 #: Grouping sets per ``GROUPING SETS`` query.
 SETS_PER_SCAN = 64
 #: ``GROUPING(...)`` is a bitmask of at most this many columns.
@@ -307,6 +311,7 @@ class GroupedEngine:
         self._sets_per_scan = max(1, int(sets_per_scan))
         self._joint = None
         self._joint_tried = False
+        self._warm: dict[tuple[int, ...], GroupedFrame] = {}
         self.queries = 0
 
     @property
@@ -321,16 +326,48 @@ class GroupedEngine:
         self.queries += len(batch)
         if not batch:
             return []
-        if self._joint is None and not self._joint_tried:
-            self._joint_tried = True
-            self._joint = self._count_joint()
+        self._try_joint()
         sets = sorted({column_set(q) for q in batch})
         if self._joint is not None:
             joint = self._joint
             frames = {s: marginal_frame(joint, s, self._declared) for s in sets}
         else:
-            frames = self._count_sets(sets)
+            frames = {s: self._warm[s] for s in sets if s in self._warm}
+            missing = [s for s in sets if s not in frames]
+            if missing:
+                frames.update(self._count_sets(missing))
         return [table_from_frame(frames[column_set(q)], self._declared, q) for q in batch]
+
+    def warm(self, queries: Sequence[tuple[int, int, Sequence[int]]]) -> None:
+        """Count the column sets of ``queries`` ahead of the :meth:`tables` calls that
+        will ask for them one at a time (a private tester streaming a level's tests:
+        :meth:`dpcg.citests.private.StatisticSource.expect`), with the scans one batch
+        would use, and keep the frames for those calls; the tables themselves are built
+        only when asked. Replaces the frames of an earlier call. Frames are kept while
+        their rows add up to at most :data:`WARM_ROWS` (public), so memory stays
+        bounded; a set past that is counted when asked, as before. With the joint counts
+        in hand nothing is done: a query is then a marginal of them, without a scan."""
+        batch = check_queries(queries, self._declared)
+        self._warm = {}
+        self._try_joint()
+        if self._joint is not None or not batch:
+            return
+        sets = sorted({column_set(q) for q in batch})
+        budget = WARM_ROWS
+        kept: dict[tuple[int, ...], GroupedFrame] = {}
+        for chunk in chunk_sets(sets, self._sets_per_scan, MAX_UNION):
+            for s, frame in self._count_sets(chunk).items():
+                budget -= int(frame.counts.shape[0])
+                if budget < 0:
+                    self._warm = kept
+                    return
+                kept[s] = frame
+        self._warm = kept
+
+    def _try_joint(self) -> None:
+        if self._joint is None and not self._joint_tried:
+            self._joint_tried = True
+            self._joint = self._count_joint()
 
     # -- what an engine supplies -------------------------------------------------------
     def _fetch_joint(self, columns: list[int], limit: int) -> dict[str, NDArray[Any]]:

@@ -151,3 +151,64 @@ def test_wide_codes_in_the_joint_cache(tmp_path: Path) -> None:
     for q, got in zip(queries, engine.tables(queries), strict=True):
         assert_same(contingency_table(codes, cards, *q), got)
     assert engine.scans <= 3  # validation, n, one joint scan
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_warmed_tables_equal_and_save_scans(
+    datasets: list[tuple[Schema, Any, str]], case: int
+) -> None:
+    """``warm`` (a level's tests announced ahead of a one-at-a-time stream) counts the
+    queries' column sets with the scans of one batch; asking for the tables one by one
+    afterwards scans nothing more and gives the same tables."""
+    from dpcg.stats.grouped import SETS_PER_SCAN, column_set
+
+    schema, codes, glob = datasets[case]
+    cards = list(schema.cardinalities)
+    queries = batch(len(cards), case)
+    sets = {column_set((x, y, S)) for x, y, S in queries}
+    engine = DuckDBEngine.from_parquet(glob, schema, joint_limit=0, threads=1)
+    before = engine.scans
+    engine.warm(queries)
+    warm_scans = engine.scans - before
+    assert 1 <= warm_scans <= -(-len(sets) // SETS_PER_SCAN) + 1
+    for q in queries:
+        (got,) = engine.tables([q])
+        assert_same(contingency_table(codes, cards, *q), got)
+    assert engine.scans - before == warm_scans  # every table came from the warmed frames
+    # without warming, the same stream scans once per query
+    cold = DuckDBEngine.from_parquet(glob, schema, joint_limit=0, threads=1)
+    start = cold.scans
+    for q in queries[:10]:
+        cold.tables([q])
+    assert cold.scans - start == 10
+
+
+def test_warm_keeps_a_bounded_number_of_rows(
+    datasets: list[tuple[Schema, Any, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``WARM_ROWS`` rows of frames the rest is counted when asked: same tables."""
+    import dpcg.stats.grouped as grouped
+
+    monkeypatch.setattr(grouped, "WARM_ROWS", 40)
+    schema, codes, glob = datasets[1]
+    cards = list(schema.cardinalities)
+    queries = batch(len(cards), 1)
+    engine = DuckDBEngine.from_parquet(glob, schema, joint_limit=0, threads=1)
+    engine.warm(queries)
+    assert sum(int(f.counts.shape[0]) for f in engine._warm.values()) <= 40
+    for q in queries:
+        (got,) = engine.tables([q])
+        assert_same(contingency_table(codes, cards, *q), got)
+    engine.warm([])  # a new announcement replaces the old one
+    assert engine._warm == {}
+
+
+def test_warm_does_nothing_on_joint_counts(datasets: list[tuple[Schema, Any, str]]) -> None:
+    schema, _codes, glob = datasets[0]
+    queries = batch(len(schema.cardinalities), 0)
+    engine = DuckDBEngine.from_parquet(glob, schema, threads=1)
+    engine.warm(queries)
+    assert engine._warm == {}
+    scans = engine.scans
+    engine.tables(queries[:5])
+    assert engine.scans == scans  # marginals of the joint counts taken once

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -112,6 +113,9 @@ class _Scores:
 
     def threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
         return 0.0
+
+    def prefetch(self, queries: Sequence[tuple[int, int, tuple[int, ...]]]) -> None:
+        assert all((x, y, tuple(S)) in self.margins for x, y, S in queries)
 
 
 def _strategy(margins: Margins, eps: float) -> tuple[Any, Session, InMemoryRecorder]:

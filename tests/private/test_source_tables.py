@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -41,3 +42,38 @@ def test_scores_match_contingency_table(score: str) -> None:
     assert checked > 300
     assert isinstance(src.engine, NumpyEngine)
     assert src.engine.bitsets is not None  # the bitset path was used
+
+
+def test_announced_tests_are_dropped_in_memory_and_warmed_on_duckdb() -> None:
+    """``expect`` costs nothing on the numpy engine; on DuckDB the first uncached score
+    warms the announced tests once (the already cached ones left out), and the scores
+    are those of the numpy engine."""
+    rng = np.random.default_rng(3)
+    cards = (2, 3, 2, 3)
+    codes = np.stack([rng.integers(0, c, size=400) for c in cards])
+    queries = [(0, 1, ()), (0, 1, (2,)), (0, 1, (3,)), (2, 3, (0, 1))]
+    mem = StatisticSource(codes, cards)
+    mem.expect(queries)
+    assert mem.cache == {}
+    assert mem._expected == []
+    want = [mem.score(*q) for q in queries]
+
+    pytest.importorskip("duckdb")
+    from dpcg.stats.engine_specs import duckdb_from_codes
+
+    engine = duckdb_from_codes(codes, cards, ["a", "b", "c", "d"])
+    warmed: list[list[tuple[int, int, Sequence[int]]]] = []
+    real = engine.warm
+
+    def spy(qs: Sequence[tuple[int, int, Sequence[int]]]) -> None:
+        warmed.append(list(qs))
+        real(qs)
+
+    engine.warm = spy  # type: ignore[method-assign,assignment]
+    src = StatisticSource.from_engine(engine)
+    src.score(*queries[0])
+    src.expect(queries)
+    assert warmed == []  # nothing is counted when the tests are announced
+    got = [src.score(*q) for q in queries]
+    assert got == want
+    assert warmed == [queries[1:]]  # once, without the cached one
