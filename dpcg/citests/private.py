@@ -205,7 +205,7 @@ class StatisticSource:
 
     def _setup(self, engine: TableEngine, score: Score, alpha: float, relation: Relation,
                threshold: float | None, cache: ScoreCache,
-               sens: dict[tuple[int, int], float]) -> None:
+               sens: dict[tuple[int, int, bool], float]) -> None:
         self.engine = engine
         self.scorer = score
         self.cardinalities: tuple[int, ...] = tuple(engine.cardinalities)
@@ -216,7 +216,7 @@ class StatisticSource:
         self.cache = cache
         self.p = len(self.cardinalities)
         self.n = int(engine.n)
-        self._sens = sens  # (rows, key) -> sensitivity: public, shared with subsets
+        self._sens = sens  # (rows, key, marginal) -> bound: public, shared with subsets
         # queries announced by expect(), fetched with one engine call on the first miss
         self._expected: list[Query] = []
         try:
@@ -227,13 +227,17 @@ class StatisticSource:
                 f"{relation.value}") from exc
 
     # ---------------------------------------------------------------- public info
-    def sensitivity(self, m: int | None = None, pair: tuple[int, int] | None = None) -> float:
+    def sensitivity(self, m: int | None = None, pair: tuple[int, int] | None = None,
+                    S: tuple[int, ...] | None = None) -> float:
         """Sensitivity of the score on ``m`` rows (default ``n``) under the relation.
 
         With ``pair = (x, y)``: the bound for that pair's tests, which for the Kendall
         scores depends on the declared cardinalities ``c = min(cx, cy)`` (public; e.g.
         ``6/sqrt(n)`` instead of ``9/sqrt(n)`` when x or y is binary). Without: the
-        largest pair bound, valid for every test of the source.
+        largest pair bound, valid for every test of the source. With ``S = ()``: the
+        bound of the tests given the empty set, where the score has a smaller one
+        (:meth:`~dpcg.stats.scores.Score.marginal_bound`: ``kendall-split`` under
+        replace-one, ``3/sqrt(n)``); any other ``S`` changes nothing.
         """
         rows = self.n if m is None else int(m)
         score = self.scorer
@@ -241,18 +245,21 @@ class StatisticSource:
             c = score.widest_key(self.cardinalities)
         else:
             c = score.pair_key(self.cardinalities[pair[0]], self.cardinalities[pair[1]])
-        key = (rows, c)
+        marginal = S is not None and len(S) == 0
+        key = (rows, c, marginal)
         dz = self._sens.get(key)
         if dz is None:
-            dz = score.bound(rows, self.relation, c)
+            bound = score.marginal_bound(rows, self.relation, c) if marginal else None
+            dz = score.bound(rows, self.relation, c) if bound is None else bound
             self._sens[key] = dz
         return dz
 
-    def scale(self, x: int, y: int) -> float:
+    def scale(self, x: int, y: int, S: tuple[int, ...] | None = None) -> float:
         """``Delta / Delta(x, y) >= 1``: multiplying the pair's score (and its public
         threshold) by it gives a query whose sensitivity is the source-level ``Delta``
-        (how the SVT-based algorithms use the per-pair bounds)."""
-        return self.sensitivity() / self.sensitivity(pair=(x, y))
+        (how the SVT-based algorithms use the per-pair bounds); with ``S``, the bound of
+        that test (:meth:`sensitivity`: smaller given the empty set for some scores)."""
+        return self.sensitivity() / self.sensitivity(pair=(x, y), S=S)
 
     def threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
         """The public decision threshold of the test ``(x, y | S)`` (score scale)."""
@@ -436,12 +443,19 @@ class PrivateCITest:
         self.sensitivity = source.sensitivity()
         self.releases = 0
         self._mechs: dict[float, Laplace | Gaussian] = {}
+        #: Whether a test given the empty set uses that smaller bound where the score has
+        #: one (:meth:`StatisticSource.sensitivity` with ``S = ()``); off by default.
+        self.empty_set_bound = False
 
-    def mechanism(self, x: int | None = None, y: int | None = None) -> Laplace | Gaussian:
+    def mechanism(self, x: int | None = None, y: int | None = None,
+                  S: tuple[int, ...] | None = None) -> Laplace | Gaussian:
         """The release mechanism of the pair's tests: the plan's per-test cost with the
-        pair's sensitivity (the source-level one without a pair)."""
+        pair's sensitivity (the source-level one without a pair); with ``S = ()`` and
+        :attr:`empty_set_bound`, that of a test given the empty set
+        (:meth:`StatisticSource.sensitivity`)."""
+        given = S if self.empty_set_bound else None
         sens = self.sensitivity if x is None or y is None else self.source.sensitivity(
-            pair=(x, y))
+            pair=(x, y), S=given)
         mech = self._mechs.get(sens)
         if mech is None:
             mech = self.plan.mechanism(sens)
@@ -465,7 +479,7 @@ class PrivateCITest:
         valid = [validate_query(x, y, S, src.p) for x, y, S in queries]
         round_scores = _RoundScores(src, valid)
         outputs = self.session.release_many([
-            (self.mechanism(x, y), partial(round_scores.score, x, y, S), _purpose(x, y, S))
+            (self.mechanism(x, y, S), partial(round_scores.score, x, y, S), _purpose(x, y, S))
             for x, y, S in valid])
         self.releases += len(outputs)
         out = []

@@ -31,6 +31,7 @@ from dpcg.citests.registry import option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset, candidate_sets
+from dpcg.private import planning
 from dpcg.private.contract import Plan, RunSettings, ScoreCache, Tester
 from dpcg.private.planning import SELECT_GAIN, SELECT_SHARE, level0_selection
 
@@ -202,13 +203,22 @@ def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: flo
                           f"{who} level 0: keep the top {k} of {len(todo)} pairs"))
 
 
+def bound_given(S: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The ``S`` to pass to :meth:`StatisticSource.sensitivity` for a level-0 release:
+    ``S`` itself when :data:`~dpcg.private.planning.LEVEL0_EMPTY_SET_BOUND` is on (a test
+    given the empty set may then use its smaller bound), else ``None`` (the pair's)."""
+    return S if planning.LEVEL0_EMPTY_SET_BOUND else None
+
+
 def marginal_utilities(source: StatisticSource, pairs: Sequence[tuple[int, int]]
                        ) -> npt.NDArray[np.float64]:
-    """``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` for each pair (sensitivity 1), the
-    scores computed with one engine call."""
+    """``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` for each pair (sensitivity 1; the
+    bound of a test given the empty set with :func:`bound_given`), the scores computed
+    with one engine call."""
     source.prefetch([(x, y, ()) for x, y in pairs])
+    given = bound_given(())
     return np.array([(source.score(x, y, ()) - source.threshold(x, y, ()))
-                     / source.sensitivity(pair=(x, y)) for x, y in pairs])
+                     / source.sensitivity(pair=(x, y), S=given) for x, y in pairs])
 
 
 def _top_pairs(source: StatisticSource, session: Session, k: int, epsilon: float,
@@ -348,8 +358,9 @@ def select_pairs_screened(source: StatisticSource, session: Session, first_k: in
 
     def screened() -> npt.NDArray[np.float64]:
         source.prefetch([(x, y, S) for (x, y) in candidates for S in sets[(x, y)]])
-        return np.array([min(source.score(x, y, S) - source.threshold(x, y, S)
-                             for S in sets[(x, y)]) / source.sensitivity(pair=(x, y))
+        return np.array([min((source.score(x, y, S) - source.threshold(x, y, S))
+                             / source.sensitivity(pair=(x, y), S=bound_given(S))
+                             for S in sets[(x, y)])
                          for x, y in candidates])
 
     kept = set(_top_pairs(source, session, k, epsilon, candidates, screened,

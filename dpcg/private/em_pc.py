@@ -51,7 +51,7 @@ from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.private import StatisticSource
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset
-from dpcg.private.common import DiscreteAlgorithm
+from dpcg.private.common import DiscreteAlgorithm, bound_given
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import level_weights
 from dpcg.private.registry import register_algorithm
@@ -150,7 +150,9 @@ class EMPCStrategy:
             out.setflags(write=False)
             return out
 
-        delta = self.plan.sensitivity
+        # every score of level 0 is a test given the empty set (bound_given)
+        delta = (self.source.sensitivity(S=bound_given(()))
+                 if level == 0 else self.plan.sensitivity)
         k = int(self.session.release(
             Exponential(delta, eps_count), lambda: count_utilities(pair_scores()),
             purpose=f"em-pc level {level}: number of edges to delete",
@@ -160,7 +162,7 @@ class EMPCStrategy:
             return removals
         if KEEP_SIDE and 2 * k > len(pairs) and all(
                 len(candidates[pair]) == 1 for pair in pairs):
-            return self._keep(level, pairs, candidates, k, eps_pick_total, pair_scores)
+            return self._keep(level, pairs, candidates, k, eps_pick_total, pair_scores, delta)
         eps_pick = split_epsilon(eps_pick_total, k)
 
         # the candidates in the order of _margins, labelled by pair: public (the frozen
@@ -187,7 +189,7 @@ class EMPCStrategy:
         return removals
 
     def _keep(self, level: int, pairs: list[Pair], candidates: LevelCandidates, k: int,
-              eps_pick_total: float, pair_scores: Callable[[], np.ndarray]
+              eps_pick_total: float, pair_scores: Callable[[], np.ndarray], delta: float
               ) -> dict[Pair, Sepset]:
         """Delete ``k`` of the level's pairs by picking the ``N - k`` to keep: ``N - k``
         rounds of peeling (one :class:`TopK`) with utility ``s_e`` (each pair's one
@@ -196,7 +198,7 @@ class EMPCStrategy:
         kept: set[int] = set()
         if keep > 0:
             chosen = self.session.release(
-                TopK(self.plan.sensitivity, split_epsilon(eps_pick_total, keep), keep),
+                TopK(delta, split_epsilon(eps_pick_total, keep), keep),
                 pair_scores,
                 purpose=f"em-pc level {level}: the {keep} edges to keep",
             )

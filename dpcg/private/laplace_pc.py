@@ -52,6 +52,7 @@ from dpcg.citests.private import PrivateCITest, ReleasePlan, StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over, pair_test_count
+from dpcg.private import planning
 from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
@@ -467,7 +468,7 @@ class LevelPlannedTest(PrivateCITest, ScreenedPairs):
     def decision_threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
         t = self.source.threshold(x, y, S)
         if self.level == 0 and self.lplan.screen > 0.0:
-            t += self.lplan.screen * noise_sd(self.mechanism(x, y))
+            t += self.lplan.screen * noise_sd(self.mechanism(x, y, S))
         return t
 
 
@@ -620,11 +621,15 @@ class LaplacePC(DiscreteAlgorithm[LaplacePCParams, LaplacePlan, PrivateCITest]):
 
     def tester(self, plan: LaplacePlan, source: StatisticSource,
                session: Session) -> PrivateCITest:
+        tester: PrivateCITest
         if plan.per_level:
-            if plan.pair_release:
-                return PairMinTest(plan, source, session)
-            return LevelPlannedTest(plan, source, session)
-        return PrivateCITest(source, session, plan.release)
+            tester = (PairMinTest(plan, source, session) if plan.pair_release
+                      else LevelPlannedTest(plan, source, session))
+        else:
+            tester = PrivateCITest(source, session, plan.release)
+        # level 0's tests may use the bound of a test given the empty set (public switch)
+        tester.empty_set_bound = planning.LEVEL0_EMPTY_SET_BOUND
+        return tester
 
     def usage(self, tester: PrivateCITest) -> dict[str, object]:
         if isinstance(tester, LevelPlannedTest):

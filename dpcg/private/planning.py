@@ -449,6 +449,13 @@ PRIV_PC_SELECT_GAIN = 1.0
 #: switched the selection off (measured on tuning networks:
 #: ``docs/privacy/algorithm-priv-pc.md``, "The selection's size does not grow").
 PRIV_PC_SELECT_GROW = False
+#: Whether level 0's releases use the smaller bound of a test given the empty set
+#: (``kendall-split`` under replace-one: ``3/sqrt(n)`` instead of ``6/sqrt(n)``;
+#: ``docs/privacy/statistics-split-kendall-z.md``, claim 5) instead of the pair's bound.
+#: Both are proven. Off: the level plans were measured with the pair's bound, and with the
+#: smaller one the tables were not re-run (measured A/B, eps 1 and 5, 100,000 rows:
+#: ``docs/benchmarks/utility-f1-analysis.md``, "Level 0 at half the sensitivity").
+LEVEL0_EMPTY_SET_BOUND = False
 #: Laplace-PC's screened selection is used where its single selection is not
 #: (``SELECT_GAIN``, about 80 nodes) but a selection is no noisier than testing every
 #: pair: about 20 nodes and up at eps 1 (``docs/privacy/algorithm-laplace-pc.md``).

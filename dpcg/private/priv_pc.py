@@ -63,6 +63,7 @@ from dpcg.private.common import (
     DiscreteAlgorithm,
     PlanSizeParams,
     ScreenedPairs,
+    bound_given,
     check_count_field,
     check_number_field,
     check_screen_selection,
@@ -510,15 +511,17 @@ class SieveExamineTester(ScreenedPairs):
         rp = self._run_params
         T = src.threshold(x, y, S)
         bar = T + self.plan.tweak
-        # public: the sieve's Delta_m over the pair's own bound at m rows (>= 1)
-        k = rp.sensitivity_sub / src.sensitivity(rp.m, pair=(x, y))
+        # public: the sieve's Delta_m over the test's own bound at m rows (>= 1; the
+        # smaller bound of a test given the empty set where the score has one)
+        k = rp.sensitivity_sub / src.sensitivity(rp.m, pair=(x, y), S=bound_given(S))
         assert self.sieve is not None  # started above
         positive = bool(self.sieve.test(
             lambda rows: k * (bar - self._sub_score(rows, x, y, S))))
         if not positive:
             return CIResult(False, None, None)
         noisy = self._examine((
-            self._examine_mech(rp, src.sensitivity(pair=(x, y))), lambda: src.score(x, y, S),
+            self._examine_mech(rp, src.sensitivity(pair=(x, y), S=bound_given(S))),
+            lambda: src.score(x, y, S),
             f"priv-pc examine {x} _||_ {y} | {list(S)}"))
         independent = noisy <= T
         if independent:

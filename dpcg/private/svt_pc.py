@@ -39,6 +39,7 @@ from dpcg.private.common import (
     AnnouncesLevels,
     DiscreteAlgorithm,
     PlanSizeParams,
+    bound_given,
     check_count_field,
     check_number_field,
     exhaustion_note,
@@ -236,7 +237,8 @@ class SVTTester(AnnouncesLevels):
             self.run = self._start()
         src = self.source
         T = src.threshold(x, y, S)
-        k = src.scale(x, y)  # public: per-pair bound -> the instance's sensitivity
+        # public: the test's bound -> the instance's sensitivity
+        k = src.scale(x, y, bound_given(S))
         positive = bool(self.run.test(lambda: k * (T - src.score(x, y, S))))
         if positive:
             self._removed += 1

@@ -519,6 +519,53 @@ register(
 )
 
 
+
+def _stat_skz_marginal(
+    x: NDArray[np.integer],
+    y: NDArray[np.integer],
+    strata: NDArray[np.integer],
+    *,
+    w0: float,
+    cx: float,
+    cy: float,
+    **_: float,
+) -> float:
+    # the test given the EMPTY set: every row in one stratum, whatever ``strata`` says
+    return _stat_skz(x, y, np.zeros(np.asarray(x).shape, dtype=np.int64), w0=w0, cx=cx,
+                     cy=cy)
+
+
+#: Bound on the change of one stratum's ``U = 9 S / (2 m + 5)`` of a binary pair when a
+#: row of the stratum is replaced by another of the same stratum: ``|dS| <= m - 1``, so
+#: ``|dU| <= 9 (m - 1) / (2 m + 5) < 9/2`` (docs/privacy/statistics-split-kendall-z.md,
+#: claim 5).
+SPLIT_U_WITHIN_STRATUM = 4.5
+
+
+def _sens_skz_marginal_r1(*, n: float, w0: float, cx: float, cy: float) -> float:
+    _int_param("cx", cx, 1)
+    _int_param("cy", cy, 1)
+    _int_param("n", n, 1)
+    return SPLIT_U_WITHIN_STRATUM / math.sqrt(_pos_param("w0", w0))
+
+
+register(
+    StatisticSpec(
+        name="split-kendall-z-marginal",
+        relation=Relation.REPLACE_ONE,
+        sensitivity=_sens_skz_marginal_r1,
+        assumptions=_SKZ_ASSUMPTIONS
+        + " The test given the EMPTY set (one stratum of all n rows): a replaced row stays "
+        "in it, so every member's U moves by < 9/2 and z by < 4.5/sqrt(w0) (default w0 = "
+        "9n/4: 3/sqrt(n), half the bound of a test given a non-empty set). Replace-one "
+        "only (adding or removing a row changes the stratum's size).",
+        proof_note="docs/privacy/statistics-split-kendall-z.md",
+        statistic=_stat_skz_marginal,
+        public_params=("n", "w0", "cx", "cy"),
+    )
+)
+
+
 # --- Spearman rho_a -----------------------------------------------------------------
 
 

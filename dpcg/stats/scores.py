@@ -69,6 +69,8 @@ __all__ = [
 #: cardinality-free one.
 KENDALL_SPEC = "conditional-kendall-z-categorical"
 SPLIT_SPEC = "split-kendall-z"
+#: The split score's bound for a test given the empty set (one stratum; replace-one).
+SPLIT_MARGINAL_SPEC = "split-kendall-z-marginal"
 CMI_SPEC = "n-cmi"
 G2_DISTANCE_SPEC = "g2-decision-distance"
 
@@ -137,6 +139,11 @@ class Score(ABC):
         """The registered sensitivity on ``n`` rows under ``relation`` for pairs of key
         ``key`` (:meth:`pair_key`)."""
 
+    def marginal_bound(self, n: int, relation: Relation, key: int) -> float | None:
+        """A smaller registered bound for the tests given the EMPTY set, where every row
+        is in one stratum (``None``: none; such tests use :meth:`bound`)."""
+        return None
+
     @abstractmethod
     def threshold(self, alpha: float, cardinalities: Sequence[int], x: int, y: int,
                   S: tuple[int, ...]) -> float:
@@ -170,6 +177,14 @@ class SplitKendallScore(Score):
 
     def bound(self, n: int, relation: Relation, key: int) -> float:
         return kendall_sensitivity(n, relation, key, split=True)
+
+    def marginal_bound(self, n: int, relation: Relation, key: int) -> float | None:
+        """Replace-one: ``4.5 / sqrt(9n/4) = 3/sqrt(n)``, half of :meth:`bound` (a
+        replaced row stays in the one stratum; proof note, claim 5)."""
+        if relation is not Relation.REPLACE_ONE:
+            return None
+        spec = registry.get(SPLIT_MARGINAL_SPEC, relation)
+        return spec.bound(n=n, w0=public_floor(n), cx=key, cy=key)
 
     def threshold(self, alpha: float, cardinalities: Sequence[int], x: int, y: int,
                   S: tuple[int, ...]) -> float:

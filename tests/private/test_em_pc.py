@@ -114,6 +114,9 @@ class _Scores:
     def threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
         return 0.0
 
+    def sensitivity(self, S: tuple[int, ...] | None = None) -> float:
+        return 1.0
+
     def prefetch(self, queries: Sequence[tuple[int, int, tuple[int, ...]]]) -> None:
         assert all((x, y, tuple(S)) in self.margins for x, y, S in queries)
 

@@ -182,3 +182,78 @@ def test_priv_pc_sieve_rescaled_and_examine_uses_the_pair_bound() -> None:
         if session.log[-1] > 0:  # a sieve positive: the examine used the pair's bound
             assert session.released[-1].sensitivity == src.sensitivity(pair=(x, y))
     assert session.released  # at least one examine ran (the columns are independent)
+
+
+def test_a_test_given_the_empty_set_has_half_the_split_bound() -> None:
+    """``kendall-split`` under replace-one: ``3/sqrt(n)`` given the empty set (one
+    stratum; statistics-split-kendall-z.md, claim 5), for every pair and on a subset's
+    rows; any other set, another score or add/remove keeps the pair's bound."""
+    src = _source("kendall-split")
+    for p in ((0, 1), (2, 3), (3, 4)):
+        assert src.sensitivity(pair=p, S=()) == pytest.approx(3.0 / math.sqrt(N), rel=1e-15)
+        assert src.sensitivity(pair=p, S=(4,)) == src.sensitivity(pair=p)
+        assert src.scale(*p, ()) == pytest.approx(2.0)
+    assert src.sensitivity(S=()) == pytest.approx(src.sensitivity() / 2)
+    assert src.sensitivity(100, pair=(0, 1), S=()) == pytest.approx(3.0 / math.sqrt(100))
+    for other in (_source("kendall-z"), _source("cmi"), _source("g2-distance"),
+                  _source("kendall-split", "add-remove")):
+        assert other.sensitivity(pair=(0, 1), S=()) == other.sensitivity(pair=(0, 1))
+
+
+@pytest.mark.parametrize("switch", [False, True])
+def test_level0_releases_follow_the_empty_set_switch(survey: Any, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     switch: bool) -> None:
+    """Off (the default) every Laplace-PC release carries the pair's bound; on, the
+    level-0 tests carry the bound of a test given the empty set (half), the later
+    releases the pair's."""
+    from accounting.ledger import Ledger
+    from dpcg.private import planning
+
+    monkeypatch.setattr(planning, "LEVEL0_EMPTY_SET_BOUND", switch)
+    path = tmp_path / "runs.db"
+    res = discover(survey, "laplace-pc", epsilon=2.0, delta=1e-6, ledger=path,
+                   dataset_id="survey-4k", seed=5)
+    assert res.ledger is not None
+    src = source_for_dataset(survey)
+    entries = [e for e in Ledger.open(path).entries()
+               if e.get("run_id") == res.ledger["run_id"] and e["kind"] == "mechanism"]
+    levels = set()
+    for e in entries:
+        m = re.search(r"(\d+) _\|\|_ (\d+) \| \[([\d, ]*)\]", e["purpose"])
+        if m is None:  # a level >= 1 release over several sets, or a pick
+            assert e["sensitivity"] == pytest.approx(src.sensitivity(), rel=1e-12)
+            continue
+        S = tuple(int(v) for v in m.group(3).split(",") if v.strip())
+        levels.add(len(S))
+        want = src.sensitivity(pair=(int(m.group(1)), int(m.group(2))),
+                               S=S if switch else None)
+        assert e["sensitivity"] == pytest.approx(want, rel=1e-12)
+    assert 0 in levels
+
+
+@pytest.mark.parametrize("algorithm", ["priv-pc", "svt-pc", "em-pc", "curate"])
+def test_every_algorithm_runs_with_the_empty_set_switch(survey: Any, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        algorithm: str) -> None:
+    """With the switch on the runs complete and verify; Priv-PC's examines and EM-PC's
+    level 0 carry the halved bound, CURATE keeps the pair's (its planner models one
+    sensitivity for every order), SVT-PC rescales its queries (not in the ledger)."""
+    from accounting.ledger import Ledger
+    from dpcg.private import planning
+
+    monkeypatch.setattr(planning, "LEVEL0_EMPTY_SET_BOUND", True)
+    path = tmp_path / "runs.db"
+    res = discover(survey, algorithm, epsilon=4.0, delta=1e-6, ledger=path,
+                   dataset_id="survey-4k", seed=5)
+    led = Ledger.open(path)
+    assert led.verify().ok
+    assert res.ledger is not None
+    full = source_for_dataset(survey).sensitivity()
+    sens = {round(e["sensitivity"] / full, 9) for e in led.entries()
+            if e.get("run_id") == res.ledger["run_id"] and e["kind"] == "mechanism"
+            and e.get("sensitivity")}
+    if algorithm in ("priv-pc", "em-pc"):
+        assert 0.5 in sens
+    if algorithm == "curate":
+        assert 0.5 not in sens

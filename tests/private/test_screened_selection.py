@@ -107,7 +107,8 @@ class _Scores:
     def threshold(self, x: int, y: int, S: tuple[int, ...]) -> float:
         return 0.0
 
-    def sensitivity(self, m: int | None = None, pair: tuple[int, int] | None = None) -> float:
+    def sensitivity(self, m: int | None = None, pair: tuple[int, int] | None = None,
+                    S: tuple[int, ...] | None = None) -> float:
         return 1.0
 
 

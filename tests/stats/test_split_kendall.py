@@ -271,3 +271,64 @@ def test_summing_over_blocks_first_on_large_tables(monkeypatch: pytest.MonkeyPat
         summed = split_kendall_u(t)
         scale = math.sqrt(9 * n / 4)
         np.testing.assert_allclose(summed / scale, exact / scale, rtol=0, atol=1e-11)
+
+
+# ------------------------------------------- claim 5: a test given the empty set
+
+
+@st.composite
+def marginal_neighbours(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """Codes of one stratum and a replace-one neighbour (one row's x and y redrawn)."""
+    n = draw(st.integers(1, 40))
+    cx = draw(st.integers(1, 6))
+    cy = draw(st.integers(1, 6))
+    x = np.array(draw(st.lists(st.integers(0, cx - 1), min_size=n, max_size=n)), dtype=np.int64)
+    y = np.array(draw(st.lists(st.integers(0, cy - 1), min_size=n, max_size=n)), dtype=np.int64)
+    i = draw(st.integers(0, n - 1))
+    x2, y2 = x.copy(), y.copy()
+    x2[i] = draw(st.integers(0, cx - 1))
+    y2[i] = draw(st.integers(0, cy - 1))
+    return x, y, x2, y2, np.array([cx, cy])
+
+
+@settings(max_examples=400, deadline=None)
+@given(marginal_neighbours(), st.sampled_from(["default", "small", "large"]))
+def test_empty_set_bound_holds_for_replace_one(d: tuple[np.ndarray, ...], floor: str) -> None:
+    """Claim 5: given the empty set a replaced row stays in the one stratum, so the split
+    z moves by less than 4.5/sqrt(w0) (3/sqrt(n) at the default floor, half of claim 1's
+    bound), for any floor and any declared cardinalities."""
+    x, y, x2, y2, (cx, cy) = d
+    n = x.size
+    w0 = {"default": 9 * n / 4, "small": 0.5, "large": 40.0 * n}[floor]
+    spec = get("split-kendall-z-marginal")
+    pub: dict[str, float] = {"n": n, "w0": w0, "cx": int(cx), "cy": int(cy)}
+    strata = np.zeros(n, dtype=np.int64)
+    a = spec.evaluate(x, y, strata, **pub)
+    b = spec.evaluate(x2, y2, np.arange(n), **pub)  # the spec ignores strata: one stratum
+    assert abs(a - b) < spec.bound(**pub)
+    assert a == pytest.approx(split_kendall_z(
+        table_from_codes(x, y, None, int(cx), int(cy)), w0), abs=1e-12)
+
+
+def test_empty_set_bound_is_half_and_nearly_attained() -> None:
+    """Every row at (0, 0): replacing one by (1, 1) gives S = n - 1 for the binary pair,
+    0.99 of 3/sqrt(n) at n = 400; the bound is exactly half of claim 1's at the default
+    floor, and it is registered under replace-one only."""
+    spec = get("split-kendall-z-marginal")
+    n = 400
+    x = np.zeros(n, dtype=np.int64)
+    y = np.zeros(n, dtype=np.int64)
+    x2, y2 = x.copy(), y.copy()
+    x2[0] = y2[0] = 1
+    pub: dict[str, float] = {"n": n, "w0": 9 * n / 4, "cx": 2, "cy": 2}
+    strata = np.zeros(n, dtype=np.int64)
+    change = abs(spec.evaluate(x2, y2, strata, **pub) - spec.evaluate(x, y, strata, **pub))
+    assert 0.98 < change / spec.bound(**pub) < 1.0
+    assert spec.bound(**pub) == pytest.approx(3 / math.sqrt(n))
+    for cx, cy in ((2, 2), (3, 5)):
+        full = get("split-kendall-z").bound(n=10**5, w0=9 * 10**5 / 4, cx=cx, cy=cy)
+        assert spec.bound(n=10**5, w0=9 * 10**5 / 4, cx=cx, cy=cy) == pytest.approx(full / 2)
+    with pytest.raises(StatisticInputError):
+        get("split-kendall-z-marginal", "add-remove")
+    with pytest.raises(StatisticInputError):
+        spec.bound(n=n, w0=0.0, cx=2, cy=2)
