@@ -452,6 +452,9 @@ CASES: dict[str, DiscreteCase] = {
                                                       max_k=8, block_max_k=3),
     "split-kendall-z": DiscreteCase(n_range=(2, 30), max_cx=5, max_cy=5, max_k=8,
                                     block_max_k=3),
+    # a test given the empty set: one stratum (the spec ignores the strata anyway)
+    "split-kendall-z-marginal": DiscreteCase(n_range=(2, 30), max_cx=5, max_cy=5, max_k=1,
+                                             block_max_k=1),
     "conditional-spearman-z": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=8,
                                            block_max_c=12, block_max_k=3),
     "g2-decision-distance": DiscreteCase(n_range=(2, 30), max_cx=4, max_cy=4, max_k=6),
@@ -588,6 +591,13 @@ def constructions(spec: Any) -> list[Pair]:
                         spec, before, (1, 1, 1), w0,
                         f"construction: discordant block + concordant row added to a "
                         f"constant block, m={m}", cards=(2, 3)))
+    elif name == "split-kendall-z-marginal" and r1:
+        # every row at (0, 0) and one replaced by (1, 1): dS = m - 1 for the binary pair,
+        # 9 (m - 1)/(2m + 5) of the bound's 9/2 (statistics-split-kendall-z.md, claim 5)
+        for m in (100, 400):
+            out.append(_construction_pair(spec, _rows((m, 0, 0, 0)), (1, 1, 0), None,
+                                          f"construction: one stratum of (0,0) rows, one "
+                                          f"replaced by (1,1), m={m}", cards=(2, 2)))
     elif name == "spearman-rho-a":
         # the exact maximum at n = 3 (exhaustive over all weak orders): 0.75 of the bound
         before = (np.array([0, 0, 1], np.int64), np.array([1, 1, 0], np.int64),

@@ -217,7 +217,7 @@ class StatisticSource:
         self.p = len(self.cardinalities)
         self.n = int(engine.n)
         self._sens = sens  # (rows, key, marginal) -> bound: public, shared with subsets
-        # queries announced by expect(), fetched with one engine call on the first miss
+        # queries announced by expect(), counted by the engine (warm) on the first miss
         self._expected: list[Query] = []
         try:
             self.sensitivity()  # a score without a bound under the relation is refused here
