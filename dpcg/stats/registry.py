@@ -519,7 +519,6 @@ register(
 )
 
 
-
 def _stat_skz_marginal(
     x: NDArray[np.integer],
     y: NDArray[np.integer],

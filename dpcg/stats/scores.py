@@ -102,7 +102,13 @@ def kendall_sensitivity(n: int, relation: Relation, c: int, split: bool = False)
     """Registered bound of the floored conditional Kendall z on ``n`` rows for a pair
     whose smaller declared cardinality is ``c`` (``c >= 2``); with ``split``, of the
     split statistic (the same for every ``c``)."""
-    spec = registry.get(SPLIT_SPEC if split else KENDALL_SPEC, relation)
+    return _kendall_bound(SPLIT_SPEC if split else KENDALL_SPEC, n, relation, c)
+
+
+def _kendall_bound(name: str, n: int, relation: Relation, c: int) -> float:
+    """The registered bound ``name`` of a Kendall statistic at the default floor
+    ``9n/4``, for declared cardinalities ``cx = cy = c``."""
+    spec = registry.get(name, relation)
     public: dict[str, float] = {"n": n, "w0": public_floor(n), "cx": c, "cy": c}
     return spec.bound(**{k: v for k, v in public.items() if k in spec.public_params})
 
@@ -183,8 +189,7 @@ class SplitKendallScore(Score):
         replaced row stays in the one stratum; proof note, claim 5)."""
         if relation is not Relation.REPLACE_ONE:
             return None
-        spec = registry.get(SPLIT_MARGINAL_SPEC, relation)
-        return spec.bound(n=n, w0=public_floor(n), cx=key, cy=key)
+        return _kendall_bound(SPLIT_MARGINAL_SPEC, n, relation, key)
 
     def threshold(self, alpha: float, cardinalities: Sequence[int], x: int, y: int,
                   S: tuple[int, ...]) -> float:
