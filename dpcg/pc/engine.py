@@ -12,8 +12,10 @@ Skeleton phase, level ``l = 0, 1, 2, ...``:
   ``(y, x | S)`` separately would ask (and, privately, pay for) the same question twice
   (PRIVACY.md section 6, defect 8).
 * A pair's tests stop at its first separating set; removals are applied at the end of
-  the level. The phase stops when no adjacent pair has ``l`` other neighbours, or after
-  ``max_depth``.
+  the level. A tester that removed pairs early, by a question PC-stable asks at a later
+  level (:class:`CarriesAdjacency`), has them kept in that level's frozen adjacency for
+  the candidate sets only. The phase stops when no adjacent pair has ``l`` other
+  neighbours, or after ``max_depth``.
 
 Three kinds of testers drive the decisions:
 
@@ -45,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -61,6 +63,7 @@ Sepset = tuple[int, ...]
 
 __all__ = [
     "BatchEdgeTester",
+    "CarriesAdjacency",
     "EdgeTester",
     "LevelCandidates",
     "LevelStrategy",
@@ -123,6 +126,19 @@ class LevelListener(Protocol):
 
     def start_level(self, level: int, adjacency: Sequence[frozenset[int]],
                     pairs: Sequence[Pair]) -> None: ...
+
+
+@runtime_checkable
+class CarriesAdjacency(Protocol):
+    """A tester that removed some pairs early: at an earlier level, by a question that
+    PC-stable would only have asked at ``level`` (a screened selection's second release
+    removes pairs at level 0 by their smallest score over the empty set and single
+    neighbours). PC-stable freezes the adjacency before a level, so those pairs would
+    still have been adjacent while ``level``'s conditioning sets were drawn: they stay in
+    the adjacency the candidate sets of ``level`` come from, and are not tested again.
+    What it returns must be post-processing of earlier releases (it is public)."""
+
+    def carried_pairs(self, level: int) -> Collection[Pair]: ...
 
 
 def pair_test_count(level: int, adjacency: Sequence[frozenset[int]], x: int, y: int) -> int:
@@ -271,6 +287,22 @@ def candidate_sets(
             yield S
 
 
+def _with_carried(adjacency: list[frozenset[int]], tester: object, level: int
+                  ) -> list[frozenset[int]]:
+    """The adjacency a level's candidate sets come from: ``adjacency`` with the pairs a
+    :class:`CarriesAdjacency` tester carries into ``level`` added back."""
+    if not isinstance(tester, CarriesAdjacency):
+        return adjacency
+    carried = tester.carried_pairs(level)
+    if not carried:
+        return adjacency
+    out = [set(a) for a in adjacency]
+    for a, b in carried:
+        out[a].add(b)
+        out[b].add(a)
+    return [frozenset(a) for a in out]
+
+
 def _validate(names: Sequence[str], max_depth: int | None) -> tuple[str, ...]:
     if isinstance(names, str):
         raise AlgorithmError("names: expected a sequence of variable names, got a string")
@@ -330,11 +362,12 @@ def pc_stable(
     levels_completed = 0
     clock = time.perf_counter
     while max_depth is None or level <= max_depth:
-        frozen = [frozenset(a) for a in adj]
+        tested = [frozenset(a) for a in adj]
+        frozen = _with_carried(tested, tester, level)
         pairs = [
             (x, y)
             for x in range(p)
-            for y in sorted(frozen[x])
+            for y in sorted(tested[x])
             if x < y and (x, y) not in required
             and (len(frozen[x]) - 1 >= level or len(frozen[y]) - 1 >= level)
         ]

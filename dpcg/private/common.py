@@ -281,6 +281,11 @@ def check_screen_selection(value: object) -> None:
         raise AlgorithmError(f"screen_selection: expected 0 or 1, got {value!r}")
 
 
+#: Whether the pairs a screened selection's second release removes stay in the adjacency
+#: level 1's conditioning sets come from (:meth:`ScreenedPairs.carried_pairs`).
+SCREENED_STAY_CANDIDATES = True
+
+
 class ScreenedPairs:
     """Part of a tester that can make a screened selection (Laplace-PC, Priv-PC): the
     pairs its second release did not keep, which the tester's ``__init__`` sets to an
@@ -288,6 +293,16 @@ class ScreenedPairs:
 
     #: pairs a screened selection's second release did not keep
     _screened: set[tuple[int, int]]
+
+    def carried_pairs(self, level: int) -> frozenset[tuple[int, int]]:
+        """The pairs the second release did not keep stay in the adjacency that level 1's
+        conditioning sets come from (:class:`dpcg.pc.engine.CarriesAdjacency`): it
+        removed them by a level-1 question (their smallest score over single neighbours),
+        and PC-stable draws level 1's sets from the adjacency before level 1's removals.
+        A function of the first release's output and the second's (public)."""
+        if level != 1 or not SCREENED_STAY_CANDIDATES:
+            return frozenset()
+        return frozenset(self._screened)
 
     @property
     def unreleased_sepsets(self) -> frozenset[tuple[int, int]]:

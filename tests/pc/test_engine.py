@@ -325,3 +325,53 @@ def test_batch_tester_round_robin_order_and_partial_answers() -> None:
     res = pc_stable(enough, nodes)
     assert res.cpdag == full.cpdag
     assert not res.budget_exhausted
+
+
+class EarlyRemoval(Recording):
+    """Removes ``early`` pairs at level 0 whatever the oracle says (as a screened
+    selection's second release removes pairs by a level-1 question), and carries them
+    into level 1's candidate sets when ``carry`` is set."""
+
+    def __init__(self, inner: DSeparationOracle, early: set[tuple[int, int]],
+                 carry: bool) -> None:
+        super().__init__(inner)
+        self.early, self.carry = early, carry
+        self.levels: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
+        self.carried_asked: list[int] = []
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> OracleResult:
+        self.levels.setdefault(len(S), []).append((x, y, tuple(S)))
+        if not S and (x, y) in self.early:
+            self.asked.append((x, y, ()))
+            return OracleResult(True)
+        return super().test(x, y, S)
+
+    def carried_pairs(self, level: int) -> frozenset[tuple[int, int]]:
+        self.carried_asked.append(level)
+        return frozenset(self.early) if self.carry and level == 1 else frozenset()
+
+
+def test_carried_pairs_stay_candidates_for_level_one_only() -> None:
+    """A hub ``h`` with children ``a, b, c``: the pairs ``h-a`` and ``h-b`` removed at
+    level 0 (as a screening step would) leave ``a-b`` without ``h`` in either
+    adjacency, so it survives as a false edge; carried into level 1, ``h`` is a
+    candidate set for ``a-b`` (PC-stable's frozen adjacency), which is removed. The
+    carried pairs themselves are not tested again, and level 2 does not see them."""
+    nodes = ("h", "a", "b", "c", "d")
+    edges = (("h", "a"), ("h", "b"), ("h", "c"), ("c", "d"))
+    early = {(0, 1), (0, 2)}
+    plain = EarlyRemoval(DSeparationOracle(nodes, edges), early, carry=False)
+    res_plain = pc_stable(plain, nodes)
+    assert (1, 2) not in res_plain.sepsets          # a - b is left adjacent
+    assert 2 in res_plain.adjacency[1]
+    carried = EarlyRemoval(DSeparationOracle(nodes, edges), early, carry=True)
+    res = pc_stable(carried, nodes)
+    assert res.sepsets[(1, 2)] == (0,)              # a _||_ b | h
+    assert 2 not in res.adjacency[1]
+    assert not any((x, y) in early for x, y, _ in carried.levels.get(1, []))
+    assert 1 in carried.carried_asked
+    # only the edge h - c - d and the early removals differ from the truth
+    assert {frozenset((x, y)) for x in range(5) for y in res.adjacency[x]} == {
+        frozenset((0, 3)), frozenset((3, 4))}
+    for x, y, S in carried.levels.get(2, []):
+        assert not ({x, y} & {1, 2} and 0 in S)    # h is no candidate of a, b at level 2

@@ -346,3 +346,35 @@ def test_laplace_pc_screen_option_is_validated() -> None:
         LaplacePCParams(screen_selection=3)
     with pytest.raises(AlgorithmError, match="screen_selection"):
         LaplacePCParams(screen_selection=1, budget_split="run")
+
+
+@pytest.mark.parametrize("algorithm", ["laplace-pc", "priv-pc"])
+def test_screened_pairs_stay_level_one_candidates(net30: Any, algorithm: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pairs the second release removed stay in the adjacency level 1's conditioning
+    sets are drawn from (PC-stable freezes the adjacency before level 1's removals, and
+    the second release asked a level-1 question), are not tested again, and are gone
+    from level 2 on; without them a hub's children that only the hub separates stay
+    adjacent (hailfinder: ``docs/benchmarks/utility-f1-analysis.md``)."""
+    import dpcg.pc.engine as engine
+
+    seen: dict[int, tuple[Any, Any, frozenset[tuple[int, int]]]] = {}
+    real = engine._with_carried
+
+    def spy(adjacency: Any, tester: Any, level: int) -> Any:
+        out = real(adjacency, tester, level)
+        seen[level] = (adjacency, out, tester.unreleased_sepsets)
+        return out
+    monkeypatch.setattr(engine, "_with_carried", spy)
+    res = discover(net30, algorithm, epsilon=1.0, delta=1e-6, seed=4)
+    assert res.plan["screened"] is True
+    base, ext, screened = seen[1]
+    assert screened
+    assert res.pc.info["sepsets_unreleased"] == len(screened)
+    added = {(x, y) for x in range(len(ext)) for y in ext[x] - base[x] if x < y}
+    assert added == set(screened)
+    level1 = {(r.x, r.y) for r in res.pc.tests if r.level == 1}
+    assert not level1 & set(screened)
+    for level, (b, e, _) in seen.items():
+        if level != 1:
+            assert e == b
