@@ -42,6 +42,7 @@ Proof note: ``docs/privacy/algorithm-priv-pc.md``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, cast
@@ -57,7 +58,7 @@ from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
-from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset, candidate_sets, hand_over
 from dpcg.private.common import (
     SETS_PER_SIDE,
     DiscreteAlgorithm,
@@ -99,6 +100,13 @@ from dpcg.private.registry import register_algorithm
 
 #: Default threshold tweak ``t`` of the sieve (score scale), fixed before any benchmark.
 DEFAULT_TWEAK = 0.5
+
+#: Most column sets announced to a round's subsample at a time (``_announce_sub``): one
+#: ``GROUPING SETS`` scan of the DuckDB and Spark engines (``SETS_PER_SCAN``).
+SUB_WINDOW_SETS = 64
+#: Fewest: a round's first window is twice the tables the previous round's sieve read,
+#: within these bounds, and doubles when the round reads past it.
+SUB_WINDOW_MIN = 4
 
 
 @dataclass(frozen=True)
@@ -343,6 +351,15 @@ class SieveExamineTester(ScreenedPairs):
         #: level 0's kept pairs (``None``: no selection, or not made yet)
         self._kept: set[tuple[int, int]] | None = None
         self._screened = set()  # ScreenedPairs
+        #: the level's pairs and their candidate sets in the order they are asked, the
+        #: index of the pair being asked, and the end of the pairs announced to the
+        #: current round's subsample (:meth:`_stream`, :meth:`_announce_sub`)
+        self._upcoming: list[tuple[int, int, tuple[Sepset, ...]]] = []
+        self._pos = 0
+        self._sub_until = 0
+        self._index: dict[Pair, int] = {}  # pair -> its place in _upcoming (per-test mode)
+        self._window = SUB_WINDOW_MIN  # column sets of the next subsample announcement
+        self._sub_reads = 0  # tables the current round's sieve read
 
     def _examine_mech(self, params: RoundParams, sensitivity: float | None = None) -> Laplace:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
@@ -494,13 +511,69 @@ class SieveExamineTester(ScreenedPairs):
         self.examines += 1
         return float(np.asarray(out[0]))
 
+    def _stream(self, upcoming: list[tuple[int, int, tuple[Sepset, ...]]]) -> None:
+        """A level's tests, in the order the tester asks them (the engine's candidates
+        and :func:`~dpcg.private.common.ranked_sets`: public, post-processing of earlier
+        releases). They are announced to the full data's source
+        (:meth:`StatisticSource.expect`), which the examines read, and in windows to each
+        round's subsample (:meth:`_announce_sub`), which the sieve reads: on an engine
+        that counts where the data live, the scans of a batch instead of one per test.
+        Nothing is counted before a release that reads it was admitted, and the same
+        scores are computed (``docs/scale.md``)."""
+        self._upcoming = upcoming
+        self._pos = 0
+        self._sub_until = 0
+        self._index = {}
+        self.source.expect([(x, y, S) for x, y, sets in upcoming for S in sets])
+
+    def start_level(self, level: int, adjacency: Sequence[frozenset[int]],
+                    pairs: Sequence[Pair]) -> None:
+        """The PC engine's level start when it asks one test at a time (a fixed plan,
+        :class:`~dpcg.pc.engine.LevelListener`): the level's tests are the engine's
+        candidates of the frozen adjacency, in its order (:meth:`_stream`)."""
+        self._stream([(x, y, tuple(candidate_sets(x, y, level, adjacency)))
+                      for x, y in pairs])
+        self._index = {pair: i for i, pair in enumerate(pairs)}
+
+    def _announce_sub(self) -> None:
+        """Announce to the round's subsample the tests of the pairs from the one being
+        asked on, up to ``_window`` column sets (a round ends at its first positive, so
+        a subsample is told about the next few pairs, not the level; the window follows
+        the length of the rounds, which the released positives fix). Level 0's pairs
+        that a selection did not keep ask nothing and are skipped."""
+        assert self.sub is not None
+        kept = self._kept if self._level == 0 else None
+        window: list[tuple[int, int, tuple[int, ...]]] = []
+        columns: set[tuple[int, ...]] = set()
+        i = self._pos
+        while i < len(self._upcoming):
+            x, y, sets = self._upcoming[i]
+            if kept is None or (min(x, y), max(x, y)) in kept:
+                more = {tuple(sorted({x, y, *S})) for S in sets} - columns
+                if window and len(columns) + len(more) > self._window:
+                    break
+                columns |= more
+                window.extend((x, y, S) for S in sets)
+            i += 1
+        self._sub_until = i
+        self.sub.expect(window)
+
     def _sub_score(self, rows: np.ndarray, x: int, y: int, S: tuple[int, ...]) -> float:
         if self.sub is None:
             self.sub = self.source.subset(rows)
+            self._sub_until = self._pos
+            self._window = min(max(2 * self._sub_reads, SUB_WINDOW_MIN), SUB_WINDOW_SETS)
+            self._sub_reads = 0
+        elif self._pos >= self._sub_until:
+            self._window = min(2 * self._window, SUB_WINDOW_SETS)
+        if self._pos >= self._sub_until and self._pos < len(self._upcoming):
+            self._announce_sub()
+        self._sub_reads += 1
         return self.sub.score(x, y, S)
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         x, y, S = validate_query(x, y, S, self.source.p)
+        self._pos = self._index.get((x, y), self._pos)
         if len(S) != self._level:
             self._enter_level(len(S))
         if not S and self._kept is not None and (min(x, y), max(x, y)) not in self._kept:
@@ -575,7 +648,9 @@ class PairSieveTester(SieveExamineTester):
         removals: dict[Pair, Sepset] = {}
         try:
             if level == 0:
-                for x, y in pairs:
+                self._stream([(x, y, ((),)) for x, y in pairs])
+                for i, (x, y) in enumerate(pairs):
+                    self._pos = i
                     res = self.test(x, y, ())
                     candidates.record(x, y, (), res)
                     self._strength[(x, y)] = (math.inf if res.statistic is None
@@ -586,8 +661,11 @@ class PairSieveTester(SieveExamineTester):
             if not pairs:
                 return removals
             self._enter_level(level, units=len(pairs))
-            for x, y in pairs:
-                sets = ranked_sets(level, (x, y), candidates, self._strength)
+            asked = [(x, y, ranked_sets(level, (x, y), candidates, self._strength))
+                     for x, y in pairs]
+            self._stream(asked)
+            for i, (x, y, sets) in enumerate(asked):
+                self._pos = i
                 res, S = self._pair(x, y, sets)
                 if res.independent:
                     removals[(x, y)] = S
@@ -654,7 +732,9 @@ class TestThenPairTester(PairSieveTester):
             self._enter_level(level)  # the per-test plan: level_rounds(open pairs, level)
             undecided = len(pairs)
             per_test = True
-            for x, y in pairs:
+            self._stream([(x, y, candidates[(x, y)]) for x, y in pairs])
+            for i, (x, y) in enumerate(pairs):
+                self._pos = i
                 sets = candidates[(x, y)]
                 for j, S in enumerate(sets):
                     if per_test and self._available() <= undecided:
