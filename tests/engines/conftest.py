@@ -25,6 +25,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if java_home() is None:  # pragma: no cover - CI has Java 17
         pytest.skip("Spark needs Java 17")
     base = tmp_path_factory.mktemp("spark")
+    _stop_local_sessions()
     with standalone_cluster(base) as cluster:
         keys = ("JAVA_HOME", "SPARK_HOME", "SPARK_LOCAL_IP", "SPARK_CONF_DIR")
         saved = {k: os.environ.get(k) for k in (*keys, "PYSPARK_PYTHON")}
@@ -56,6 +57,23 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+
+
+def _stop_local_sessions() -> None:
+    """Stop a Spark session an earlier test left active in this process (the
+    ``local[1]`` sessions :func:`dpcg.stats.engine_specs.local_spark` keeps, e.g. for the
+    engine-equality suites), and forget it: ``getOrCreate`` would otherwise hand the
+    cluster fixture that local session, whatever the order the tests run in."""
+    from pyspark.sql import SparkSession
+
+    from dpcg.stats import engine_specs
+
+    for url, known in list(engine_specs._SESSIONS.items()):
+        known.stop()
+        del engine_specs._SESSIONS[url]
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
 
 
 @pytest.fixture(scope="module")
