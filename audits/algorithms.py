@@ -27,23 +27,30 @@ QUICK_ALGORITHMS = ("laplace-pc", "svt-pc")
 ALL_ALGORITHMS = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
 
 
-def tiny_pair(seed: int = 0) -> fixtures.Neighbours:
-    """Three ordinal variables (x -> y, z independent), 200 rows; D' replaces row 0
-    by a row that breaks the x-y dependence."""
+def _row0_replaced(arr: np.ndarray, names: tuple[str, ...], what: str) -> fixtures.Neighbours:
+    """Three-level ordinal columns ``names`` with codes ``arr``, and the neighbour that
+    replaces row 0 by ``(0, 2, ..., 2)`` (or ``(2, 0, ..., 0)`` if row 0 is that row),
+    which breaks the first column's dependences."""
     from dpcg.data.dataset import Dataset
     from dpcg.data.schema import Ordinal, Schema
 
+    breaker = (0,) + (2,) * (len(names) - 1)
+    arr2 = arr.copy()
+    arr2[0] = breaker if tuple(arr[0]) != breaker else tuple(2 - v for v in breaker)
+    schema = Schema([Ordinal(name, ("0", "1", "2")) for name in names])
+    return fixtures.Neighbours(Dataset.from_numpy(arr, schema, encoded=True),
+                               Dataset.from_numpy(arr2, schema, encoded=True), what)
+
+
+def tiny_pair(seed: int = 0) -> fixtures.Neighbours:
+    """Three ordinal variables (x -> y, z independent), 200 rows; D' replaces row 0
+    by a row that breaks the x-y dependence."""
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 3, N_ROWS)
     y = (x + rng.integers(0, 2, N_ROWS)) % 3
     z = rng.integers(0, 3, N_ROWS)
-    arr = np.c_[x, y, z]
-    arr2 = arr.copy()
-    arr2[0] = [0, 2, 2] if tuple(arr[0]) != (0, 2, 2) else [2, 0, 0]
-    schema = Schema([Ordinal(name, ("0", "1", "2")) for name in ("x", "y", "z")])
-    d = Dataset.from_numpy(arr, schema, encoded=True)
-    dp = Dataset.from_numpy(arr2, schema, encoded=True)
-    return fixtures.Neighbours(d, dp, f"3 ordinal variables, {N_ROWS} rows, row 0 replaced")
+    return _row0_replaced(np.c_[x, y, z], ("x", "y", "z"),
+                          f"3 ordinal variables, {N_ROWS} rows, row 0 replaced")
 
 
 def hub_pair(seed: int = 0) -> fixtures.Neighbours:
@@ -51,19 +58,11 @@ def hub_pair(seed: int = 0) -> fixtures.Neighbours:
     by a row that breaks the hub's dependences. With a forced level-0 selection
     (:data:`SCREENED`) Laplace-PC and Priv-PC make a screened selection on it whose
     dropped pairs are carried into level 1's candidate sets."""
-    from dpcg.data.dataset import Dataset
-    from dpcg.data.schema import Ordinal, Schema
-
     rng = np.random.default_rng(seed)
     h = rng.integers(0, 3, N_ROWS)
     arr = np.c_[(h, *((h + rng.integers(0, 2, N_ROWS)) % 3 for _ in range(4)))]
-    arr2 = arr.copy()
-    arr2[0] = [0, 2, 2, 2, 2] if tuple(arr[0]) != (0, 2, 2, 2, 2) else [2, 0, 0, 0, 0]
-    schema = Schema([Ordinal(name, ("0", "1", "2")) for name in ("h", "a", "b", "c", "d")])
-    d = Dataset.from_numpy(arr, schema, encoded=True)
-    dp = Dataset.from_numpy(arr2, schema, encoded=True)
-    return fixtures.Neighbours(d, dp, f"a hub and 4 children (ordinal), {N_ROWS} rows, "
-                                      "row 0 replaced")
+    return _row0_replaced(arr, ("h", "a", "b", "c", "d"),
+                          f"a hub and 4 children (ordinal), {N_ROWS} rows, row 0 replaced")
 
 
 #: Options forcing the screened level-0 selection on :func:`hub_pair` (first release
