@@ -97,6 +97,7 @@ from dpcg.private.planning import (
     unit_epsilon,
 )
 from dpcg.private.registry import register_algorithm
+from dpcg.stats.grouped import column_set
 
 #: Default threshold tweak ``t`` of the sieve (score scale), fixed before any benchmark.
 DEFAULT_TWEAK = 0.5
@@ -549,7 +550,7 @@ class SieveExamineTester(ScreenedPairs):
         while i < len(self._upcoming):
             x, y, sets = self._upcoming[i]
             if kept is None or (min(x, y), max(x, y)) in kept:
-                more = {tuple(sorted({x, y, *S})) for S in sets} - columns
+                more = {column_set((x, y, S)) for S in sets} - columns
                 if window and len(columns) + len(more) > self._window:
                     break
                 columns |= more
