@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # optional extras, imported lazily
     from dpcg.stats.duckdb_engine import DuckDBEngine
     from dpcg.stats.spark_engine import SparkEngine
 
-__all__ = ["codes_schema", "duckdb_from_codes", "local_spark", "spark_from_codes"]
+__all__ = ["codes_schema", "duckdb_from_codes", "local_spark", "spark_from_codes",
+           "stop_local_spark"]
 
 _SESSIONS: dict[str, Any] = {}
 
@@ -93,6 +94,16 @@ def local_spark(master: str | None = None) -> Any:
     session.sparkContext.setLogLevel("ERROR")
     _SESSIONS[url] = session
     return session
+
+
+def stop_local_spark(session: Any | None = None) -> None:
+    """Stop ``session`` (default: every session :func:`local_spark` keeps) and forget it, so
+    that the next :func:`local_spark` or ``getOrCreate`` starts a fresh one."""
+    targets = list(_SESSIONS.values()) if session is None else [session]
+    for target in targets:
+        target.stop()
+        for url in [u for u, known in _SESSIONS.items() if known is target]:
+            del _SESSIONS[url]
 
 
 def spark_from_codes(codes: NDArray[np.integer], cardinalities: Sequence[int],

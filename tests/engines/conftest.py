@@ -68,9 +68,7 @@ def _stop_local_sessions() -> None:
 
     from dpcg.stats import engine_specs
 
-    for url, known in list(engine_specs._SESSIONS.items()):
-        known.stop()
-        del engine_specs._SESSIONS[url]
+    engine_specs.stop_local_spark()
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
@@ -102,10 +100,7 @@ def local_spark_session() -> Iterator[Any]:
     try:
         yield session
     finally:
-        session.stop()
-        for url, known in list(engine_specs._SESSIONS.items()):
-            if known is session:
-                del engine_specs._SESSIONS[url]
+        engine_specs.stop_local_spark(session)
         if saved is None:
             os.environ.pop("PYSPARK_PYTHON", None)
         else:

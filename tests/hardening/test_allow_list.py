@@ -310,9 +310,7 @@ def spark_local() -> Iterator[None]:
     if before is None:
         started = SparkSession.getActiveSession()
         if started is not None:
-            started.stop()
-            for url in [u for u, sess in engine_specs._SESSIONS.items() if sess is started]:
-                del engine_specs._SESSIONS[url]
+            engine_specs.stop_local_spark(started)
 
 
 def _engine_argv(engine: str, data: Path, schema: Path) -> list[str]:
