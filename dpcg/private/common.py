@@ -188,18 +188,20 @@ def min_level0_threshold(source: StatisticSource) -> float:
 
 
 def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: float,
-                 who: str, pairs: Sequence[tuple[int, int]] | None = None
-                 ) -> set[tuple[int, int]]:
+                 who: str, pairs: Sequence[tuple[int, int]] | None = None,
+                 empty_set_bound: bool = False) -> set[tuple[int, int]]:
     """Level 0's selection for testers that ask one pair at a time: one
     :class:`~accounting.mechanisms.TopK` release (``k`` pairs, ``epsilon`` per step) over
     ``pairs`` (default: every pair ``x < y``) on the utilities
-    ``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` (sensitivity 1; ``docs/privacy/top-k.md``),
-    admitted and recorded before any score is computed. Returns the kept pairs."""
+    ``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` (sensitivity 1; ``docs/privacy/top-k.md``;
+    ``Delta`` the bound of a test given the empty set with ``empty_set_bound``, see
+    :func:`selection_bound`), admitted and recorded before any score is computed. Returns
+    the kept pairs."""
     p = source.p
     todo = (list(pairs) if pairs is not None
             else [(x, y) for x in range(p) for y in range(x + 1, p)])
     return set(_top_pairs(source, session, k, epsilon, todo,
-                          lambda: marginal_utilities(source, todo),
+                          lambda: marginal_utilities(source, todo, empty_set_bound),
                           f"{who} level 0: keep the top {k} of {len(todo)} pairs"))
 
 
@@ -210,13 +212,24 @@ def bound_given(S: tuple[int, ...]) -> tuple[int, ...] | None:
     return S if planning.LEVEL0_EMPTY_SET_BOUND else None
 
 
-def marginal_utilities(source: StatisticSource, pairs: Sequence[tuple[int, int]]
-                       ) -> npt.NDArray[np.float64]:
-    """``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` for each pair (sensitivity 1; the
-    bound of a test given the empty set with :func:`bound_given`), the scores computed
-    with one engine call."""
+def selection_bound(S: tuple[int, ...], empty_set_bound: bool) -> tuple[int, ...] | None:
+    """The ``S`` to pass to :meth:`StatisticSource.sensitivity` for a term of a level-0
+    selection's utility: ``S`` itself (a term given the empty set then uses that test's
+    smaller bound, any other set the pair's) when the caller asks for it
+    (``empty_set_bound``: Laplace-PC, Priv-PC and SVT-PC pass
+    :data:`~dpcg.private.planning.SELECTION_EMPTY_SET_BOUND`) or when
+    :data:`~dpcg.private.planning.LEVEL0_EMPTY_SET_BOUND` is on, else ``None``. Each term
+    divided by its own test's bound moves by at most 1, whichever bound it uses."""
+    return S if empty_set_bound else bound_given(S)
+
+
+def marginal_utilities(source: StatisticSource, pairs: Sequence[tuple[int, int]],
+                       empty_set_bound: bool = False) -> npt.NDArray[np.float64]:
+    """``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` for each pair (sensitivity 1; ``Delta``
+    the bound of a test given the empty set or the pair's, :func:`selection_bound`), the
+    scores computed with one engine call."""
     source.prefetch([(x, y, ()) for x, y in pairs])
-    given = bound_given(())
+    given = selection_bound((), empty_set_bound)
     return np.array([(source.score(x, y, ()) - source.threshold(x, y, ()))
                      / source.sensitivity(pair=(x, y), S=given) for x, y in pairs])
 
@@ -343,7 +356,8 @@ class AnnouncesLevels:
 
 def select_pairs_screened(source: StatisticSource, session: Session, first_k: int,
                           first_epsilon: float, k: int, epsilon: float, who: str,
-                          pairs: Sequence[tuple[int, int]] | None = None
+                          pairs: Sequence[tuple[int, int]] | None = None,
+                          empty_set_bound: bool = False
                           ) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
     """Level 0's screened selection (``docs/privacy/algorithm-priv-pc.md``): a first
     top-``first_k`` release over every pair on the marginal utilities (as
@@ -355,7 +369,9 @@ def select_pairs_screened(source: StatisticSource, session: Session, first_k: in
 
     ``sets`` from :func:`screening_sets` (a function of the first release). Each term
     changes by at most 1 between neighbours (``Delta(x, y)`` bounds every test of the
-    pair), so their minimum does too. Returns ``(kept, screened)``: the pairs the second
+    pair; with ``empty_set_bound`` the term given the empty set is divided by that test's
+    own, smaller bound instead, :func:`selection_bound`), so their minimum does too.
+    Returns ``(kept, screened)``: the pairs the second
     release keeps, and the first release's pairs it does not keep (removed without a
     released separating set)."""
     p = source.p
@@ -364,7 +380,7 @@ def select_pairs_screened(source: StatisticSource, session: Session, first_k: in
     ranked: list[tuple[int, int]] | None = None
     if first_k > 0:
         ranked = _top_pairs(source, session, first_k, first_epsilon, every,
-                            lambda: marginal_utilities(source, every),
+                            lambda: marginal_utilities(source, every, empty_set_bound),
                             f"{who} level 0: keep the top {first_k} of {len(every)} "
                             "pairs (screen)")
     candidates = every if ranked is None else sorted(ranked)
@@ -374,7 +390,8 @@ def select_pairs_screened(source: StatisticSource, session: Session, first_k: in
     def screened() -> npt.NDArray[np.float64]:
         source.prefetch([(x, y, S) for (x, y) in candidates for S in sets[(x, y)]])
         return np.array([min((source.score(x, y, S) - source.threshold(x, y, S))
-                             / source.sensitivity(pair=(x, y), S=bound_given(S))
+                             / source.sensitivity(pair=(x, y),
+                                                  S=selection_bound(S, empty_set_bound))
                              for S in sets[(x, y)])
                          for x, y in candidates])
 

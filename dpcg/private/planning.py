@@ -456,6 +456,15 @@ PRIV_PC_SELECT_GROW = False
 #: smaller one the tables were not re-run (measured A/B, eps 1 and 5, 100,000 rows:
 #: ``docs/benchmarks/utility-f1-analysis.md``, "Level 0 at half the sensitivity").
 LEVEL0_EMPTY_SET_BOUND = False
+#: Whether the level-0 selections of Laplace-PC, Priv-PC and SVT-PC (the single top-K
+#: release and both releases of the screened one) scale each utility's term given the
+#: empty set by that smaller bound. The plan fixes how many pairs a selection keeps, so
+#: the smaller noise changes only which pairs it keeps. On: measured on tuning networks
+#: (``docs/benchmarks/utility-f1-analysis.md``, "Level 0's selections at the empty set's
+#: bound"). CURATE's selection keeps the pair's bound (it lost there: its planner gives
+#: order 1 too little to remove the marginally dependent non-edges a sharper selection
+#: keeps).
+SELECTION_EMPTY_SET_BOUND = True
 #: Laplace-PC's screened selection is used where its single selection is not
 #: (``SELECT_GAIN``, about 80 nodes) but a selection is no noisier than testing every
 #: pair: about 20 nodes and up at eps 1 (``docs/privacy/algorithm-laplace-pc.md``).

@@ -257,3 +257,53 @@ def test_every_algorithm_runs_with_the_empty_set_switch(survey: Any, tmp_path: P
         assert 0.5 in sens
     if algorithm == "curate":
         assert 0.5 not in sens
+
+
+def test_selection_utilities_use_the_bound_they_are_given() -> None:
+    """A selection's marginal utility is ``(s - T) / Delta``: the pair's bound by default,
+    the bound of a test given the empty set (half, for ``kendall-split``) when the
+    caller asks for it; a score without a smaller bound is unchanged."""
+    from dpcg.private.common import marginal_utilities
+
+    pairs = [(0, 1), (1, 2), (0, 4), (3, 4)]
+    for score, ratio in (("kendall-split", 2.0), ("cmi", 1.0), ("g2-distance", 1.0)):
+        src = _source(score)
+        raw = np.array([src.score(x, y, ()) - src.threshold(x, y, ()) for x, y in pairs])
+        pair = np.array([src.sensitivity(pair=p) for p in pairs])
+        np.testing.assert_allclose(marginal_utilities(src, pairs), raw / pair, rtol=1e-12)
+        np.testing.assert_allclose(marginal_utilities(src, pairs, empty_set_bound=True),
+                                   ratio * raw / pair, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("algorithm", "params", "wanted"), [
+    ("laplace-pc", {}, True), ("laplace-pc", {"screen_selection": 1}, True),
+    ("priv-pc", {}, True), ("priv-pc", {"screen_selection": 0}, True),
+    ("svt-pc", {}, True), ("curate", {}, False)])
+def test_which_selections_use_the_empty_set_bound(
+        monkeypatch: pytest.MonkeyPatch, algorithm: str, params: dict[str, Any],
+        wanted: bool) -> None:
+    """Laplace-PC, Priv-PC and SVT-PC rank their level-0 selections with the empty set's
+    bound (``planning.SELECTION_EMPTY_SET_BOUND``, on), both releases of a screened one
+    included; CURATE keeps the pair's; with the switch off nobody uses it."""
+    from dpcg.datasets import load_network
+    from dpcg.private import common, planning
+
+    data = load_network("random:nodes=100,max_parents=2,card=2-3,seed=5,conc=1").sample(
+        5_000, 5)
+    for switch in (True, False):
+        monkeypatch.setattr(planning, "SELECTION_EMPTY_SET_BOUND", switch)
+        seen: list[bool] = []
+        real = common.selection_bound
+
+        def spy(S: tuple[int, ...], empty_set_bound: bool) -> Any:
+            seen.append(empty_set_bound)
+            return real(S, empty_set_bound)
+
+        monkeypatch.setattr(common, "selection_bound", spy)
+        res = discover(data, algorithm, epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
+                       **params)
+        assert res.mechanisms.get("top-k", 0) >= 1, "no selection was made"
+        assert seen and set(seen) == {wanted and switch}
+        if res.plan.get("screened"):  # the second release's terms asked too
+            assert len(seen) > 1
+        monkeypatch.setattr(common, "selection_bound", real)

@@ -233,13 +233,15 @@ class _FixedSession:
         return np.arange(min(mech.k, u.shape[0]))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["kendall-split", "cmi", "g2-distance"]),
-       st.booleans())
+       st.booleans(), st.booleans())
 def test_screened_utilities_change_by_at_most_one_between_neighbours(
-        seed: int, score: str, first: bool) -> None:
+        seed: int, score: str, first: bool, empty_set_bound: bool) -> None:
     """Replace one row of a random 5-variable dataset: with the first release's output
-    fixed, every utility of the second release moves by at most 1 (its sensitivity)."""
+    fixed, every utility of both releases moves by at most 1 (their sensitivity), with
+    the term given the empty set divided by the pair's bound or by that test's own
+    (``empty_set_bound``, half for ``kendall-split``)."""
     import numpy as np
 
     from dpcg.citests.private import StatisticSource
@@ -256,10 +258,12 @@ def test_screened_utilities_change_by_at_most_one_between_neighbours(
         src = StatisticSource(data, tuple(int(c) for c in cards), score)
         session = _FixedSession()
         select_pairs_screened(src, session, 6 if first else 0, 1.0, 3,  # type: ignore[arg-type]
-                              1.0, "test")
-        got.append(session.utilities[-1])
-    assert got[0].shape == got[1].shape
-    assert float(np.max(np.abs(got[0] - got[1]))) <= 1.0 + 1e-9
+                              1.0, "test", empty_set_bound=empty_set_bound)
+        got.append(session.utilities)
+    assert len(got[0]) == len(got[1]) == (2 if first else 1)
+    for a, b in zip(got[0], got[1], strict=True):
+        assert a.shape == b.shape
+        assert float(np.max(np.abs(a - b))) <= 1.0 + 1e-9
 
 
 # ---------------------------------------------------------------------- Laplace-PC
