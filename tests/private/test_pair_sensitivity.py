@@ -307,3 +307,23 @@ def test_which_selections_use_the_empty_set_bound(
         if res.plan.get("screened"):  # the second release's terms asked too
             assert len(seen) > 1
         monkeypatch.setattr(common, "selection_bound", real)
+
+
+@pytest.mark.parametrize("empty_set_bound", [False, True])
+def test_selection_utility_moves_by_at_most_one_and_nearly_one(empty_set_bound: bool) -> None:
+    """The worst case of claim 5 (every row at ``(0, 0)``, one replaced by ``(1, 1)``)
+    moves ``kendall-split``'s marginal utility by just under 1 with the empty set's
+    bound and just under 1/2 with the pair's: the utility's sensitivity is 1 and the
+    selection uses the whole of it (a utility divided by half the bound would move by
+    about 2 here)."""
+    from dpcg.private.common import marginal_utilities
+
+    n = 400
+    codes = np.zeros((3, n), dtype=np.int64)
+    other = codes.copy()
+    other[:2, 0] = 1
+    got = [marginal_utilities(StatisticSource(c, (2, 2, 2), "kendall-split"), [(0, 1)],
+                              empty_set_bound=empty_set_bound)[0] for c in (codes, other)]
+    moved = abs(got[1] - got[0])
+    want = 1.0 if empty_set_bound else 0.5
+    assert 0.98 * want < moved <= want + 1e-12
