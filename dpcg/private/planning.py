@@ -461,9 +461,8 @@ LEVEL0_EMPTY_SET_BOUND = False
 #: empty set by that smaller bound. The plan fixes how many pairs a selection keeps, so
 #: the smaller noise changes only which pairs it keeps. On: measured on tuning networks
 #: (``docs/benchmarks/utility-f1-analysis.md``, "Level 0's selections at the empty set's
-#: bound"). CURATE's selection keeps the pair's bound (it lost there: its planner gives
-#: order 1 too little to remove the marginally dependent non-edges a sharper selection
-#: keeps).
+#: bound"). CURATE's selection keeps the pair's bound (measured: it lost there, its
+#: recall falling; the cause was not traced).
 SELECTION_EMPTY_SET_BOUND = True
 #: Laplace-PC's screened selection is used where its single selection is not
 #: (``SELECT_GAIN``, about 80 nodes) but a selection is no noisier than testing every
