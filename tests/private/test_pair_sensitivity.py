@@ -290,23 +290,24 @@ def test_which_selections_use_the_empty_set_bound(
 
     data = load_network("random:nodes=100,max_parents=2,card=2-3,seed=5,conc=1").sample(
         5_000, 5)
+    real = common.selection_bound
+    seen: list[bool] = []
+
+    def spy(S: tuple[int, ...], empty_set_bound: bool) -> Any:
+        seen.append(empty_set_bound)
+        return real(S, empty_set_bound)
+
+    monkeypatch.setattr(common, "selection_bound", spy)
     for switch in (True, False):
         monkeypatch.setattr(planning, "SELECTION_EMPTY_SET_BOUND", switch)
-        seen: list[bool] = []
-        real = common.selection_bound
-
-        def spy(S: tuple[int, ...], empty_set_bound: bool) -> Any:
-            seen.append(empty_set_bound)
-            return real(S, empty_set_bound)
-
-        monkeypatch.setattr(common, "selection_bound", spy)
+        seen.clear()
         res = discover(data, algorithm, epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
                        **params)
         assert res.mechanisms.get("top-k", 0) >= 1, "no selection was made"
-        assert seen and set(seen) == {wanted and switch}
+        assert seen
+        assert set(seen) == {wanted and switch}
         if res.plan.get("screened"):  # the second release's terms asked too
             assert len(seen) > 1
-        monkeypatch.setattr(common, "selection_bound", real)
 
 
 @pytest.mark.parametrize("empty_set_bound", [False, True])
