@@ -15,7 +15,9 @@ Skeleton phase, level ``l = 0, 1, 2, ...``:
   the level. A tester that removed pairs early, by a question PC-stable asks at a later
   level (:class:`CarriesAdjacency`), has them kept in that level's frozen adjacency for
   the candidate sets only. The phase stops when no adjacent pair has ``l`` other
-  neighbours, or after ``max_depth``.
+  neighbours, or after ``max_depth``. Pairs a tester removed by a release that names no
+  separating set (:class:`NamesNoSepsets`) keep no set, so orientation (run once, on
+  the final skeleton) reads no v-structure from them.
 
 Three kinds of testers drive the decisions:
 
@@ -67,6 +69,7 @@ __all__ = [
     "EdgeTester",
     "LevelCandidates",
     "LevelStrategy",
+    "NamesNoSepsets",
     "PCResult",
     "TestOutcome",
     "TestRecord",
@@ -139,6 +142,18 @@ class CarriesAdjacency(Protocol):
     What it returns must be post-processing of earlier releases (it is public)."""
 
     def carried_pairs(self, level: int) -> Collection[Pair]: ...
+
+
+@runtime_checkable
+class NamesNoSepsets(Protocol):
+    """A tester that removed some pairs by a release naming no separating set (a screened
+    selection's second release). The engine records the empty set for every removal, so
+    before orienting it drops those pairs' sets: they claim no v-structure
+    (:func:`without_sepsets`). Read once, after the skeleton phase; what it returns must
+    be post-processing of earlier releases (it is public)."""
+
+    @property
+    def unreleased_sepsets(self) -> Collection[Pair]: ...
 
 
 def pair_test_count(level: int, adjacency: Sequence[frozenset[int]], x: int, y: int) -> int:
@@ -460,6 +475,11 @@ def pc_stable(
         levels_completed = level + 1
         level += 1
 
+    info: dict[str, Any] = {}
+    if isinstance(tester, NamesNoSepsets):
+        sepsets, dropped = _drop_sepsets(sepsets, tester.unreleased_sepsets)
+        if dropped:
+            info["sepsets_unreleased"] = dropped
     orientation = orient(nm, adj, sepsets, kb.arcs if kb is not None else frozenset())
     return PCResult(
         names=nm,
@@ -473,7 +493,15 @@ def pc_stable(
         test_seconds=test_seconds,
         v_structures=orientation.v_structures,
         orientation_conflicts=orientation.conflicts,
+        info=info,
     )
+
+
+def _drop_sepsets(sepsets: Mapping[Pair, Sepset], pairs: Collection[Pair]
+                  ) -> tuple[dict[Pair, Sepset], int]:
+    """``sepsets`` without those of ``pairs``, and how many were dropped."""
+    drop = {pair for pair in pairs if pair in sepsets}
+    return {pair: S for pair, S in sepsets.items() if pair not in drop}, len(drop)
 
 
 def without_sepsets(result: PCResult, pairs: frozenset[Pair] | set[Pair],
@@ -482,10 +510,9 @@ def without_sepsets(result: PCResult, pairs: frozenset[Pair] | set[Pair],
     again (with the same background knowledge): for pairs removed by a release that
     names no separating set (a screened selection), which therefore claim no
     v-structure. The skeleton is unchanged; ``info["sepsets_unreleased"]`` counts them."""
-    drop = {pair for pair in pairs if pair in result.sepsets}
-    if not drop:
+    sepsets, dropped = _drop_sepsets(result.sepsets, pairs)
+    if not dropped:
         return result
-    sepsets = {pair: S for pair, S in result.sepsets.items() if pair not in drop}
     kb = background.resolve(result.names) if background is not None else None
     orientation = orient(result.names, [set(a) for a in result.adjacency], sepsets,
                          kb.arcs if kb is not None else frozenset())
@@ -493,4 +520,4 @@ def without_sepsets(result: PCResult, pairs: frozenset[Pair] | set[Pair],
         result, cpdag=orientation.cpdag, sepsets=sepsets,
         v_structures=orientation.v_structures,
         orientation_conflicts=orientation.conflicts,
-        info={**result.info, "sepsets_unreleased": len(drop)})
+        info={**result.info, "sepsets_unreleased": dropped})

@@ -320,8 +320,8 @@ class ScreenedPairs:
     @property
     def unreleased_sepsets(self) -> frozenset[tuple[int, int]]:
         """Pairs removed without a released separating set (a screened selection's second
-        release did not keep them; the engine records the empty set for them, which
-        orientation must not read: :func:`dpcg.pc.engine.without_sepsets`)."""
+        release did not keep them; the engine records the empty set for them and drops it
+        before orienting, :class:`dpcg.pc.engine.NamesNoSepsets`)."""
         return frozenset(self._screened)
 
 

@@ -37,7 +37,7 @@ from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError
 from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
-from dpcg.pc.engine import PCResult, pc_stable, without_sepsets
+from dpcg.pc.engine import PCResult, pc_stable
 from dpcg.private.contract import RunSettings, ScoreCache
 from dpcg.private.engines import check_engine_algorithm, run_description
 from dpcg.private.ledger import DEFAULT_RELATIONS, IN_MEMORY, LedgerTarget, open_session
@@ -173,9 +173,6 @@ def run_private(
         tester = algo.tester(plan, source, session)
         result = pc_stable(tester, names, max_depth=plan.max_depth, background=background,
                            progress=progress)
-        # pairs removed by a release that names no separating set claim no v-structure
-        result = without_sepsets(result, getattr(tester, "unreleased_sepsets", frozenset()),
-                                 background)
         status = "budget-exhausted" if result.budget_exhausted else "completed"
     finally:
         handle.close(status)

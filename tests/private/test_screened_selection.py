@@ -159,6 +159,49 @@ def test_dropping_a_sepset_removes_its_v_structures() -> None:
     assert without_sepsets(res, frozenset()) is res
 
 
+def _count_orientations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the engine's calls of ``orient`` (one entry per call)."""
+    import dpcg.pc.engine as engine
+    from dpcg.pc.orientation import orient
+
+    calls: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return orient(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "orient", counted)
+    return calls
+
+
+class _Unreleased(DSeparationOracle):
+    """The oracle, as a tester that removed ``(0, 1)`` by a release naming no set."""
+
+    @property
+    def unreleased_sepsets(self) -> frozenset[tuple[int, int]]:
+        return frozenset({(0, 1), (1, 2)})  # (1, 2) stays adjacent: nothing to drop
+
+
+def test_engine_drops_unreleased_sepsets_and_orients_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tester naming pairs without a released set (``NamesNoSepsets``): the engine drops
+    their recorded sets before its one orientation, as ``without_sepsets`` would after."""
+    names = ("A", "B", "C")
+    dag = [("A", "C"), ("B", "C")]
+    calls = _count_orientations(monkeypatch)
+    out = pc_stable(_Unreleased(names, dag), names)
+    assert len(calls) == 1
+    plain = pc_stable(DSeparationOracle(names, dag), names)
+    again = without_sepsets(plain, frozenset({(0, 1)}))
+    assert out.v_structures == again.v_structures == ()
+    assert out.sepsets == again.sepsets
+    assert (0, 1) not in out.sepsets
+    assert out.adjacency == plain.adjacency
+    assert out.cpdag == again.cpdag
+    assert out.info == again.info == {"sepsets_unreleased": 1}
+    assert plain.info == {}  # a tester that names none: nothing dropped, nothing counted
+
+
 @pytest.fixture(scope="module")
 def net100() -> Any:
     from dpcg.datasets import load_network
@@ -167,8 +210,11 @@ def net100() -> Any:
         20_000, 7)
 
 
-def test_priv_pc_run_screens_then_sieves_the_kept_pairs(net100: Any) -> None:
+def test_priv_pc_run_screens_then_sieves_the_kept_pairs(
+        net100: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_orientations(monkeypatch)
     res = discover(net100, "priv-pc", epsilon=1.0, delta=1e-6, seed=4)
+    assert len(calls) == 1  # the screened-out pairs' sets are dropped before orienting
     plan = res.plan
     assert plan["screened"] is True
     assert plan["screen_k"] == 800
