@@ -147,10 +147,11 @@ class CarriesAdjacency(Protocol):
 @runtime_checkable
 class NamesNoSepsets(Protocol):
     """A tester that removed some pairs by a release naming no separating set (a screened
-    selection's second release). The engine records the empty set for every removal, so
-    before orienting it drops those pairs' sets: they claim no v-structure
-    (:func:`without_sepsets`). Read once, after the skeleton phase; what it returns must
-    be post-processing of earlier releases (it is public)."""
+    selection's second release, whose removals the engine records with the empty set of
+    the level they happen at). Before orienting, the engine drops those pairs' recorded
+    sets, so they claim no v-structure (as :func:`without_sepsets` does to a finished
+    result). Read once, after the skeleton phase; what it returns must be
+    post-processing of earlier releases (it is public)."""
 
     @property
     def unreleased_sepsets(self) -> Collection[Pair]: ...
