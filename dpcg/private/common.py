@@ -189,14 +189,16 @@ def min_level0_threshold(source: StatisticSource) -> float:
 
 def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: float,
                  who: str, pairs: Sequence[tuple[int, int]] | None = None,
-                 empty_set_bound: bool = False) -> set[tuple[int, int]]:
+                 empty_set_bound: bool | None = None) -> set[tuple[int, int]]:
     """Level 0's selection for testers that ask one pair at a time: one
     :class:`~accounting.mechanisms.TopK` release (``k`` pairs, ``epsilon`` per step) over
     ``pairs`` (default: every pair ``x < y``) on the utilities
     ``(s(x, y | {}) - T(x, y)) / Delta(x, y)`` (sensitivity 1; ``docs/privacy/top-k.md``;
-    ``Delta`` the bound of a test given the empty set with ``empty_set_bound``, see
+    ``Delta`` the bound of a test given the empty set with ``empty_set_bound``, default
+    :data:`~dpcg.private.planning.SELECTION_EMPTY_SET_BOUND`, see
     :func:`selection_bound`), admitted and recorded before any score is computed. Returns
     the kept pairs."""
+    empty_set_bound = _selection_switch(empty_set_bound)
     p = source.p
     todo = (list(pairs) if pairs is not None
             else [(x, y) for x in range(p) for y in range(x + 1, p)])
@@ -212,12 +214,19 @@ def bound_given(S: tuple[int, ...]) -> tuple[int, ...] | None:
     return S if planning.LEVEL0_EMPTY_SET_BOUND else None
 
 
+def _selection_switch(empty_set_bound: bool | None) -> bool:
+    """A selection's ``empty_set_bound``: the caller's, or (``None``)
+    :data:`~dpcg.private.planning.SELECTION_EMPTY_SET_BOUND`, read at call time."""
+    return planning.SELECTION_EMPTY_SET_BOUND if empty_set_bound is None else empty_set_bound
+
+
 def selection_bound(S: tuple[int, ...], empty_set_bound: bool) -> tuple[int, ...] | None:
     """The ``S`` to pass to :meth:`StatisticSource.sensitivity` for a term of a level-0
     selection's utility: ``S`` itself (a term given the empty set then uses that test's
     smaller bound, any other set the pair's) when the caller asks for it
-    (``empty_set_bound``: Laplace-PC, Priv-PC and SVT-PC pass
-    :data:`~dpcg.private.planning.SELECTION_EMPTY_SET_BOUND`) or when
+    (``empty_set_bound``: Laplace-PC, Priv-PC and SVT-PC take the selections' default,
+    :data:`~dpcg.private.planning.SELECTION_EMPTY_SET_BOUND`; CURATE passes ``False``) or
+    when
     :data:`~dpcg.private.planning.LEVEL0_EMPTY_SET_BOUND` is on, else ``None``. Each term
     divided by its own test's bound moves by at most 1, whichever bound it uses."""
     return S if empty_set_bound else bound_given(S)
@@ -357,7 +366,7 @@ class AnnouncesLevels:
 def select_pairs_screened(source: StatisticSource, session: Session, first_k: int,
                           first_epsilon: float, k: int, epsilon: float, who: str,
                           pairs: Sequence[tuple[int, int]] | None = None,
-                          empty_set_bound: bool = False
+                          empty_set_bound: bool | None = None
                           ) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
     """Level 0's screened selection (``docs/privacy/algorithm-priv-pc.md``): a first
     top-``first_k`` release over every pair on the marginal utilities (as
@@ -370,10 +379,11 @@ def select_pairs_screened(source: StatisticSource, session: Session, first_k: in
     ``sets`` from :func:`screening_sets` (a function of the first release). Each term
     changes by at most 1 between neighbours (``Delta(x, y)`` bounds every test of the
     pair; with ``empty_set_bound`` the term given the empty set is divided by that test's
-    own, smaller bound instead, :func:`selection_bound`), so their minimum does too.
-    Returns ``(kept, screened)``: the pairs the second
-    release keeps, and the first release's pairs it does not keep (removed without a
-    released separating set)."""
+    own, smaller bound instead, :func:`selection_bound`; default as in
+    :func:`select_pairs`), so their minimum does too. Returns ``(kept, screened)``: the
+    pairs the second release keeps, and the first release's pairs it does not keep
+    (removed without a released separating set)."""
+    empty_set_bound = _selection_switch(empty_set_bound)
     p = source.p
     every = (sorted(pairs) if pairs is not None
              else [(x, y) for x in range(p) for y in range(x + 1, p)])

@@ -164,7 +164,8 @@ class CurateTester(AnnouncesLevels):
         p = self.plan.p
         if order == 0 and self.plan.select_k > 0 and self._kept is None:
             self._kept = select_pairs(self.source, self.session, self.plan.select_k,
-                                      self.plan.select_epsilon, "curate")
+                                      self.plan.select_epsilon, "curate",
+                                      empty_set_bound=False)  # the pair's bound (planning)
             self.removed |= {(x, y) for x in range(p) for y in range(x + 1, p)
                              if (x, y) not in self._kept}
         open_pairs = [(x, y) for x in range(p) for y in range(x + 1, p)

@@ -439,12 +439,10 @@ class LevelPlannedTest(PrivateCITest, ScreenedPairs):
         if sel.screened:
             chosen, self._screened = select_pairs_screened(
                 src, self.session, sel.screen_k, sel.screen_epsilon, sel.k, sel.epsilon,
-                "laplace-pc", pairs=pairs,
-                empty_set_bound=planning.SELECTION_EMPTY_SET_BOUND)
+                "laplace-pc", pairs=pairs)
         else:
             chosen = select_pairs(src, self.session, sel.k, sel.epsilon, "laplace-pc",
-                                  pairs=pairs,
-                                  empty_set_bound=planning.SELECTION_EMPTY_SET_BOUND)
+                                  pairs=pairs)
         kept = [i for i, (x, y, _) in enumerate(valid) if (x, y) in chosen]
         out = [CIResult(True, None, None) for _ in valid]
         rec = self.levels[-1]

@@ -59,7 +59,6 @@ from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset, candidate_sets, hand_over
-from dpcg.private import planning
 from dpcg.private.common import (
     SETS_PER_SIDE,
     DiscreteAlgorithm,
@@ -411,12 +410,10 @@ class SieveExamineTester(ScreenedPairs):
             if self.plan.screened:
                 self._kept, self._screened = select_pairs_screened(
                     self.source, self.session, self.plan.screen_k, self.plan.screen_epsilon,
-                    self.plan.select_k, self.plan.select_epsilon, "priv-pc",
-                    empty_set_bound=planning.SELECTION_EMPTY_SET_BOUND)
+                    self.plan.select_k, self.plan.select_epsilon, "priv-pc")
             else:
                 self._kept = select_pairs(self.source, self.session, self.plan.select_k,
-                                          self.plan.select_epsilon, "priv-pc",
-                                          empty_set_bound=planning.SELECTION_EMPTY_SET_BOUND)
+                                          self.plan.select_epsilon, "priv-pc")
             self.levels.append({"level": 0, "open_pairs": self.plan.pairs,
                                 "selected": len(self._kept),
                                 **({"screened_out": len(self._screened)}

@@ -35,7 +35,6 @@ from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
-from dpcg.private import planning
 from dpcg.private.common import (
     AnnouncesLevels,
     DiscreteAlgorithm,
@@ -186,8 +185,7 @@ class SVTTester(AnnouncesLevels):
             return
         if level == 0 and self.plan.select_k > 0 and self._kept is None:
             self._kept = select_pairs(self.source, self.session, self.plan.select_k,
-                                      self.plan.select_epsilon, "svt-pc",
-                                      empty_set_bound=planning.SELECTION_EMPTY_SET_BOUND)
+                                      self.plan.select_epsilon, "svt-pc")
             self._eps = self.plan.epsilon_instance
             self._left = self.plan.instances
             self.levels.append({"level": 0, "open_pairs": self.plan.pairs,
