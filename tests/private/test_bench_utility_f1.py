@@ -93,6 +93,15 @@ def test_report_marks_the_target(best: float, met: bool) -> None:
         pytest.approx(best - 0.2)]
 
 
+def test_the_target_holds_at_every_row_count() -> None:
+    net = f1.FAMILY.format(p=50, net=1)
+    results = [{**r, "rows": 10_000} for r in (
+        _row(net, f1.BASELINE, None, 1.0), _row(net, "laplace-pc", 5.0, 0.89))]
+    text = f1.render(results, ["laplace-pc"], [5.0], "test")
+    line = next(x for x in text.splitlines() if x.startswith("| random 50 nodes | 10,000 | **"))
+    assert "**not met** (< 0.9)" in line
+
+
 def test_a_named_network_above_100_nodes_has_the_200_node_target() -> None:
     assert f1.target("andes", 1.0, 223) == 0.75
     assert f1.target("win95pts", 1.0, 76) == 0.85
