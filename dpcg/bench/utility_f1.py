@@ -11,7 +11,9 @@ file as they finish, so an interrupted benchmark resumes where it stopped
 
 Families: ``random:nodes=P,max_parents=3,card=2-4,seed=NET,conc=1`` for P in
 ``--sizes`` and NET = 1..``--networks-per-size``; data seeds 1..``--seeds``. The 50-node
-family is also run at ``--extra-rows`` (10^4 and 10^6 by default).
+family is also run at ``--extra-rows`` (10^4 and 10^6 by default). ``--family`` gives
+the generated networks another shape (``max_parents``, ``card``, ``conc``); a family of
+another shape is labelled with it (``random 50 nodes, max_parents=5``).
 """
 
 from __future__ import annotations
@@ -52,13 +54,15 @@ TITLE = "F1 ratio of the private algorithms to G^2 PC (issue 20)"
 
 
 def cells(sizes: Sequence[int], nets: int, seeds: int, rows: int,
-          extra_rows: Sequence[int], named: Sequence[str]) -> list[tuple[str, int, int]]:
-    """Every (network, rows, data seed) of the benchmark, smallest networks first."""
+          extra_rows: Sequence[int], named: Sequence[str],
+          family: str = FAMILY) -> list[tuple[str, int, int]]:
+    """Every (network, rows, data seed) of the benchmark, smallest networks first;
+    ``family`` is the generated networks' template (``{p}`` nodes, ``{net}`` seed)."""
     out: list[tuple[str, int, int]] = []
     for p in sorted(sizes):
         for net in range(1, nets + 1):
             for s in range(1, seeds + 1):
-                out.append((FAMILY.format(p=p, net=net), rows, s))
+                out.append((family.format(p=p, net=net), rows, s))
     for name in named:
         for s in range(1, seeds + 1):
             out.append((name, rows, s))
@@ -66,7 +70,7 @@ def cells(sizes: Sequence[int], nets: int, seeds: int, rows: int,
         for r in extra_rows:
             for net in range(1, nets + 1):
                 for s in range(1, seeds + 1):
-                    out.append((FAMILY.format(p=50, net=net), r, s))
+                    out.append((family.format(p=50, net=net), r, s))
     return out
 
 
@@ -76,9 +80,30 @@ def family_of(network: str) -> str:
     if is_bif_path(network):
         return bif_stem(Path(network).name)
     if network.startswith("random:"):
-        fields = dict(kv.split("=", 1) for kv in network[len("random:"):].split(","))
-        return f"random {fields['nodes']} nodes"
+        fields = _fields(network)
+        shape = _fields(FAMILY.format(p=0, net=0))
+        other = [f"{k}={v}" for k, v in fields.items()
+                 if k not in ("nodes", "seed") and shape.get(k) != v]
+        return ", ".join([f"random {fields['nodes']} nodes", *other])
     return network
+
+
+def _fields(spec: str) -> dict[str, str]:
+    return dict(kv.split("=", 1) for kv in spec[len("random:"):].split(","))
+
+
+def family_template(spec: str) -> str:
+    """``--family``: ``random:`` fields other than ``nodes`` and ``seed`` (which the
+    benchmark sets) over the default shape, e.g. ``max_parents=5,card=2-6`` ->
+    ``random:nodes={p},max_parents=5,card=2-6,seed={net},conc=1``."""
+    fields = _fields(FAMILY)
+    for kv in (t.strip() for t in spec.split(",") if t.strip()):
+        k, sep, v = kv.partition("=")
+        if not sep or k not in fields or k in ("nodes", "seed") or not v:
+            raise SystemExit(f"--family: expected KEY=VALUE with KEY one of max_parents, "
+                             f"card, conc; got {kv!r}")
+        fields[k] = v
+    return "random:" + ",".join(f"{k}={v}" for k, v in fields.items())
 
 
 # ------------------------------------------------------------------------------ worker
@@ -186,7 +211,8 @@ def _skipped(pattern: str, family: str, rows: int, algo: str) -> bool:
     size, _, r = where.partition("@")
     if r and int(float(r)) != rows:
         return False
-    return family in (f"random {size} nodes", size)
+    return family in (f"random {size} nodes", size) or family.startswith(
+        f"random {size} nodes, ")
 
 
 def run_all(jobs: list[tuple[str, int, int, str, tuple[float, ...]]], results: Path,
@@ -240,7 +266,8 @@ def target(family: str, eps: float, nodes: int | None = None) -> float | None:
     if eps == 5.0:
         return 0.9
     if eps == 1.0:
-        large = family == "random 200 nodes" or (nodes is not None and nodes > 100)
+        large = ((family.startswith("random ") and int(family.split()[1]) > 100)
+                 or (nodes is not None and nodes > 100))
         return 0.75 if large else 0.85
     return None
 
@@ -249,7 +276,7 @@ def _order(families: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
     def k(fr: tuple[str, int]) -> tuple[int, int, str, int]:
         fam, rows = fr
         if fam.startswith("random "):
-            return (0, int(fam.split()[1]), "", rows)
+            return (0, int(fam.split()[1]), fam, rows)
         return (1, 0, fam, rows)
     return sorted(set(families), key=k)
 
@@ -355,6 +382,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="family sizes in nodes (comma-separated)")
     g.add_argument("--networks-per-size", type=int, default=3)
     g.add_argument("--seeds", type=int, default=3, help="data seeds per network")
+    g.add_argument("--family", default="",
+                   help="shape of the generated networks: KEY=VALUE,... over "
+                        "max_parents=3,card=2-4,conc=1 (e.g. 'max_parents=5,card=2-6')")
     g.add_argument("--extra-rows", default=",".join(str(r) for r in EXTRA_ROWS),
                    help="extra sample sizes for the 50-node family ('' for none)")
     g.add_argument("--named", default=",".join(NAMED),
@@ -384,7 +414,7 @@ def run(args: argparse.Namespace) -> int:
         all_cells = cells([int(s) for s in _split(args.sizes)], args.networks_per_size,
                           args.seeds, args.rows, [int(float(r)) for r in
                                                    _split(args.extra_rows)],
-                          _split(args.named))
+                          _split(args.named), family_template(args.family))
         done = {_key(r) for r in load_results(args.results)}
         jobs = jobs_to_run(all_cells, algorithms, epsilons, done, _split(args.skip))
         deadline = None if args.time_limit is None else time.time() + args.time_limit

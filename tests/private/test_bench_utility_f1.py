@@ -93,6 +93,21 @@ def test_report_marks_the_target(best: float, met: bool) -> None:
         pytest.approx(best - 0.2)]
 
 
+def test_a_family_of_another_shape_is_labelled_and_run() -> None:
+    assert f1.family_template("") == f1.FAMILY
+    tpl = f1.family_template("max_parents=5,card=2-6")
+    assert tpl == "random:nodes={p},max_parents=5,card=2-6,seed={net},conc=1"
+    net = tpl.format(p=200, net=1)
+    fam = f1.family_of(net)
+    assert fam == "random 200 nodes, max_parents=5, card=2-6"
+    assert f1.target(fam, 1.0) == 0.75
+    assert f1._skipped("200/em-pc", fam, 100_000, "em-pc")
+    assert [c[0] for c in f1.cells([20], 1, 1, 1000, [], [], tpl)] == [tpl.format(p=20, net=1)]
+    for bad in ("nodes=5", "seed=2", "depth=3", "card"):
+        with pytest.raises(SystemExit):
+            f1.family_template(bad)
+
+
 def test_the_target_holds_at_every_row_count() -> None:
     net = f1.FAMILY.format(p=50, net=1)
     results = [{**r, "rows": 10_000} for r in (
