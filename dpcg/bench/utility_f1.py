@@ -31,6 +31,7 @@ from typing import Any
 
 from dpcg.api import discover
 from dpcg.datasets import bif_stem, is_bif_path, load_network
+from dpcg.errors import DpcgError
 from dpcg.metrics import skeleton_scores
 from dpcg.private.api import nonprivate_pc
 from dpcg.private.contract import ScoreCache
@@ -100,7 +101,7 @@ def family_template(spec: str) -> str:
     for kv in (t.strip() for t in spec.split(",") if t.strip()):
         k, sep, v = kv.partition("=")
         if not sep or k not in fields or k in ("nodes", "seed") or not v:
-            raise SystemExit(f"--family: expected KEY=VALUE with KEY one of max_parents, "
+            raise DpcgError(f"--family: expected KEY=VALUE with KEY one of max_parents, "
                              f"card, conc; got {kv!r}")
         fields[k] = v
     return "random:" + ",".join(f"{k}={v}" for k, v in fields.items())

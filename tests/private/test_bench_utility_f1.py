@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dpcg.bench import utility_f1 as f1
+from dpcg.errors import DpcgError
 
 
 def test_cells_cover_families_named_and_extra_rows() -> None:
@@ -104,7 +105,7 @@ def test_a_family_of_another_shape_is_labelled_and_run() -> None:
     assert f1._skipped("200/em-pc", fam, 100_000, "em-pc")
     assert [c[0] for c in f1.cells([20], 1, 1, 1000, [], [], tpl)] == [tpl.format(p=20, net=1)]
     for bad in ("nodes=5", "seed=2", "depth=3", "card"):
-        with pytest.raises(SystemExit):
+        with pytest.raises(DpcgError, match="--family"):
             f1.family_template(bad)
 
 
