@@ -135,7 +135,7 @@ class PrivPCParams(PlanSizeParams):
              "examined on the full data the same way, then one selection of the "
              "separating set per removed pair; 'test': one query per test while every "
              "undecided pair keeps a round of the level's plan, then 'pair' (default: "
-             "'pair' when level 0 makes a selection, else 'test')")
+             "'pair')")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -300,10 +300,10 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                           screened=screen is not None,
                           screen_k=0 if screen is None else screen.first_k,
                           screen_epsilon=0.0 if screen is None else screen.first_epsilon,
-                          # per-pair levels need level 0 to have pruned: by default
-                          # only after a selection (docs/privacy/algorithm-priv-pc.md)
-                          pair_release=(params.release == "pair"
-                                        or (params.release is None and k > 0)))
+                          # per-pair levels by default, with or without a selection
+                          # (docs/privacy/algorithm-priv-pc.md, "Per-pair queries
+                          # without a selection")
+                          pair_release=params.release != "test")
     r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
         rule = "basic"
@@ -711,10 +711,11 @@ class PairSieveTester(SieveExamineTester):
 
 
 class TestThenPairTester(PairSieveTester):
-    """Priv-PC's per-level plans without a level-0 selection (``release='test'``, the
-    default there): one sieve query per test, as published, until the level's plan could
-    no longer give every undecided pair one more round; from then on one per-pair query
-    (:class:`PairSieveTester`) per undecided pair over its remaining sets. So a level
+    """Priv-PC's per-level plans with ``release='test'`` (the default without a level-0
+    selection until 2026-12-02): one sieve query per test, as published, until the
+    level's plan could no longer give every undecided pair one more round; from then on
+    one per-pair query (:class:`PairSieveTester`) per undecided pair over its remaining
+    sets. So a level
     never uses up its plan: a per-test query is asked only while the rounds available
     (those left in the plan, plus a sieve already running) exceed the undecided pairs,
     and a query uses at most one round, after which a dependent answer leaves every

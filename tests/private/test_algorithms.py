@@ -127,7 +127,7 @@ def test_svt_pc_charges_one_instance_per_positive(asia: Any) -> None:
 
 
 def test_priv_pc_charges_sieve_per_round_and_examine_per_positive(asia: Any) -> None:
-    res = discover(asia, "priv-pc", epsilon=20.0, delta=0.0, seed=4)
+    res = discover(asia, "priv-pc", epsilon=20.0, delta=0.0, seed=4, release="test")
     k = res.mechanisms
     examined = sum(1 for t in res.pc.tests if t.statistic is not None)
     assert k.get("laplace", 0) == examined == res.plan["used_examines"]

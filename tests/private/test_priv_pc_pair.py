@@ -89,15 +89,18 @@ def test_vanishing_noise_gives_pc_stables_skeleton(net30: Any) -> None:
     assert res.cpdag.skeleton() == ref.cpdag.skeleton()
 
 
-def test_default_is_per_pair_exactly_after_a_selection() -> None:
+def test_default_is_per_pair_with_or_without_a_selection() -> None:
     small = load_network("random:nodes=20,max_parents=3,card=2-4,seed=5,conc=1").sample(
         20_000, 5)
     res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
                    select=0)
     assert res.plan["select_k"] == 0
-    assert res.plan["release"] == "test"
+    assert res.plan["release"] == "pair"
     res = discover(small, "priv-pc", epsilon=1e6, delta=1e-6, seed=2, max_depth=1)
     assert res.plan["select_k"] == 0  # no selection by default at a huge budget
+    assert res.plan["release"] == "pair"
+    res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
+                   select=0, release="test")
     assert res.plan["release"] == "test"
     res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
                    select=3)

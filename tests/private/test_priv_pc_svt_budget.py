@@ -190,7 +190,7 @@ def test_priv_pc_per_test_levels_never_use_up_their_plan(
     data = load_network(net).sample(20_000, 1)
     switched = cut_short = 0
     for seed in range(3):
-        res = discover(data, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed)
+        res = discover(data, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
         assert res.plan["select_k"] == 0
         assert res.plan["release"] == "test"
         assert not res.budget_exhausted
@@ -218,11 +218,11 @@ def test_priv_pc_per_test_levels_are_the_per_test_tester_until_they_switch(
     """Where no level comes near the end of its plan, the level strategy asks the
     engine's tests in the engine's order with the same releases: the same graph, the
     same test records and the same spending as the per-test tester."""
-    res = discover(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed)
+    res = discover(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
     assert not any("per_pair_from" in rec for rec in res.plan["used_levels"])
     with monkeypatch.context() as m:
         _priv_pc_edge_tester(m)
-        ref = discover(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed)
+        ref = discover(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
     assert res.cpdag.to_json() == ref.cpdag.to_json()
     assert res.pc.tests == ref.pc.tests
     assert res.spent == ref.spent
