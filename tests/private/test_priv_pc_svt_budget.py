@@ -112,10 +112,11 @@ def test_priv_pc_level_zero_is_always_completed(asia: Any, seed: int) -> None:
 def test_priv_pc_used_up_plan_stops_flagged_and_honest(asia: Any,
                                                        monkeypatch: pytest.MonkeyPatch
                                                        ) -> None:
-    # a plan far too small above level 0: level 1 runs out of rounds
+    # per-test queries with a plan far too small above level 0: level 1 runs out of rounds
     monkeypatch.setattr(priv_pc, "PRIV_PC_ROUNDS_PER_PAIR", 0.05)
     # planned depth 3: level 1 may spend a third of what remains, so budget is left
-    res = discover(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=5, max_depth=3)
+    res = discover(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=5, max_depth=3,
+                   release="test")
     assert res.budget_exhausted
     assert res.pc.levels_completed >= 1  # level 0 is never cut short
     last = res.plan["used_levels"][-1]
@@ -207,7 +208,7 @@ def test_priv_pc_per_test_levels_never_use_up_their_plan(
         _priv_pc_edge_tester(m)
         for seed in range(3):
             cut_short += discover(data, "priv-pc", epsilon=1.0, delta=1e-6,
-                                  seed=seed).budget_exhausted
+                                  seed=seed, release="test").budget_exhausted
     assert switched > 0
     assert cut_short > 0
 
