@@ -93,6 +93,12 @@ def _fields(spec: str) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in spec[len("random:"):].split(","))
 
 
+def _random_nodes(family: str) -> int | None:
+    """The size of a generated family's label (``random 50 nodes[, shape]`` -> 50), else
+    ``None`` (a named network)."""
+    return int(family.split()[1]) if family.startswith("random ") else None
+
+
 def family_template(spec: str) -> str:
     """``--family``: ``random:`` fields other than ``nodes`` and ``seed`` (which the
     benchmark sets) over the default shape, e.g. ``max_parents=5,card=2-6`` ->
@@ -212,8 +218,7 @@ def _skipped(pattern: str, family: str, rows: int, algo: str) -> bool:
     size, _, r = where.partition("@")
     if r and int(float(r)) != rows:
         return False
-    return family in (f"random {size} nodes", size) or family.startswith(
-        f"random {size} nodes, ")
+    return family == size or (size.isdigit() and _random_nodes(family) == int(size))
 
 
 def run_all(jobs: list[tuple[str, int, int, str, tuple[float, ...]]], results: Path,
@@ -267,8 +272,8 @@ def target(family: str, eps: float, nodes: int | None = None) -> float | None:
     if eps == 5.0:
         return 0.9
     if eps == 1.0:
-        large = ((family.startswith("random ") and int(family.split()[1]) > 100)
-                 or (nodes is not None and nodes > 100))
+        size = _random_nodes(family) or nodes
+        large = size is not None and size > 100
         return 0.75 if large else 0.85
     return None
 
@@ -276,9 +281,8 @@ def target(family: str, eps: float, nodes: int | None = None) -> float | None:
 def _order(families: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
     def k(fr: tuple[str, int]) -> tuple[int, int, str, int]:
         fam, rows = fr
-        if fam.startswith("random "):
-            return (0, int(fam.split()[1]), fam, rows)
-        return (1, 0, fam, rows)
+        size = _random_nodes(fam)
+        return (1, 0, fam, rows) if size is None else (0, size, fam, rows)
     return sorted(set(families), key=k)
 
 

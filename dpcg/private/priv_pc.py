@@ -715,13 +715,12 @@ class TestThenPairTester(PairSieveTester):
     selection until 2026-12-02): one sieve query per test, as published, until the
     level's plan could no longer give every undecided pair one more round; from then on
     one per-pair query (:class:`PairSieveTester`) per undecided pair over its remaining
-    sets. So a level
-    never uses up its plan: a per-test query is asked only while the rounds available
-    (those left in the plan, plus a sieve already running) exceed the undecided pairs,
-    and a query uses at most one round, after which a dependent answer leaves every
-    undecided pair its round (``docs/privacy/algorithm-priv-pc.md``). Where that
-    condition never binds, the queries, their order and their costs are the per-test
-    tester's."""
+    sets. So a level never uses up its plan: a per-test query is asked only while the
+    rounds available (those left in the plan, plus a sieve already running) exceed the
+    undecided pairs, and a query uses at most one round, after which a dependent answer
+    leaves every undecided pair its round (``docs/privacy/algorithm-priv-pc.md``). Where
+    that condition never binds, the queries, their order and their costs are the
+    per-test tester's."""
 
     def decide_level(self, level: int, candidates: LevelCandidates) -> dict[Pair, Sepset]:
         if level == 0:
