@@ -308,7 +308,12 @@ def render(results: list[dict[str, Any]], algorithms: Sequence[str],
         "`target` says whether the best reaches it (`-`: no target at this eps). `-` in an "
         "algorithm's cell = not run. The last column is "
         "non-private PC with the private algorithms' statistic (`kendall-split`, no "
-        "noise) over G^2 PC: the ratio the private runs tend to as eps grows.",
+        "noise) over G^2 PC: the ratio the private runs tend to as eps grows without "
+        "bound. At a finite eps they can be above it where most pairs are independent "
+        "(sparse networks): their level-0 selections drop most of the pairs that this "
+        "PC keeps on a chance dependence given the empty set "
+        "(`docs/benchmarks/utility-f1-analysis.md`, \"Generated networks of other "
+        "shapes\").",
         "",
         "## G^2 PC baseline",
         "",
