@@ -192,3 +192,38 @@ def test_instruction_counts_under_callgrind() -> None:
     assert row.g2_table > row.table
     assert row.dist_table > row.table
     assert row.split_table > row.table
+
+
+def test_a_page_built_from_another_file_is_not_overwritten_by_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default results file is relative
+    net = f1.FAMILY.format(p=50, net=1)
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("\n".join(json.dumps(r) for r in (
+        _row(net, f1.BASELINE, None, 1.0), _row(net, "laplace-pc", 1.0, 0.9))))
+    page = tmp_path / "page.md"
+    args = _args(tmp_path, results=mine, f1_out=page, report_only=True,
+                 algorithms="laplace-pc", epsilons="1")
+    assert f1.run(args) == 0
+    built = page.read_text()
+    assert f1.page_results(page) == mine
+    # without --results: the default file would replace the page's tables
+    args = _args(tmp_path, results=None, f1_out=page, report_only=True,
+                 algorithms="laplace-pc", epsilons="1")
+    with pytest.raises(DpcgError, match="--results") as err:
+        f1.run(args)
+    assert str(mine) in str(err.value)
+    assert page.read_text() == built  # untouched
+    # a page the default file built, or no page at all, is (re)built from the default
+    fresh = tmp_path / "fresh.md"
+    assert f1.page_results(fresh) is None
+    args = _args(tmp_path, results=None, f1_out=fresh, report_only=True,
+                 algorithms="laplace-pc", epsilons="1")
+    assert f1.run(args) == 0
+    assert f1.page_results(fresh) == f1.RESULTS
+    assert f1.run(args) == 0
+    # an explicit --results replaces the page on purpose
+    args = _args(tmp_path, results=f1.RESULTS, f1_out=page, report_only=True,
+                 algorithms="laplace-pc", epsilons="1")
+    assert f1.run(args) == 0
+    assert f1.page_results(page) == f1.RESULTS
