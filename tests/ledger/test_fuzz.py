@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from accounting.costs import rho_for_budget
 from accounting.errors import AccountingError
 from accounting.ledger import Ledger, check_certificate
 from accounting.ledger._format import entry_hash
@@ -76,8 +77,12 @@ def test_rehashed_edits_never_crash(certificate: dict[str, Any],
     except AccountingError:
         return
     if report.ok:  # an accepted edit must still be a self-consistent, within-budget ledger
-        for run in report.runs:
-            assert run.spent_epsilon is None or run.spent_epsilon <= run.budget_epsilon
+        for run in report.runs:  # the bound of the run's rule (under zcdp: its rho)
+            if run.rule == "zcdp":
+                assert run.spent_rho is None or run.spent_rho <= rho_for_budget(
+                    run.budget_epsilon, run.budget_delta)
+            else:
+                assert run.spent_epsilon is None or run.spent_epsilon <= run.budget_epsilon
         for ds in report.datasets:
             assert ds.reserved_epsilon <= ds.lifetime_epsilon
 
