@@ -32,7 +32,13 @@ from typing import Any
 from accounting.costs import Budget
 from accounting.ledger import Ledger
 from accounting.relations import Relation
-from dpcg.bench.report import machine_description, write_section
+from dpcg.bench.report import (
+    DOCS,
+    guarded_results,
+    machine_description,
+    results_comment,
+    write_section,
+)
 from dpcg.citests.private import DEFAULT_SCORE, SCORES, source_for_dataset
 from dpcg.data.dataset import Dataset
 from dpcg.datasets import BayesianNetwork, load_network
@@ -53,6 +59,10 @@ ALGORITHMS = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
 DELTA = 1e-6
 ROWS = 100_000
 DATA_SEED = 0
+#: The results file without ``--results``.
+RESULTS = Path(".bench/private/results.jsonl")
+#: The section this benchmark writes (``docs/benchmarks/private.md``).
+SECTION = "private"
 #: Runs per side in the speed measurement (the fastest counts: the machine is shared).
 SPEED_REPEATS = 5
 TARGETS_EPS1 = {"survey": 0.95, "earthquake": 0.80, "cancer": 0.78, "asia": 0.76,
@@ -86,8 +96,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--rows", type=int, default=ROWS)
     p.add_argument("--processes", type=int, default=2)
     p.add_argument("--ledger-dir", type=Path, default=Path(".bench/private/ledgers"))
-    p.add_argument("--results", type=Path, default=Path(".bench/private/results.jsonl"),
-                   help="append raw results here (JSON lines); reused with --report-only")
+    p.add_argument("--results", type=Path, default=None,
+                   help=f"append raw results here (JSON lines; default {RESULTS}); reused "
+                        "with --report-only; without it, a page built from another file "
+                        "is not overwritten")
+    p.add_argument("--docs-dir", type=Path, default=None,
+                   help="write the page under this docs folder (default: the project's "
+                        "docs/)")
     p.add_argument("--report-only", action="store_true",
                    help="only rebuild the report from --results")
     p.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
@@ -409,6 +424,8 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
     md = [
         "## Private PC family (`dpcg bench private`)",
         "",
+        results_comment("dpcg bench private", args.results),
+        "",
         f"Machine: {machine_description()}. Score `{args.test}`, {args.rows} rows (data "
         f"seed {DATA_SEED}), delta = {DELTA}, library defaults for every algorithm "
         "(thresholds, tweaks and margins fixed before any score was looked at; the "
@@ -435,7 +452,10 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
            "Laplace-PC with `kendall-z` and with `cmi` at eps 1 and 5 as comparisons, then "
            "the speed runs; "
            "`--report-only --results ...` rebuilds this page from the raw results and "
-           "re-verifies the ledgers).", ""]
+           "re-verifies the ledgers, with the speed table of the `.speed.json` file beside "
+           "them when `--no-speed` is given; the comment under the title names the results "
+           "file, and without `--results` the benchmark refuses to rebuild a page that "
+           "names another one).", ""]
     if speed:
         md += _speed_table(speed)
         md.append("")
@@ -478,7 +498,7 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
         md += ["", "![F1 vs eps](img/private-f1-vs-eps.png)"]
     except ImportError:  # pragma: no cover - matplotlib missing
         md += ["", "(matplotlib not installed: no plot)"]
-    write_section("private", "\n".join(md), images)
+    write_section(SECTION, "\n".join(md), images, docs_dir=args.docs_dir)
 
 
 def _plot(cells: dict[tuple[str, str, float], list[dict[str, Any]]], pc: dict[str, Any],
@@ -522,7 +542,13 @@ def _plot(cells: dict[tuple[str, str, float], list[dict[str, Any]]], pc: dict[st
 # ------------------------------------------------------------------------------- main
 
 
+def page(docs_dir: Path | None) -> Path:
+    """The page this benchmark writes, under ``docs_dir`` (default the project's docs)."""
+    return (DOCS if docs_dir is None else docs_dir) / "benchmarks" / f"{SECTION}.md"
+
+
 def run(args: argparse.Namespace) -> int:
+    args.results = guarded_results(args.results, RESULTS, page(args.docs_dir))
     if getattr(args, "speed_only", False):
         measured = _speed(args.rows)
         args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dpcg.bench import utility_f1 as f1
+from dpcg.bench.report import page_results
 from dpcg.errors import DpcgError
 
 
@@ -206,7 +207,7 @@ def test_a_page_built_from_another_file_is_not_overwritten_by_default(
                  algorithms="laplace-pc", epsilons="1")
     assert f1.run(args) == 0
     built = page.read_text()
-    assert f1.page_results(page) == mine
+    assert page_results(page) == mine
     # without --results: the default file would replace the page's tables
     args = _args(tmp_path, results=None, f1_out=page, report_only=True,
                  algorithms="laplace-pc", epsilons="1")
@@ -216,14 +217,14 @@ def test_a_page_built_from_another_file_is_not_overwritten_by_default(
     assert page.read_text() == built  # untouched
     # a page the default file built, or no page at all, is (re)built from the default
     fresh = tmp_path / "fresh.md"
-    assert f1.page_results(fresh) is None
+    assert page_results(fresh) is None
     args = _args(tmp_path, results=None, f1_out=fresh, report_only=True,
                  algorithms="laplace-pc", epsilons="1")
     assert f1.run(args) == 0
-    assert f1.page_results(fresh) == f1.RESULTS
+    assert page_results(fresh) == f1.RESULTS
     assert f1.run(args) == 0
     # an explicit --results replaces the page on purpose
     args = _args(tmp_path, results=f1.RESULTS, f1_out=page, report_only=True,
                  algorithms="laplace-pc", epsilons="1")
     assert f1.run(args) == 0
-    assert f1.page_results(page) == f1.RESULTS
+    assert page_results(page) == f1.RESULTS

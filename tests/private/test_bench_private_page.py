@@ -1,0 +1,65 @@
+"""``dpcg bench private`` names its results file on its page and does not rebuild a page
+built from another file from the default one (a real, small grid through the CLI)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpcg.bench.private import RESULTS, page
+from dpcg.bench.report import page_results
+from dpcg.cli import main
+
+GRID = ["bench", "private", "--networks", "earthquake", "--algorithms", "laplace-pc",
+        "--epsilons", "1", "--seeds", "2", "--no-speed", "--compare-test", "none",
+        "--processes", "1", "--rows", "2000"]
+
+
+def test_page_names_its_results_and_is_not_overwritten_by_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)  # the default results and ledger folders are relative
+    docs = tmp_path / "docs"
+    mine = tmp_path / "mine.jsonl"
+    assert main([*GRID, "--results", str(mine), "--ledger-dir", str(tmp_path / "ledgers"),
+                 "--docs-dir", str(docs)]) == 0
+    built = page(docs).read_text()
+    assert page_results(page(docs)) == mine
+    runs = [json.loads(line) for line in mine.read_text().splitlines()]
+    assert {r["algorithm"] for r in runs} == {"pc", "laplace-pc"}
+    assert sum(r["algorithm"] == "laplace-pc" for r in runs) == 2
+    assert "| earthquake | laplace-pc |" in built
+    assert (docs / "benchmarks.md").read_text().count("Private PC family") == 1
+    capsys.readouterr()
+
+    # without --results the default file would replace the page's tables: refused, before
+    # anything runs or is written
+    assert main([*GRID, "--report-only", "--docs-dir", str(docs)]) == 2
+    err = capsys.readouterr().err
+    assert "--results" in err
+    assert str(mine) in err
+    assert page(docs).read_text() == built
+    assert not RESULTS.exists()
+
+    # --report-only with the page's own file rebuilds the same tables
+    assert main([*GRID, "--report-only", "--results", str(mine), "--docs-dir",
+                 str(docs)]) == 0
+    again = page(docs).read_text()
+    table = built[built.index("### Skeleton F1"):]
+    assert again[again.index("### Skeleton F1"):] == table
+
+    # an explicit --results replaces the page on purpose; a page the default file built
+    # is rebuilt from it without --results
+    other = tmp_path / "other.jsonl"
+    other.write_text(mine.read_text())
+    assert main([*GRID, "--report-only", "--results", str(other), "--docs-dir",
+                 str(docs)]) == 0
+    assert page_results(page(docs)) == other
+    RESULTS.parent.mkdir(parents=True)
+    RESULTS.write_text(mine.read_text())
+    assert main([*GRID, "--report-only", "--results", str(RESULTS), "--docs-dir",
+                 str(docs)]) == 0
+    assert main([*GRID, "--report-only", "--docs-dir", str(docs)]) == 0
+    assert page_results(page(docs)) == RESULTS
