@@ -44,7 +44,12 @@ from numpy.typing import NDArray
 
 from dpcg.errors import StatisticInputError
 from dpcg.stats.bitset import BitsetTables
-from dpcg.stats.contingency import StrataTable, contingency_table
+from dpcg.stats.contingency import (
+    StrataTable,
+    contingency_table,
+    stratum_index,
+    table_with_prefix,
+)
 from dpcg.stats.engine_specs import duckdb_from_codes, spark_from_codes
 
 __all__ = [
@@ -199,6 +204,10 @@ class NumpyEngine:
         self._names = names
         self._n = n
         self._bits: BitsetTables | None = None  # built on first use
+        # the mixed-radix index of the last conditioning set's prefix S[:-1] (a function
+        # of the public query sequence and the data; reused by the next query with the
+        # same prefix, see table_with_prefix)
+        self._prefix: tuple[tuple[int, ...], tuple[NDArray[np.intp], int]] | None = None
 
     # ------------------------------------------------------------ public facts
     @property
@@ -250,7 +259,14 @@ class NumpyEngine:
         if bits.usable(x, y, S):
             return bits.table(x, y, S)
         if self._codes is not None:
-            return contingency_table(self._codes, self._cards, x, y, S, check=False)
+            if len(S) < 3:  # a prefix of at most one column saves nothing
+                return contingency_table(self._codes, self._cards, x, y, S, check=False)
+            head = S[:-1]
+            cached = self._prefix
+            if cached is None or cached[0] != head:
+                cached = (head, stratum_index(self._codes, self._cards, head, check=False))
+                self._prefix = cached
+            return table_with_prefix(self._codes, self._cards, x, y, cached[1], S[-1])
         cols = (x, y, *S)  # only the columns of this test, in this order
         sub = np.stack([self.column(j) for j in cols])
         return contingency_table(sub, [self._cards[j] for j in cols], 0, 1,
