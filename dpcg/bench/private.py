@@ -33,10 +33,10 @@ from accounting.costs import Budget
 from accounting.ledger import Ledger
 from accounting.relations import Relation
 from dpcg.bench.report import (
-    DOCS,
     guarded_results,
     machine_description,
     results_comment,
+    section_path,
     write_section,
 )
 from dpcg.citests.private import DEFAULT_SCORE, SCORES, source_for_dataset
@@ -544,7 +544,7 @@ def _plot(cells: dict[tuple[str, str, float], list[dict[str, Any]]], pc: dict[st
 
 def page(docs_dir: Path | None) -> Path:
     """The page this benchmark writes, under ``docs_dir`` (default the project's docs)."""
-    return (DOCS if docs_dir is None else docs_dir) / "benchmarks" / f"{SECTION}.md"
+    return section_path(SECTION, docs_dir)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -109,6 +109,12 @@ def _write_image(path: Path, image: Any) -> None:
         raise DpcgError(f"image {path.name}: expected PNG bytes, a file path or a Figure")
 
 
+def section_path(suite: str, docs_dir: Path | None = None) -> Path:
+    """The page of one suite's section: ``<docs>/benchmarks/<suite>.md`` (``docs_dir``
+    defaults to the project's ``docs/``)."""
+    return (DOCS if docs_dir is None else docs_dir) / "benchmarks" / f"{suite}.md"
+
+
 def write_section(
     suite: str,
     markdown: str,
@@ -123,14 +129,14 @@ def write_section(
     """
     _check_name(suite, "suite")
     docs = DOCS if docs_dir is None else docs_dir
-    section_dir = docs / "benchmarks"
-    img_dir = section_dir / "img"
-    section_dir.mkdir(parents=True, exist_ok=True)
+    page = section_path(suite, docs)
+    img_dir = page.parent / "img"
+    page.parent.mkdir(parents=True, exist_ok=True)
     for name, image in (images or {}).items():
         _check_name(name, "image")
         img_dir.mkdir(parents=True, exist_ok=True)
         _write_image(img_dir / name, image)
-    (section_dir / f"{suite}.md").write_text(markdown.rstrip() + "\n")
+    page.write_text(markdown.rstrip() + "\n")
     return regenerate(docs)
 
 
@@ -141,7 +147,7 @@ def regenerate(docs_dir: Path | None = None) -> Path:
     known = list(_suites())
     extra = sorted(p.stem for p in (docs / "benchmarks").glob("*.md") if p.stem not in known)
     for suite in known + extra:
-        path = docs / "benchmarks" / f"{suite}.md"
+        path = section_path(suite, docs)
         if path.exists():
             text = path.read_text()
             text = re.sub(r"\]\(img/", "](benchmarks/img/", text)
