@@ -1,6 +1,7 @@
 """Priv-PC's per-pair queries (``release='pair'``; the default after a level-0 selection).
 
-* a level >= 1 asks one sieve query per open pair, examines the pair's smallest
+* a level >= 1 asks one sieve query per open pair (again after a dependent answer, up
+  to ``sieve_asks`` times), examines the pair's smallest
   ``s - T`` on the full data at its own bound, and picks a removed pair's separating
   set with the exponential mechanism; examine + pick cost at most a round's examine;
 * with a vanishing noise the skeleton is non-private PC-stable's;
@@ -79,6 +80,56 @@ def test_pair_levels_release_one_examine_per_sieve_positive(net30: Any, tmp_path
     assert later
     assert all(t.independent and t.statistic is not None and t.statistic <= 0 for t in later)
     assert Fraction(res.spent["exact"]["rho"]) <= Budget(2.0, 1e-6).rho()
+
+
+@pytest.mark.parametrize("asks", [1, 3])
+def test_a_pair_is_asked_again_only_after_a_dependent_answer(
+        net30: Any, asks: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sieve answers of every per-pair query: at most ``sieve_asks`` of them, a
+    positive only as the last one, all ``sieve_asks`` asked when none was positive; one
+    examine per positive (the round ends there) and the spend within the budget."""
+    import dpcg.private.priv_pc as pp
+    from accounting.mechanisms import SparseVectorRun
+
+    answers: list[bool] = []
+    per_pair: list[list[bool]] = []
+    run_test = SparseVectorRun.test
+    pair = pp.PairSieveTester._pair
+
+    def recording_test(self: SparseVectorRun, compute: Any) -> bool:
+        answers.append(run_test(self, compute))
+        return answers[-1]
+
+    def recording_pair(self: Any, x: int, y: int, sets: Any) -> Any:
+        answers.clear()
+        out = pair(self, x, y, sets)
+        per_pair.append(list(answers))
+        return out
+
+    monkeypatch.setattr(SparseVectorRun, "test", recording_test)
+    monkeypatch.setattr(pp.PairSieveTester, "_pair", recording_pair)
+    res = discover(net30, "priv-pc", epsilon=2.0, delta=1e-6, seed=4, select=4,
+                   sieve_asks=asks)
+    assert res.plan["sieve_asks"] == asks
+    assert per_pair
+    for got in per_pair:
+        assert 1 <= len(got) <= asks
+        assert not any(got[:-1])
+        assert got[-1] or len(got) == asks
+    level0 = sum(1 for t in res.pc.tests if t.level == 0 and t.statistic is not None)
+    assert sum(got[-1] for got in per_pair) == res.plan["used_examines"] - level0
+    if asks > 1:
+        assert any(len(got) > 1 for got in per_pair)
+    assert Fraction(res.spent["exact"]["rho"]) <= Budget(2.0, 1e-6).rho()
+
+
+def test_sieve_asks_is_checked() -> None:
+    assert PrivPCParams().sieve_asks is None
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(AlgorithmError, match="sieve_asks"):
+            PrivPCParams(sieve_asks=bad)  # type: ignore[arg-type]
+    with pytest.raises(AlgorithmError, match="sieve_asks"):
+        PrivPCParams(sieve_asks=2, plan_size=10)
 
 
 def test_vanishing_noise_gives_pc_stables_skeleton(net30: Any) -> None:
