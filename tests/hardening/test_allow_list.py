@@ -77,6 +77,7 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.screened": PUBLIC, "plan.screen_k": PUBLIC,  # the screened selection's plan:
     "plan.screen_epsilon": PUBLIC,  # the same rules of public facts
     "plan.release": PUBLIC, "plan.sepset_share": PUBLIC,  # laplace-pc: an option, a constant
+    "plan.sieve_asks": PUBLIC,  # priv-pc: an option, else the constant PRIV_PC_SIEVE_ASKS
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,
