@@ -437,6 +437,11 @@ class PrivateCITest:
                  plan: ReleasePlan) -> None:
         if session is None:
             raise CITestError("session: a private test needs an accounting session")
+        if source.relation is not session.relation:
+            # the releases declare the source's bound under the session's relation
+            raise CITestError(
+                f"source: its sensitivities are declared under {source.relation.value}, "
+                f"the session is under {session.relation.value}")
         self.source = source
         self.session = session
         self.plan = plan

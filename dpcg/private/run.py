@@ -156,6 +156,14 @@ def run_private(
                              f"{type(params).__name__}")
     if not isinstance(settings, RunSettings):
         raise AlgorithmError(f"settings: expected RunSettings, got {type(settings).__name__}")
+    relation = getattr(source, "relation", None)
+    if relation is not None and Relation.parse(relation) is not Relation.parse(settings.relation):
+        # the mechanisms declare the source's bounds under the session's relation, so a
+        # source built under another relation would be charged for the wrong bound
+        raise AlgorithmError(
+            f"source: its sensitivities are declared under {Relation.parse(relation).value}, "
+            f"the run is under {Relation.parse(settings.relation).value}; build the source "
+            "under the run's relation")
     if not isinstance(ledger, LedgerTarget):
         raise AlgorithmError(f"ledger: expected a LedgerTarget, got {type(ledger).__name__}")
     plan = algo.plan(params, settings, source)

@@ -273,3 +273,22 @@ def test_priv_pc_round_costs_fit_and_rate_is_the_closed_form(asia: Any) -> None:
                                                         * plan.n)))
         assert plan.sensitivity_sub == pytest.approx(
             plan.sensitivity_full * math.sqrt(plan.n / plan.m))
+
+
+@pytest.mark.parametrize("algorithm", ALL)
+def test_source_under_another_relation_is_refused_before_the_ledger(
+        asia: Any, algorithm: str, tmp_path: Path) -> None:
+    """A source whose bounds are declared under add/remove would be charged as if they
+    were replace-one bounds (half the cost); the run refuses it and reserves nothing."""
+    from dpcg.citests.private import StatisticSource
+    from dpcg.private.ledger import LedgerTarget
+
+    src = StatisticSource(asia.codes, asia.cardinalities, "kendall-split",
+                          relation="add-remove")
+    led = tmp_path / "l.sqlite"
+    target = LedgerTarget(led, "asia-ar", Budget(10.0, 1e-5), True)
+    with pytest.raises(AlgorithmError, match="add-remove"):
+        run_private(algorithm, src, tuple(asia.names),
+                    RunSettings(epsilon=1.0, delta=1e-6, test="kendall-split"),
+                    ledger=target)
+    assert not led.exists()

@@ -316,3 +316,19 @@ def test_numpy_engine_reuses_a_conditioning_prefix_exactly(card: int, n: int,
     for x, y, S in queries:
         assert not engine.bitsets or not engine.bitsets.usable(x, y, S)
         _assert_same(engine.table(x, y, S), contingency_table(codes, cards, x, y, S))
+
+
+def test_a_private_test_refuses_a_source_under_another_relation() -> None:
+    """Replace-one sessions charge a release for its bound as a replace-one bound, so a
+    source whose bounds are add/remove ones is refused before anything is released."""
+    from dpcg.errors import CITestError
+
+    rng = np.random.default_rng(5)
+    codes = np.stack([rng.integers(0, 2, 100) for _ in range(3)]).astype(np.uint8)
+    src = StatisticSource(codes, (2, 2, 2), "kendall-split", relation="add-remove")
+    budget = Budget(1.0)
+    recorder = InMemoryRecorder(budget)
+    session = Session(budget, recorder=recorder, seed=2)
+    with pytest.raises(CITestError, match="add-remove"):
+        PrivateCITest(src, session, ReleasePlan("laplace", epsilon=0.3))
+    assert session.spent().epsilon in (None, 0)
