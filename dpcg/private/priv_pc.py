@@ -275,6 +275,14 @@ def round_params(n: int, eps_half: float, source: StatisticSource,
     return RoundParams(eps_half, eps_base, m, sens_m)
 
 
+def checked_round(first: RoundParams, n: int, sens_n: float) -> RoundParams:
+    """``first`` after building its sieve and examine once: parameters their samplers
+    cannot represent (a vanishing budget) fail here, before the run is reserved."""
+    _sieve(n, first.m, first.epsilon_base, first.sensitivity_sub).base.noise_plan()
+    Laplace(sens_n, first.epsilon_half)
+    return first
+
+
 def level_rounds(open_pairs: int, level: int) -> int:
     """Rounds a level's plan provides: one per open pair at level 0 (each pair is tested
     once there, so the level can never need more), :data:`PRIV_PC_ROUNDS_PER_PAIR` per
@@ -311,7 +319,7 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                 screen = screened_selection(rule, level0 * Fraction(SELECT_SHARE), k, pairs)
                 k, eps_sel = screen.k, screen.epsilon
             r = k
-        first = round_params(n, eps_half, source, params.m)
+        first = checked_round(round_params(n, eps_half, source, params.m), n, sens_n)
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, settings.max_depth,
                           per_level=True, depth=depth, pairs=pairs, m_fixed=params.m,
@@ -333,7 +341,7 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         rule = choose_unit_rule(budget.epsilon, budget.delta, max(r, 1), parts=2)
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
         eps_half = unit_epsilon(total / max(r, 1), rule, parts=2)
-    first = round_params(n, eps_half, source, params.m)
+    first = checked_round(round_params(n, eps_half, source, params.m), n, sens_n)
     return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n, first.m,
                       tweak, sens_n, first.sensitivity_sub, settings.max_depth,
                       pairs=pairs, m_fixed=params.m)

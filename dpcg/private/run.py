@@ -166,6 +166,11 @@ def run_private(
             "under the run's relation")
     if not isinstance(ledger, LedgerTarget):
         raise AlgorithmError(f"ledger: expected a LedgerTarget, got {type(ledger).__name__}")
+    if background is not None:
+        if not isinstance(background, BackgroundKnowledge):
+            raise AlgorithmError(f"background: expected BackgroundKnowledge, got "
+                                 f"{type(background).__name__}")
+        background.resolve(names)  # public names only: an inconsistent one fails here
     plan = algo.plan(params, settings, source)
     budget = settings.budget()
     # Pre-flight inside open_session (signing key, relation, lifetime >= budget) before

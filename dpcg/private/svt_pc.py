@@ -140,9 +140,9 @@ def make_plan(params: SVTPCParams, settings: RunSettings, source: StatisticSourc
         else:  # the kept pairs' instances share the rest of level 0's share
             r = level_instances(k, 0, cutoff)
             eps = unit_epsilon(level0 * (1 - Fraction(SELECT_SHARE)) / r, rule)
-        return SVTPlan(rule, r, eps, cutoff, source.sensitivity(), settings.max_depth,
-                       per_level=True, depth=depth, pairs=pairs, select_k=k,
-                       select_epsilon=eps_sel)
+        return checked(SVTPlan(rule, r, eps, cutoff, source.sensitivity(),
+                               settings.max_depth, per_level=True, depth=depth,
+                               pairs=pairs, select_k=k, select_epsilon=eps_sel))
     r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
         rule, eps = "basic", float(params.test_epsilon)
@@ -150,8 +150,17 @@ def make_plan(params: SVTPCParams, settings: RunSettings, source: StatisticSourc
         rule = choose_unit_rule(budget.epsilon, budget.delta, max(r, 1))
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
         eps = unit_epsilon(total / max(r, 1), rule)
-    return SVTPlan(rule, r, eps, cutoff, source.sensitivity(), settings.max_depth,
-                   pairs=pairs)
+    return checked(SVTPlan(rule, r, eps, cutoff, source.sensitivity(), settings.max_depth,
+                           pairs=pairs))
+
+
+def checked(plan: SVTPlan) -> SVTPlan:
+    """``plan`` after building its first instance's noise once: an instance budget its
+    sampler cannot represent (a vanishing budget) fails here, before the run is
+    reserved."""
+    SparseVector(threshold=0.0, sensitivity=plan.sensitivity, epsilon=plan.epsilon_instance,
+                 cutoff=plan.cutoff).noise_plan()
+    return plan
 
 
 class SVTTester(AnnouncesLevels):
