@@ -176,7 +176,7 @@ def load_schema(schema: object, *, private: bool) -> Schema:
     harmless there. A private algorithm needs the owner's declared schema (the draft is
     refused, saying how to declare it)."""
     from dpcg.data.draft import DRAFT_KEY
-    from dpcg.data.schema import Schema
+    from dpcg.data.schema import Schema, parse_json
 
     if isinstance(schema, Schema):
         return schema
@@ -187,10 +187,10 @@ def load_schema(schema: object, *, private: bool) -> Schema:
             raise SchemaError(f"schema: cannot read {schema} ({exc.strerror or exc}); pass "
                               "the path of a schema JSON (draft one with `dpcg schema "
                               "draft FILE`)") from None
-        try:
-            schema = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SchemaError(f"schema: {schema} is not JSON ({exc})") from None
+        except UnicodeDecodeError:
+            raise SchemaError(f"schema: {schema} is not UTF-8 text (rule: a schema is a "
+                              "JSON file in UTF-8)") from None
+        schema = parse_json(text, f"schema: {schema}")
     if isinstance(schema, Mapping):
         if not private and DRAFT_KEY in schema:
             schema = {k: v for k, v in schema.items() if k != DRAFT_KEY}
@@ -522,6 +522,7 @@ def discover(
         return DiscoveryResult(res.cpdag, None, None, res, doc)
 
     from accounting.costs import Budget
+    from dpcg.private.contract import RunSettings
     from dpcg.private.ledger import IN_MEMORY, ledger_target
     from dpcg.private.run import discover_private
 
@@ -529,6 +530,11 @@ def discover(
     if epsilon is None:
         raise AlgorithmError(f"epsilon: algorithm {algorithm!r} is private and needs "
                              "epsilon= (the run's TOTAL privacy budget)")
+    if ledger is not None and ledger is not DEFAULT and not isinstance(
+            ledger, str | os.PathLike):
+        raise AlgorithmError(
+            f"ledger: expected the path of a ledger file (str or os.PathLike), "
+            f"dpcg.DEFAULT or dpcg.NO_LEDGER (None), got a {type(ledger).__name__}")
     requested = algo.default_test if test is None else test
     get_test(requested)
     spec = get_test(algo.resolve_test(requested))
@@ -537,6 +543,9 @@ def discover(
     params = make_options(algo.params, popts, AlgorithmError)
     test_options = make_options(spec.options, topts)
     run_delta = algo.default_delta if delta is None else delta
+    # the run's numbers, validated before the ledger target (and its budget) is built
+    RunSettings(epsilon=epsilon, delta=run_delta, test=requested, alpha=alpha,
+                noise_seed=noise_seed, max_depth=max_depth)
     if ledger is None:
         lifetime = [n for n, v in (("dataset_id", dataset_id),
                                    ("lifetime_epsilon", lifetime_epsilon),

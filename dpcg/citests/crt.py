@@ -148,6 +148,59 @@ class DiscreteSampler:
         return out
 
 
+#: Largest magnitude the conditional parameters and means of a model-X law may reach
+#: (a bound far below the float64 overflow, so no step of the sampler overflows).
+_MODEL_X_LIMIT = 1e300
+
+
+def _law_arrays(mean: object, cov: object) -> tuple[FloatArray, FloatArray]:
+    """``mean`` and ``cov`` of a public Gaussian law, validated (see
+    :class:`GaussianModelX`); errors name the rule, never an entry."""
+    where = "GaussianModelX"
+    try:
+        with np.errstate(all="ignore"):
+            mu = np.asarray(mean, dtype=np.float64)
+            C = np.asarray(cov, dtype=np.float64)
+    except (TypeError, ValueError, ArithmeticError):
+        raise CITestError(f"{where}: mean and cov must hold numbers only (rule: mean is a "
+                          "list of p numbers, cov a p x p matrix)") from None
+    if mu.ndim != 1 or mu.shape[0] == 0:
+        raise CITestError(f"{where}: mean must be a non-empty list of numbers, one per "
+                          "variable (rule: mean is a list of p numbers)")
+    if not np.all(np.isfinite(mu)):
+        raise CITestError(f"{where}: mean must be finite (rule: no NaN or infinite entry)")
+    p = mu.shape[0]
+    if C.shape != (p, p):
+        raise CITestError(f"{where}: cov must be a p x p matrix with p the length of mean "
+                          "(rule: one row and one column per variable)")
+    if not np.all(np.isfinite(C)):
+        raise CITestError(f"{where}: cov must be finite (rule: no NaN or infinite entry)")
+    with np.errstate(all="ignore"):
+        symmetric = bool(np.allclose(C, C.T))
+    if not symmetric:
+        raise CITestError(f"{where}: cov must be symmetric (rule: cov[i][j] == cov[j][i])")
+    # Positive definite, and numerically so: the correlation matrix (scale-free) passes
+    # the usual rank tolerance ``p * eps * max``, so every conditional of the law
+    # regresses on an invertible sub-matrix.
+    d = np.diag(C)
+    ok = bool(np.all(d > 0))
+    if ok:
+        with np.errstate(all="ignore"):
+            s = np.sqrt(d)
+            R = C / s[:, None] / s[None, :]
+            try:
+                eig = np.linalg.eigvalsh(R)
+            except np.linalg.LinAlgError:
+                eig = np.array([np.nan])
+        ok = bool(np.all(np.isfinite(eig))) and float(eig[0]) > (
+            float(eig[-1]) * p * float(np.finfo(np.float64).eps))
+    if not ok:
+        raise CITestError(f"{where}: cov must be symmetric positive definite (rule: every "
+                          "eigenvalue > 0, and the correlation matrix not numerically "
+                          "singular)")
+    return mu, C
+
+
 @dataclass(frozen=True)
 class GaussianModelX:
     """A public joint Gaussian model ``N(mean, cov)`` of all ``p`` columns.
@@ -155,20 +208,69 @@ class GaussianModelX:
     ``sampler(x, S)`` returns the exact Gaussian-linear conditional of column ``x``
     given the columns ``S`` (regression coefficients ``cov_xS cov_SS^-1``). Used to run
     PrivCRT inside PC when the joint law is public (e.g. estimated from public data).
+
+    The law is validated when it is built: ``mean`` finite, ``cov`` a finite, symmetric,
+    (numerically) positive-definite ``p x p`` matrix. :meth:`check_columns` checks it
+    against the data's columns (one variable per column, in the schema's order) and
+    that no conditional of the law overflows on values within the public bounds; PrivCRT
+    calls it when the tester is built, before any budget is reserved.
     """
 
     mean: tuple[float, ...]
     cov: tuple[tuple[float, ...], ...]
 
+    def __post_init__(self) -> None:
+        mu, C = _law_arrays(self.mean, self.cov)
+        object.__setattr__(self, "mean", tuple(float(v) for v in mu.tolist()))
+        object.__setattr__(self, "cov", tuple(tuple(float(v) for v in r) for r in C.tolist()))
+
     @classmethod
     def from_arrays(cls, mean: NDArray[np.floating], cov: NDArray[np.floating]) -> GaussianModelX:
-        mu = np.asarray(mean, dtype=np.float64)
-        C = np.asarray(cov, dtype=np.float64)
-        if C.shape != (mu.shape[0], mu.shape[0]) or not np.all(np.isfinite(C)):
-            raise CITestError("GaussianModelX: cov must be a finite (p, p) matrix")
-        if not np.allclose(C, C.T) or np.linalg.eigvalsh(C).min() <= 0:
-            raise CITestError("GaussianModelX: cov must be symmetric positive definite")
+        mu, C = _law_arrays(mean, cov)
         return cls(tuple(mu.tolist()), tuple(tuple(r) for r in C.tolist()))
+
+    @property
+    def p(self) -> int:
+        """Number of variables of the law."""
+        return len(self.mean)
+
+    def check_columns(self, lower: FloatArray, upper: FloatArray) -> None:
+        """The law fits data whose columns have the public bounds ``lower``/``upper``:
+        one variable per column, and every conditional mean and variance of the law is
+        finite for values within the bounds.
+
+        Write ``cov = D R D`` (``D`` the standard deviations, ``R`` the correlation
+        matrix, condition number ``kappa``). Every regression coefficient vector has norm
+        ``<= c = kappa max(D) / min(D)`` (``||R_SS^-1|| <= 1/lambda_min(R)`` by
+        interlacing), so the conditional means are bounded by
+        ``|mean|_inf + c (|mean|_2 + sqrt(p) B)`` (``B`` the largest bound in absolute
+        value) and the variance's correction by ``max(D)^2 kappa``.
+        """
+        lo = np.asarray(lower, dtype=np.float64)
+        hi = np.asarray(upper, dtype=np.float64)
+        if lo.shape != (self.p,) or hi.shape != (self.p,):
+            raise CITestError(
+                "model-X law (model= / --model-x): the law must have one variable per "
+                "column of the data, in the schema's column order (rule: mean has one "
+                "entry and cov one row per schema column); its size differs from the "
+                "schema's")
+        mu = np.asarray(self.mean, dtype=np.float64)
+        C = np.asarray(self.cov, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            sd = np.sqrt(np.diag(C))
+            eig = np.linalg.eigvalsh(C / sd[:, None] / sd[None, :])
+            kappa = float(eig[-1]) / float(eig[0]) if float(eig[0]) > 0 else math.inf
+            coef = kappa * float(np.max(sd)) / float(np.min(sd))
+            bound = float(max(np.max(np.abs(lo)), np.max(np.abs(hi))))
+            top = float(np.max(np.abs(mu)))  # |mean|_2 <= sqrt(p) |mean|_inf
+            worst = (top + float(np.max(sd)) ** 2 * kappa + bound
+                     + coef * math.sqrt(self.p) * (top + bound))
+        if not (math.isfinite(worst) and worst < _MODEL_X_LIMIT):
+            raise CITestError(
+                "model-X law (model= / --model-x): its conditional means or variances "
+                "would overflow float64 on values within the schema's bounds (rule: the "
+                "law's entries, its condition number and the bounds must keep every "
+                "conditional below 1e300); rescale the law or the bounds")
 
     def sampler(self, x: int, S: tuple[int, ...]) -> GaussianLinearSampler:
         mu = np.asarray(self.mean)
@@ -326,6 +428,9 @@ class _CRTBase:
         self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
                                      feature_seed=feature_seed)
         self.data = ContinuousData.build(values, bounds, names)
+        if isinstance(model, GaussianModelX):
+            # public input only (the law and the bounds): refused before any charge
+            model.check_columns(self.data.lower, self.data.upper)
         self.model = model
         self.generator = generator
         self._factors = _factor_cache(self.data, self.krr)

@@ -177,9 +177,15 @@ def _background(path: Path | None) -> BackgroundKnowledge | None:
     if path is None:
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise AlgorithmError(f"--background {path}: cannot read JSON ({exc})") from None
+    except UnicodeDecodeError:
+        raise AlgorithmError(f"--background {path}: not UTF-8 text (rule: the background "
+                             "knowledge is a JSON file in UTF-8)") from None
+    except (ValueError, RecursionError):
+        raise AlgorithmError(f"--background {path}: cannot read JSON (rule: numbers of at "
+                             "most 4300 digits, nesting of reasonable depth)") from None
     keys = {"required_edges", "forbidden_edges", "required_orientations",
             "forbidden_orientations"}
     if not isinstance(data, dict) or not set(data) <= keys:

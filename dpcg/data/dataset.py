@@ -109,9 +109,23 @@ def _missing_mask(raw: NDArray[Any]) -> NDArray[np.bool_]:
         return nan
     if raw.dtype.kind == "O":
         with np.errstate(invalid="ignore"):
-            mask: NDArray[np.bool_] = np.asarray((raw == None) | (raw != raw), dtype=bool)  # noqa: E711
+            try:
+                mask: NDArray[np.bool_] = np.asarray((raw == None) | (raw != raw), dtype=bool)  # noqa: E711
+            except ArithmeticError:  # e.g. Decimal('sNaN') refuses to compare
+                mask = np.fromiter((_is_missing(v) for v in raw.reshape(-1).tolist()),
+                                   dtype=bool, count=raw.size).reshape(raw.shape)
             return mask
     return np.zeros(raw.shape, dtype=bool)
+
+
+def _is_missing(item: object) -> bool:
+    """``None`` or a NaN (a signalling NaN, which refuses every comparison, included)."""
+    if item is None:
+        return True
+    try:
+        return bool(item != item)
+    except ArithmeticError:
+        return True
 
 
 def _label_strings(raw: NDArray[Any], name: str, line_offset: int | None) -> NDArray[np.str_]:
@@ -131,7 +145,12 @@ def _label_strings(raw: NDArray[Any], name: str, line_offset: int | None) -> NDA
     if raw.dtype.kind == "O":
         # bool/float/int objects: use str(); integral floats become e.g. "1.0" and are
         # then reported as unknown categories, which is the honest outcome.
-        return raw.astype(str)
+        try:
+            return raw.astype(str)
+        except ValueError:  # an int too long for str(): no declared label is that long
+            raise DataValidationError(
+                f"column {name!r}: a value is not one of the declared categories (rule: "
+                "categorical values must be declared in the schema)") from None
     return raw.astype(str)
 
 
@@ -231,7 +250,11 @@ def validate_codes(
         if arr.dtype.kind == "O":
             try:
                 arr = arr.astype(np.float64)
-            except (TypeError, ValueError):
+            except OverflowError:  # an int (or fraction) beyond the float range
+                raise DataValidationError(
+                    f"column {name!r}: a code is outside 0..{column.cardinality - 1} (rule: "
+                    f"codes index the {column.cardinality} declared categories)") from None
+            except (TypeError, ValueError, ArithmeticError):
                 raise DataValidationError(
                     f"column {name!r}: encoded codes must be integers, got non-numeric values"
                 ) from None
@@ -290,8 +313,8 @@ def encode_continuous(
                 + debug_detail(f"{arr[row]!r} at {_where(row, line_offset)}"))
         try:
             values = arr.astype(np.float64)
-        except (TypeError, ValueError):
-            values = _find_non_numeric(arr, name, line_offset)
+        except (TypeError, ValueError, ArithmeticError):
+            values = _floats_of_objects(arr, name, line_offset)
     elif arr.dtype.kind in "iuf" and arr.dtype.kind != "b":
         values = arr.astype(np.float64)
     else:
@@ -328,19 +351,26 @@ def check_bounds(
     return np.ascontiguousarray(values, dtype=np.float64), n_out
 
 
-def _find_non_numeric(arr: NDArray[Any], name: str, line_offset: int | None) -> Floats:
-    """Error path: locate the first entry that does not parse as a number."""
+def _floats_of_objects(arr: NDArray[Any], name: str, line_offset: int | None) -> Floats:
+    """Slow path of an object column ``astype`` refused: convert entry by entry. An exact
+    number beyond the float range (a huge ``int``, ``Fraction``) becomes ``+-inf``, so the
+    bounds rule refuses it (or ``clip`` clips it); anything else that is not a number
+    raises, naming the column and the rule."""
+    out = np.empty(arr.shape[0], dtype=np.float64)
     for row, item in enumerate(arr.tolist()):
         try:
             if isinstance(item, bool):
                 raise TypeError
-            float(item)
-        except (TypeError, ValueError):
+            try:
+                out[row] = float(item)
+            except OverflowError:
+                out[row] = np.inf if item > 0 else -np.inf
+        except (TypeError, ValueError, ArithmeticError):
             raise DataValidationError(
                 f"column {name!r}: a value is not a number (rule: continuous columns hold "
                 "numbers)" + debug_detail(f"value {item!r} at {_where(row, line_offset)}")
             ) from None
-    raise DataValidationError(f"column {name!r}: values are not numeric")  # pragma: no cover
+    return out
 
 
 # ---------------------------------------------------------------------------------------

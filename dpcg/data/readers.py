@@ -195,6 +195,14 @@ def _optional(module: str, purpose: str, hint: str) -> ModuleType:
         ) from None
 
 
+def _pandas_missing(pd: Any, item: object) -> bool:
+    """``pd.isna`` of one entry; a signalling NaN (which raises) is missing too."""
+    try:
+        return bool(pd.isna(item))
+    except ArithmeticError:
+        return True
+
+
 def pandas_columns(df: Any, schema: Schema) -> list[NDArray[Any]]:
     """The columns of a pandas ``DataFrame`` whose columns are exactly the schema's
     columns, in schema order."""
@@ -207,7 +215,11 @@ def pandas_columns(df: Any, schema: Schema) -> list[NDArray[Any]]:
     arrays = []
     for j, pos in enumerate(order):
         series = df.iloc[:, pos]
-        missing = np.asarray(series.isna().to_numpy(), dtype=bool)
+        try:
+            missing = np.asarray(series.isna().to_numpy(), dtype=bool)
+        except ArithmeticError:  # a Decimal('sNaN') refuses even pandas' NaN test
+            missing = np.fromiter((_pandas_missing(pd, v) for v in series.tolist()),
+                                  dtype=bool, count=len(series))
         if missing.any():
             row = int(np.argmax(missing))
             raise DataValidationError(

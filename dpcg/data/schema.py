@@ -4,7 +4,8 @@ A :class:`Schema` is an ordered tuple of columns, each one of
 
 * :class:`Categorical` -- a nominal variable with a declared, finite set of categories;
 * :class:`Ordinal` -- a discrete variable whose categories have a declared order;
-* :class:`Continuous` -- a real variable with declared public bounds ``lower < upper``.
+* :class:`Continuous` -- a real variable with declared public bounds ``lower < upper``
+  (both finite, ``upper - lower`` between ``1e-300`` and ``1e300``).
 
 Everything in a schema is *public*: it is declared by the analyst, never computed from
 the data (PRIVACY.md). The category lists fix the integer encoding: the code of a value
@@ -31,9 +32,15 @@ from typing import Any, Literal
 
 from dpcg.errors import SchemaError
 
-__all__ = ["Categorical", "Column", "Continuous", "Ordinal", "Schema"]
+__all__ = ["MAX_WIDTH", "MIN_WIDTH", "Categorical", "Column", "Continuous", "Ordinal", "Schema",
+           "parse_json"]
 
 ColumnKind = Literal["categorical", "ordinal", "continuous"]
+
+#: The narrowest and widest ``upper - lower`` of a continuous column: the tests rescale
+#: by ``2 / (upper - lower)`` and ``2 (x - lower)``, which must stay finite.
+MIN_WIDTH = 1e-300
+MAX_WIDTH = 1e300
 
 
 def _check_name(name: object) -> str:
@@ -52,7 +59,11 @@ def _check_labels(name: str, labels: object, what: str) -> tuple[str, ...]:
             raise SchemaError(
                 f"column {name!r}: {what} labels must be strings (or integers), got {label!r}"
             )
-        text = str(label)
+        try:
+            text = str(label)
+        except ValueError:  # an int too long for str()
+            raise SchemaError(f"column {name!r}: a {what} label is an integer too long "
+                              "to write out (rule: labels are short strings)") from None
         if text == "":
             raise SchemaError(f"column {name!r}: empty string is not a valid {what} label")
         out.append(text)
@@ -148,7 +159,13 @@ class Continuous:
                 raise SchemaError(
                     f"column {checked!r}: {label} bound must be a number, got {bound!r}"
                 )
-            value = float(bound)
+            try:
+                value = float(bound)
+            except OverflowError:  # an int beyond the float range
+                raise SchemaError(
+                    f"column {checked!r}: {label} bound must be finite, got an integer "
+                    "beyond the float range"
+                ) from None
             if not math.isfinite(value):
                 raise SchemaError(
                     f"column {checked!r}: {label} bound must be finite, got {bound!r}"
@@ -158,6 +175,13 @@ class Continuous:
             raise SchemaError(
                 f"column {checked!r}: bounds must satisfy lower < upper, got "
                 f"lower={bounds[0]!r}, upper={bounds[1]!r}"
+            )
+        width = bounds[1] - bounds[0]
+        if not MIN_WIDTH <= width <= MAX_WIDTH:
+            raise SchemaError(
+                f"column {checked!r}: bounds must have a width upper - lower between "
+                f"{MIN_WIDTH:g} and {MAX_WIDTH:g} (rule: rescaling a value to [-1, 1] by "
+                "the bounds must not overflow); declare narrower (or wider) bounds"
             )
         object.__setattr__(self, "name", checked)
         object.__setattr__(self, "lower", bounds[0])
@@ -351,8 +375,19 @@ class Schema:
                 text = path.read_text(encoding="utf-8")
             except OSError as exc:
                 raise SchemaError(f"cannot read schema file {where}: {exc}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SchemaError(f"{where} is not valid JSON: {exc}") from None
-        return cls.from_dict(data)
+            except UnicodeDecodeError:
+                raise SchemaError(f"schema file {where} is not UTF-8 text (rule: a schema "
+                                  "is a JSON file in UTF-8)") from None
+        return cls.from_dict(parse_json(text, where))
+
+
+def parse_json(text: str, where: str) -> object:
+    """``json.loads(text)`` with every failure a :class:`SchemaError` naming ``where`` (a
+    syntax error, an integer too long to convert, nesting too deep)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{where} is not valid JSON: {exc}") from None
+    except (ValueError, RecursionError):
+        raise SchemaError(f"{where} is not valid JSON (rule: numbers of at most 4300 "
+                          "digits, nesting of reasonable depth)") from None

@@ -15,6 +15,7 @@ durable ledger unless ``--no-ledger``), the Python API records in a ledger only 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from accounting.costs import Budget
@@ -84,6 +85,10 @@ def discover(
     if isinstance(ledger, LedgerTarget):
         target = ledger
     elif ledger is not None:
+        if not isinstance(ledger, str | os.PathLike):
+            raise AlgorithmError(
+                f"ledger: expected the path of a ledger file (str or os.PathLike), a "
+                f"LedgerTarget or None, got a {type(ledger).__name__}")
         if dataset_id is None:
             raise AlgorithmError("dataset_id: a ledger run needs a declared dataset id")
         target = LedgerTarget(Path(ledger), dataset_id, lifetime)

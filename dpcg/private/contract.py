@@ -42,9 +42,27 @@ ScoreCache = dict[tuple[int, int, tuple[int, ...]], float]
 
 
 def _number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    """``value`` as a finite float; an ``int`` beyond the float range (``10**400``) is
+    refused like an infinite one (never an ``OverflowError``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise AlgorithmError(f"{name}: expected a finite number, got {_show(value)}")
+    try:
+        out = float(value)
+    except OverflowError:
+        raise AlgorithmError(f"{name}: expected a finite number, got an integer beyond "
+                             "the float range") from None
+    if not math.isfinite(out):
         raise AlgorithmError(f"{name}: expected a finite number, got {value!r}")
-    return float(value)
+    return out
+
+
+def _show(value: object) -> str:
+    """``repr(value)``, shortened (a huge object never floods an error message)."""
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. an int too long for str()
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 @dataclass(frozen=True)
@@ -77,20 +95,21 @@ class RunSettings:
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, int | float) or not (
             0 < self.alpha < 1
         ):
-            raise AlgorithmError(f"alpha: expected a number in (0, 1), got {self.alpha!r}")
+            raise AlgorithmError(f"alpha: expected a number in (0, 1), got "
+                                 f"{_show(self.alpha)}")
         if self.noise_seed is not None and (
             isinstance(self.noise_seed, bool) or not isinstance(self.noise_seed, int)
         ):
             raise AlgorithmError(f"noise_seed: expected an integer or None, got "
-                                 f"{self.noise_seed!r}")
+                                 f"{_show(self.noise_seed)}")
         if self.max_depth is not None and (
             isinstance(self.max_depth, bool) or not isinstance(self.max_depth, int)
             or self.max_depth < 0
         ):
             raise AlgorithmError(f"max_depth: expected an integer >= 0 or None, got "
-                                 f"{self.max_depth!r}")
+                                 f"{_show(self.max_depth)}")
         if not isinstance(self.test, str):
-            raise AlgorithmError(f"test: expected a test name, got {self.test!r}")
+            raise AlgorithmError(f"test: expected a test name, got {_show(self.test)}")
 
     def budget(self) -> Budget:
         """The run's total budget."""
