@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -42,11 +43,29 @@ def exact(value: Number, name: str, *, allow_zero: bool = True) -> Fraction:
         raise InvalidParameterError(name, value, "must be a real number")
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidParameterError(name, value, "must be finite")
+    if not isinstance(value, float):
+        # an int or Fraction beyond the float range (e.g. 10**400) is exact but would
+        # overflow every later float conversion (displays, zCDP conversions, checks)
+        try:
+            float(value)
+        except OverflowError:
+            raise _beyond_float(name, value) from None
     q = Fraction(value)
     if q < 0 or (q == 0 and not allow_zero):
         requirement = "must be > 0" if not allow_zero else "must be >= 0"
         raise InvalidParameterError(name, value, requirement)
     return q
+
+
+def _beyond_float(name: str, value: int | Fraction) -> InvalidParameterError:
+    """The error for a number too large for a float, naming its magnitude (the digits of
+    such a number can be too many to print: ``int`` refuses ``repr`` above 4300)."""
+    q = Fraction(value)
+    exponent = math.floor(math.log10(abs(q.numerator)) - math.log10(q.denominator))
+    sign = "-" if q < 0 else ""
+    return InvalidParameterError(
+        name, f"{sign}{type(value).__name__} ~1e{exponent}",
+        f"must be finite as a float (at most {sys.float_info.max!r})")
 
 
 def round_up(q: Fraction) -> float:
@@ -63,6 +82,16 @@ def round_down(q: Fraction) -> float:
     if Fraction(f) > q:
         f = math.nextafter(f, -math.inf)
     return f
+
+
+def _display(q: Fraction | None) -> float | None:
+    """``q`` rounded up to a float; ``None`` for ``None`` or beyond the float range."""
+    if q is None:
+        return None
+    try:
+        return round_up(q)
+    except OverflowError:
+        return None
 
 
 def _opt_add(a: Fraction | None, b: Fraction | None) -> Fraction | None:
@@ -172,11 +201,14 @@ class Cost:
         return cls(parse("epsilon"), Fraction(0) if delta is None else delta, parse("rho"))
 
     def summary(self) -> dict[str, float | None]:
-        """Floats rounded up (for display; never feed these back into accounting)."""
+        """Floats rounded up (for display; never feed these back into accounting).
+
+        ``None`` for a component the cost does not have, or one beyond the float range
+        (the zCDP bound ``eps^2/2`` of a pure cost with ``eps`` above ~1.3e154)."""
         return {
-            "epsilon": None if self.epsilon is None else round_up(self.epsilon),
-            "delta": round_up(self.delta),
-            "rho": None if self.rho is None else round_up(self.rho),
+            "epsilon": _display(self.epsilon),
+            "delta": _display(self.delta),
+            "rho": _display(self.rho),
         }
 
 
@@ -295,20 +327,28 @@ def rho_for_budget(epsilon: Fraction, delta: Fraction) -> Fraction:
         )
     if epsilon <= 0:
         return Fraction(0)
+    e = _finite_float(epsilon, "epsilon")
     L = math.log(1.0 / float(delta))
-    e = float(epsilon)
-    rho = e * e / (math.sqrt(L + e) + math.sqrt(L)) ** 2
-    rho *= 1.0 - CONVERSION_SLACK
+    root = math.sqrt(L + e) + math.sqrt(L)
+    square = e * e
+    if math.isfinite(square):
+        # the start every earlier version used: the rho of an ordinary budget is unchanged
+        rho = square / root**2 * (1.0 - CONVERSION_SLACK)
+    else:
+        # ``e * e`` overflows above ~1.3e154; ``e / root`` is below ``sqrt(e)`` and the
+        # slack keeps its square below the largest float
+        ratio = e / root
+        rho = ratio * (ratio * (1.0 - CONVERSION_SLACK))
     q = Fraction(rho)
     # Belt and braces: the conversion of the rounded-down rho must fit.
-    while zcdp_to_epsilon(q, delta) > epsilon:
+    while not _conversion_fits(q, delta, epsilon):
         q *= Fraction(1) - Fraction(CONVERSION_SLACK)
     lo = float(q)
     if lo <= 0.0:
         return q
 
     def fits(r: float) -> bool:
-        return zcdp_to_epsilon(Fraction(r), delta) <= epsilon
+        return math.isfinite(r) and _conversion_fits(Fraction(r), delta, epsilon)
 
     hi = 2.0 * lo
     for _ in range(64):
@@ -331,6 +371,38 @@ def rho_for_budget(epsilon: Fraction, delta: Fraction) -> Fraction:
     return best if best > q and fits(lo) else q
 
 
+def _finite_float(q: Fraction, name: str) -> float:
+    """``float(q)``, or :class:`InvalidParameterError` when ``q`` is beyond the float range."""
+    try:
+        return float(q)
+    except OverflowError:
+        raise _beyond_float(name, q) from None
+
+
+def _conversion_float(rho: Fraction, delta: Fraction) -> float:
+    """The bound of :func:`zcdp_to_epsilon` as a float; ``inf`` when it overflows."""
+    if rho == 0:
+        return 0.0
+    L = math.log(1.0 / float(delta))
+    # float(rho) is within half an ulp of rho: far inside CONVERSION_SLACK. The
+    # Bun-Steinke expression is the one every earlier version of this function computed,
+    # so the minimum never exceeds it and a rho that fitted before still fits.
+    r = _finite_float(rho, "rho")
+    rl = r * L
+    # ``sqrt(r) * sqrt(L)`` only where ``r * L`` overflows (rho above ~1e305): the same
+    # value up to a few ulps, far inside CONVERSION_SLACK
+    root = math.sqrt(rl) if math.isfinite(rl) else math.sqrt(r) * math.sqrt(L)
+    bun_steinke = (r + 2.0 * root) * (1.0 + CONVERSION_SLACK)
+    renyi = _best_renyi_conversion(r, L)
+    return min(bun_steinke, renyi)
+
+
+def _conversion_fits(rho: Fraction, delta: Fraction, epsilon: Fraction) -> bool:
+    """``zcdp_to_epsilon(rho, delta) <= epsilon``; false when the conversion overflows."""
+    bound = _conversion_float(rho, delta)
+    return math.isfinite(bound) and Fraction(bound) <= epsilon
+
+
 def zcdp_to_epsilon(rho: Fraction, delta: Fraction) -> Fraction:
     """An upper bound, rounded up, on the eps of ``rho``-zCDP at ``delta``.
 
@@ -338,19 +410,19 @@ def zcdp_to_epsilon(rho: Fraction, delta: Fraction) -> Fraction:
     Prop. 1.3) and the Renyi conversion of Canonne, Kamath & Steinke (2020, Prop. 12)
     at the best order found by :func:`_best_renyi_conversion`; both are valid for every
     ``rho``-zCDP mechanism, so their minimum is. See ``docs/privacy/costs-and-filter.md``.
+    Raises :class:`InvalidParameterError` when the bound is beyond the float range.
     """
     if delta <= 0:
         raise InvalidParameterError("delta", float(delta), "must be > 0 for the zCDP conversion")
     if rho == 0:
         return Fraction(0)
-    L = math.log(1.0 / float(delta))
-    # float(rho) is within half an ulp of rho: far inside CONVERSION_SLACK. The
-    # Bun-Steinke expression is the one every earlier version of this function computed,
-    # so the minimum never exceeds it and a rho that fitted before still fits.
-    r = float(rho)
-    bun_steinke = (r + 2.0 * math.sqrt(r * L)) * (1.0 + CONVERSION_SLACK)
-    renyi = _best_renyi_conversion(r, L)
-    return Fraction(min(bun_steinke, renyi))
+    bound = _conversion_float(rho, delta)
+    if not math.isfinite(bound):
+        raise InvalidParameterError(
+            "rho", float(rho),
+            f"is too large: its (eps, delta) conversion at delta={float(delta)!r} overflows "
+            "a float")
+    return Fraction(bound)
 
 
 def split_epsilon(total: Number, k: int) -> float:

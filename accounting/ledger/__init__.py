@@ -32,7 +32,13 @@ from accounting.ledger.signing import (
     read_head_file,
     signing_key_from_env,
 )
-from accounting.ledger.store import DatasetInfo, Ledger, LedgerRun, RunInfo
+from accounting.ledger.store import (
+    DatasetInfo,
+    Ledger,
+    LedgerRun,
+    RunInfo,
+    check_dataset_id,
+)
 
 __all__ = [
     "CERTIFICATE_FORMAT",
@@ -51,6 +57,7 @@ __all__ = [
     "VerificationReport",
     "VerifyKey",
     "check_certificate",
+    "check_dataset_id",
     "default_ledger_path",
     "generate_keypair",
     "load_signing_key",

@@ -7,9 +7,12 @@ Layout (format version 1)::
     runs(...)                  one row per run + its spending totals and status
     entries(seq, ...)          the hash chain (dataset, run-open, mechanism, output,
                                run-close entries)
+    entries_registry           partial index of the dataset and run-open entries
 
 The ``datasets`` and ``runs`` tables are convenience totals; the chain in ``entries``
-is authoritative and :meth:`Ledger.verify` recomputes the totals from it. Every write
+is authoritative and :meth:`Ledger.verify` recomputes the totals from it. Before a
+reservation, the rows it is admitted on are tied to their chain entries
+(:mod:`accounting.ledger._admission`). Every write
 is one ``BEGIN IMMEDIATE`` transaction, so concurrent processes serialise on the
 file's write lock and re-read the head of the chain and the totals under it.
 See ``docs/ledger.md``.
@@ -18,7 +21,6 @@ See ``docs/ledger.md``.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import sqlite3
@@ -52,6 +54,14 @@ from accounting.errors import (
     UnsignedLedgerError,
     WrongKeyError,
 )
+from accounting.ledger._admission import BOOL_COLUMNS as _BOOL_COLUMNS
+from accounting.ledger._admission import JSON_COLUMNS as _JSON_COLUMNS
+from accounting.ledger._admission import (
+    REGISTRY_INDEX_SQL,
+    check_admission_rows,
+    check_unregistered,
+)
+from accounting.ledger._admission import row_to_record as _row_to_record
 from accounting.ledger._format import (
     ENTRY_FIELDS,
     FORMAT_NAME,
@@ -119,10 +129,6 @@ _TABLES = {"metadata", "datasets", "runs", "entries"}
 _CLAIM = ("UPDATE runs SET n_entries=n_entries+?, spent_epsilon=?, spent_delta=?, "
           "spent_rho=? WHERE run_id=? AND status='open' AND spent_epsilon IS ? "
           "AND spent_delta IS ? AND spent_rho IS ?")
-#: Columns whose stored text is the canonical JSON of the hashed value.
-_JSON_COLUMNS = ("params", "cost", "data")
-#: Columns stored as SQLite integers 0/1 for a JSON boolean.
-_BOOL_COLUMNS = ("seed_explicit",)
 _DATASET_COLUMNS = (
     "dataset_id", "epsilon", "delta", "relation", "description", "registered_seq",
     "reserved_epsilon", "reserved_delta", "n_runs",
@@ -174,6 +180,12 @@ def _check_id(name: str, value: object) -> str:
             name, value, "must be printable, without control characters or surrounding spaces"
         )
     return value
+
+
+def check_dataset_id(value: object) -> str:
+    """``value`` if it is a valid dataset id (what :meth:`Ledger.ensure_dataset` accepts),
+    else :class:`InvalidParameterError`: callers check it before creating a ledger file."""
+    return _check_id("dataset_id", value)
 
 
 def _check_text(name: str, value: object) -> str:
@@ -516,6 +528,7 @@ class Ledger:
             if not have:  # another process may have initialised it meanwhile
                 for stmt in _SCHEMA:
                     conn.execute(stmt)
+                conn.execute(REGISTRY_INDEX_SQL)
                 conn.executemany(
                     "INSERT INTO metadata(key, value) VALUES (?, ?)",
                     [("format", FORMAT_NAME), ("format_version", str(FORMAT_VERSION)),
@@ -825,7 +838,10 @@ class Ledger:
     def _insert_dataset(self, conn: sqlite3.Connection, dataset_id: str, eps: Fraction,
                         delta: Fraction, rel: Relation, description: str) -> None:
         """Inside the write transaction: the registration entry and the dataset's row
-        (arguments already validated, the id checked to be new under the write lock)."""
+        (arguments already validated, the id checked to have no row under the write lock;
+        the chain must not register it either: a deleted row is not a new id)."""
+        check_unregistered(conn, self.path, dataset_id)
+        conn.execute(REGISTRY_INDEX_SQL)  # a ledger written before the index existed
         seq = self._append(conn, {
             "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
             "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
@@ -867,6 +883,7 @@ class Ledger:
                 f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets WHERE dataset_id=?",
                 (dataset_id,)).fetchone()
             if row is not None:
+                check_admission_rows(conn, self.path, self._genesis, dataset_id, row)
                 info = self._dataset_info(row)
                 if info.relation is not rel:
                     raise DatasetConflictError(
@@ -946,7 +963,18 @@ class Ledger:
             # under the write lock (run-open entries are in time order); every entry of
             # the run carries this time, never a later one
             opened_at = _now()
-            info = self.dataset(dataset_id)
+            # the reservation is admitted on the datasets row: first tie it and the
+            # dataset's runs rows to their hashed chain entries (docs/ledger.md)
+            conn.execute(REGISTRY_INDEX_SQL)  # a ledger written before the index existed
+            row = conn.execute(
+                f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets WHERE dataset_id=?",
+                (dataset_id,)).fetchone()
+            if row is None:
+                check_unregistered(conn, self.path, dataset_id)
+                self.dataset(dataset_id)  # raises UnknownDatasetError naming the known ids
+                raise UnknownDatasetError(f"dataset {dataset_id!r} is not registered")
+            check_admission_rows(conn, self.path, self._genesis, dataset_id, row)
+            info = self._dataset_info(row)
             new_eps = info.reserved_epsilon + eps
             new_delta = info.reserved_delta + delta
             if new_eps > info.lifetime_epsilon or new_delta > info.lifetime_delta:
@@ -1145,44 +1173,6 @@ def _refuse_unless_fits(dataset_id: str, need: tuple[Fraction, Fraction], eps: F
             f"dataset {dataset_id!r}: a run reserving eps={float(need[0])!r}, "
             f"delta={float(need[1])!r} cannot fit its {what} (eps={float(eps)!r}, "
             f"delta={float(delta)!r}); nothing was registered or reserved")
-
-
-def _row_to_record(row: tuple[Any, ...]) -> tuple[dict[str, Any], str | None]:
-    """Decode one stored row into the hashed dict; the second item names a problem."""
-    record: dict[str, Any] = dict(zip(STORED_FIELDS, row, strict=True))
-    problems = []
-    for name in _JSON_COLUMNS:
-        text = record[name]
-        if text is None:
-            continue
-        if not isinstance(text, str):
-            problems.append(f"{name} is not text")
-            continue
-        try:
-            value = json.loads(text)
-        except ValueError:
-            problems.append(f"{name} is not valid JSON")
-            record[name] = text
-            continue
-        try:
-            canonical = canonical_json(value)
-        except (TypeError, ValueError):
-            canonical = None
-        if canonical != text:
-            problems.append(f"{name} is not canonical JSON")
-        record[name] = value
-    for name in _BOOL_COLUMNS:
-        v = record[name]
-        if v is None:
-            continue
-        if isinstance(v, int) and v in (0, 1):
-            record[name] = bool(v)
-        else:
-            problems.append(f"{name}={v!r} is not 0/1")
-    sens = record["sensitivity"]
-    if isinstance(sens, int) and not isinstance(sens, bool):
-        problems.append("sensitivity is stored as an integer, not a float")
-    return record, ("; ".join(problems) if problems else None)
 
 
 def _compare_tables(checker: ChainChecker, datasets: list[tuple[Any, ...]],

@@ -26,7 +26,7 @@ from typing import Protocol, runtime_checkable
 from accounting.costs import Budget
 from accounting.entries import EntryDraft, JSONValue, RunRecorder
 from accounting.errors import AccountingError
-from accounting.ledger import Ledger
+from accounting.ledger import Ledger, check_dataset_id
 from accounting.ledger import default_ledger_path as _user_default_ledger
 from accounting.memory import InMemoryRecorder
 from accounting.relations import Relation
@@ -254,6 +254,7 @@ def open_session(budget: Budget, rule: str, target: LedgerTarget = IN_MEMORY, *,
         session = Session(budget, rule=rule, relation=relation, recorder=recorder, seed=seed)
         return SessionHandle(session, recorder)
     assert target.dataset_id is not None  # LedgerTarget checks it
+    check_dataset_id(target.dataset_id)  # before the file is created
     led = Ledger.open(target.path, create=True, signing_key=target.signing_key)
     try:
         # -- pre-flight: nothing below writes until ensure_dataset's check passed.

@@ -115,12 +115,6 @@ def test_long_dataset_id_on_a_used_ledger(frame, asia: Dataset,  # type: ignore[
                 led, AccountingError, fragment="dataset_id")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "review 2, defect G: dpcg/private/ledger.py open_session creates the ledger file "
-    "(Ledger.open(create=True)) before accounting's dataset-id check "
-    "(accounting/ledger/store.py _check_id, via ensure_dataset) refuses the id; the fix "
-    "belongs in dpcg/private/ledger.py (validate the id in LedgerTarget / before "
-    "Ledger.open)"))
 def test_long_dataset_id_leaves_no_ledger_file(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     led = tmp_path / "fresh.sqlite"

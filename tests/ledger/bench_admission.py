@@ -1,0 +1,100 @@
+"""Time full verification against the check made before every reservation.
+
+    python -m tests.ledger.bench_admission [--runs 200] [--entries 2000] [--no-verify]
+
+Builds a ledger of ``--runs`` closed runs of ``--entries`` Laplace entries each (one
+dataset, plus an output and a close per run) in a temporary directory, then times
+``Ledger.verify()`` (the whole chain, every cost re-derived), the check of
+``accounting/ledger/_admission.py`` alone, ``open_run`` (which includes it), and the
+check on a copy without the ``entries_registry`` index (a ledger written before it).
+The numbers are quoted in ``docs/ledger.md`` ("Checked before every reservation").
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from accounting.costs import Budget
+from accounting.ledger import Ledger
+from accounting.ledger._admission import REGISTRY_INDEX, check_admission_rows
+
+from .conftest import laplace_draft
+
+DATASET = "big"
+
+
+def build(path: Path, runs: int, entries: int) -> None:
+    with Ledger.open(path, create=True) as led:
+        led.register_dataset(DATASET, Budget(float(runs + 10)))
+        draft = laplace_draft(1 / 4096, purpose="count")
+        for _ in range(runs):
+            run = led.open_run(DATASET, Budget(1.0), "basic", seed_explicit=False)
+            seqs: list[int] = []
+            for done in range(0, entries, 500):
+                seqs = run.record_many([draft] * min(500, entries - done))
+            if seqs:
+                run.record_output(seqs[-1], 1.5)
+            run.close()
+
+
+def median_ms(fn: Callable[[], object], repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return 1000 * statistics.median(times)
+
+
+def check(led: Ledger) -> None:
+    conn = led._conn
+    row = conn.execute("SELECT * FROM datasets WHERE dataset_id=?", (DATASET,)).fetchone()
+    check_admission_rows(conn, led.path, led._genesis, DATASET, row)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--entries", type=int, default=2000)
+    parser.add_argument("--no-verify", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.db"
+        t = time.perf_counter()
+        build(path, args.runs, args.entries)
+        print(f"built {args.runs} runs x {args.entries} entries in "
+              f"{time.perf_counter() - t:.1f} s ({path.stat().st_size / 1e6:.0f} MB)")
+        with Ledger.open(path) as led:
+            print(f"entries: {led.entry_count()}")
+            if not args.no_verify:
+                t = time.perf_counter()
+                ok = led.verify().ok
+                print(f"verify: {time.perf_counter() - t:.2f} s (ok={ok})")
+            print(f"check at open: {median_ms(lambda: check(led)):.1f} ms (median of 5)")
+
+            def reserve() -> None:
+                led.open_run(DATASET, Budget(0.001), "basic", seed_explicit=False).close()
+            print(f"open_run + close: {median_ms(reserve):.1f} ms (median of 5)")
+        old = Path(tmp) / "old.db"
+        shutil.copy(path, old)
+        conn = sqlite3.connect(old)
+        conn.execute(f"DROP INDEX {REGISTRY_INDEX}")
+        conn.commit()
+        conn.close()
+        with Ledger.open(old) as led:
+            print(f"check without the index: {median_ms(lambda: check(led)):.1f} ms")
+            t = time.perf_counter()
+            led.open_run(DATASET, Budget(0.001), "basic", seed_explicit=False).close()
+            print(f"first open_run there (creates the index): "
+                  f"{1000 * (time.perf_counter() - t):.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
