@@ -10,6 +10,7 @@ from accounting.errors import (
     InvalidParameterError,
     LedgerCorruptError,
     LedgerError,
+    NoiseRangeError,
     SessionHaltedError,
 )
 from accounting.filter import PrivacyFilter
@@ -45,6 +46,7 @@ __all__ = [
     "Laplace",
     "LedgerCorruptError",
     "LedgerError",
+    "NoiseRangeError",
     "PrivacyFilter",
     "Relation",
     "ReportNoisyMax",

@@ -25,6 +25,12 @@ class InvalidParameterError(AccountingError, ValueError):
         super().__init__(f"invalid {parameter}={value!r}: {requirement}")
 
 
+class NoiseRangeError(InvalidParameterError):
+    """A noise sampler cannot represent the requested scale (an epsilon too small, a
+    sigma too large for its integer grid). Raised when the mechanism is built, before
+    anything is admitted: a run may stop on it like on an exhausted plan."""
+
+
 class RelationMismatchError(AccountingError):
     """A mechanism's sensitivity was declared under a different neighbouring relation."""
 

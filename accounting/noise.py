@@ -27,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from accounting.errors import InvalidParameterError
+from accounting.errors import InvalidParameterError, NoiseRangeError
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -500,7 +500,7 @@ class GaussianGrid:
 
 def check_laplace_scale(sensitivity: float, epsilon: float, dimension: int = 1,
                         multiplier: int = 1) -> None:
-    """Raise :class:`InvalidParameterError` unless the grid Laplace sampler can represent
+    """Raise :class:`NoiseRangeError` unless the grid Laplace sampler can represent
     ``Lap(multiplier sensitivity / epsilon)``: its scale in grid units is at least
     ``multiplier dimension / epsilon`` whatever the grid (the rounding slack), and must
     not exceed ``2^MAX_SCALE_BITS``. Without this check such parameters would make the
@@ -508,20 +508,20 @@ def check_laplace_scale(sensitivity: float, epsilon: float, dimension: int = 1,
     (the noise would be more than ``2^44`` grid steps, far beyond any useful release)."""
     eps_q = Fraction(epsilon)
     if eps_q > 0 and Fraction(multiplier * dimension) / eps_q > 2**MAX_SCALE_BITS:
-        raise InvalidParameterError(
+        raise NoiseRangeError(
             "epsilon", epsilon,
             f"too small for the discrete Laplace sampler: multiplier x dimension / epsilon "
             f"must be at most 2^{MAX_SCALE_BITS}")
 
 
 def check_gaussian_scale(l2_sensitivity: float, sigma: float, dimension: int = 1) -> None:
-    """Raise :class:`InvalidParameterError` unless the grid Gaussian sampler can represent
+    """Raise :class:`NoiseRangeError` unless the grid Gaussian sampler can represent
     ``N(0, sigma^2)`` for this sensitivity: its integer sigma is at least
     ``ceil(sqrt(dimension)) sigma / Delta2`` (the rounding slack) whatever the grid, and
     must stay below ``2^MAX_GAUSS_BITS`` (else the grid search would never end)."""
     d2, sg = Fraction(l2_sensitivity), Fraction(sigma)
     if d2 > 0 and sg > 0 and _isqrt_up(dimension) * sg / d2 >= 2**MAX_GAUSS_BITS - 1:
-        raise InvalidParameterError(
+        raise NoiseRangeError(
             "sigma", sigma,
             f"too large for the discrete Gaussian sampler: sqrt(dimension) sigma / "
             f"sensitivity must be below 2^{MAX_GAUSS_BITS} - 1")

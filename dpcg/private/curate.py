@@ -39,7 +39,7 @@ import numpy as np
 from scipy.special import comb
 
 from accounting.costs import Budget
-from accounting.errors import BudgetExceededError
+from accounting.errors import BudgetExceededError, InvalidParameterError, NoiseRangeError
 from accounting.mechanisms import Exponential, Laplace
 from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
@@ -50,15 +50,18 @@ from dpcg.private.common import (
     AnnouncesLevels,
     DiscreteAlgorithm,
     check_number_field,
+    exhaustion_note,
     plan_level0_selection,
     select_pairs,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
     CURATE_SELECT_GAIN,
+    SELECT_SHARE,
     CuratePlan,
     check_positive,
     curate_plan,
+    curate_tests_bound,
     degree_tests_bound,
 )
 from dpcg.private.registry import register_algorithm
@@ -133,8 +136,41 @@ def make_plan(params: CurateParams, settings: RunSettings,
     got = plan_level0_selection("zcdp", level0, source, params.select,
                                 gain=CURATE_SELECT_GAIN)
     k, eps = (0, 0.0) if got is None else got
+    rho_total = float(budget.rho())
+    preflight_order0(rho_total, float(level0 * Fraction(SELECT_SHARE)) if k else 0.0,
+                     k, source.p, settings.max_depth, budget.epsilon)
     return CurateSettings("zcdp", source.p, b1, b2, source.sensitivity(),
-                          float(budget.rho()), settings.max_depth, k, eps)
+                          rho_total, settings.max_depth, k, eps)
+
+
+def preflight_order0(rho_total: float, rho_selection: float, k: int, p: int,
+                     max_depth: int | None, epsilon: float) -> None:
+    """Refuse, before the run is reserved, a budget whose order-0 tests could not be
+    drawn (public facts only). Order 0's plan spends at least ``rho_total -
+    rho_selection`` (the selection's share; less the coin reserve) over at most ``t =
+    sum_j e C(p - 2, j)`` planned tests (``e``: ``k`` kept pairs, or every pair), and
+    :func:`~dpcg.private.planning.curate_plan` spends it all with a non-increasing
+    allocation, so its per-test epsilon is at least ``sqrt(2 rho / t)`` (less a relative
+    ``1e-6`` for rounding). A later order whose epsilon cannot be drawn stops the run as
+    an exhausted plan does (:meth:`CurateTester._stop`)."""
+    pairs = p * (p - 1) // 2
+    if pairs == 0:
+        return
+    rho0 = (rho_total - rho_selection) * (1.0 - COIN_RESERVE)
+    last = p - 2 if max_depth is None else min(p - 2, max_depth)
+    last = max(0, min(last, HORIZON))
+    edges = k if k > 0 else pairs
+    t = sum(max(1, curate_tests_bound(edges, p, j)) for j in range(last + 1))
+    eps0 = math.sqrt(2.0 * max(rho0, 0.0) / t) * (1.0 - 1e-6)
+    if not eps0 > 0:
+        raise InvalidParameterError("epsilon", epsilon,
+                                    "too small for CURATE: its zCDP budget rounds to 0")
+    try:
+        Laplace(1.0, eps0)  # the sampler's limit depends on epsilon only
+    except NoiseRangeError:
+        raise InvalidParameterError(
+            "epsilon", epsilon, f"too small for CURATE: order 0's per-test epsilon "
+            f"(at least {eps0:.3g}) is below what the Laplace sampler can draw") from None
 
 
 class CurateTester(AnnouncesLevels):
@@ -154,6 +190,12 @@ class CurateTester(AnnouncesLevels):
         self.coins = 0
         #: order 0's kept pairs (``None``: no selection, or not made yet)
         self._kept: set[tuple[int, int]] | None = None
+        #: what a run stopped by its plan returns, in words (the result's message)
+        self.exhaustion_note: str | None = None
+
+    def _stop(self, why: str) -> BudgetExceededError:
+        self.exhaustion_note = exhaustion_note(self.order, why)
+        return BudgetExceededError(f"curate: {why}")
 
     def _remaining_rho(self) -> float:
         rem = self.session.remaining()
@@ -209,11 +251,18 @@ class CurateTester(AnnouncesLevels):
         eps = self.current.epsilon
         if not (eps > 0 and math.isfinite(eps)):
             # The plan has nothing left for this order: stop (graph so far), charge nothing.
-            raise BudgetExceededError(f"CURATE: no budget left for order {len(S)}")
+            raise self._stop(f"no budget left for order {len(S)}")
         src = self.source
+        try:
+            mech = Laplace(src.sensitivity(pair=(x, y)), eps)
+        except NoiseRangeError:
+            # the order's per-test epsilon is below what the sampler can draw: stop as
+            # when the plan is used up (nothing of this test is admitted or charged)
+            raise self._stop(f"order {len(S)}'s per-test epsilon is too small for the "
+                             f"Laplace sampler") from None
         T = src.threshold(x, y, S)
         noisy = float(np.asarray(self.session.release(
-            Laplace(src.sensitivity(pair=(x, y)), eps), lambda: src.score(x, y, S),
+            mech, lambda: src.score(x, y, S),
             purpose=f"curate order {len(S)}: {x} _||_ {y} | {list(S)}",
         )))
         lo = T * (1.0 - self.plan.beta1)

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from accounting.costs import split_epsilon
+from accounting.errors import InvalidParameterError
 from accounting.mechanisms import Exponential, GroupTopK, TopK
 from accounting.session import Session
 from dpcg.citests.base import CIResult
@@ -96,6 +97,16 @@ def make_plan(params: EMPCParams, settings: RunSettings, source: StatisticSource
         parts = (1 << (depth - i - 1)) if i < depth else 1
         eps.append(unit * parts)
     del w  # the halving weights, realised exactly on the 2^-depth grid
+    # Pre-flight, before the run is reserved: every level's count and every pick of its
+    # largest possible deletion (all pairs) must get an epsilon > 0, or the run would
+    # fail after its first release (a vanishing budget underflows in the splits).
+    pairs = max(source.p * (source.p - 1) // 2, 1)
+    for e in eps:
+        if not (e / 2.0 > 0 and e - e / 2.0 > 0
+                and split_epsilon(e - e / 2.0, pairs) > 0):
+            raise InvalidParameterError("epsilon", budget.epsilon,
+                                        "too small for EM-PC: a level's share of it "
+                                        "rounds to 0")
     return EMPlan("basic", depth, tuple(eps), source.sensitivity())
 
 

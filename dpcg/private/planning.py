@@ -259,7 +259,8 @@ def curate_plan(
     ``sum_j t_j eps_j^2 / 2 <= rho_remaining`` with ``t_j = e C(p-2, j)`` (``e`` the current
     edge count, an upper bound on later edge counts); monotonicity
     ``eps_j >= eps_{j+1}``. If SLSQP fails, the feasible uniform-in-rho allocation is used.
-    The result is always feasible (it is scaled into the constraint after solving).
+    The result is always feasible and spends ``rho_remaining`` (up to a relative
+    ``2e-9``: it is scaled onto the constraint after solving).
     ``bounds``: public test bounds ``t_order..t_max_order`` to use instead (e.g.
     :func:`degree_tests_bound`).
     """
@@ -301,9 +302,12 @@ def curate_plan(
             best = cand
     except (ValueError, ArithmeticError):  # pragma: no cover - SLSQP numerical failure
         best = e0
-    # Scale into the constraint (guards against SLSQP's tolerance).
+    # Scale onto the constraint: down (SLSQP's tolerance) and also up. The objective does
+    # not increase in any eps_j, so spending the whole remaining budget never loses, and
+    # it makes eps_order >= sqrt(2 rho_remaining (1 - 1e-9)^2 / sum_j t_j) (the largest of
+    # a non-increasing allocation that spends it), a bound CURATE's pre-flight uses.
     s = spend(best)
-    if s > rho_remaining:
+    if s > 0:
         best = best * math.sqrt(rho_remaining / s) * (1.0 - 1e-9)
     return CuratePlan(order, tuple(float(v) for v in best), tuple(int(v) for v in t))
 

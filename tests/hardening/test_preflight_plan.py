@@ -82,3 +82,49 @@ def test_private_ci_pc_budget_below_its_sampler_reserves_nothing(
               "sem4-tiny", "--algorithm", "private-ci-pc", "--epsilon", "1e-12",
               "--noise-seed", "1", "--quiet", "--ledger", str(led)],
              led, InvalidParameterError, "too small", capsys)
+
+
+@pytest.mark.parametrize(("algorithm", "budget"), [
+    ("curate", ["--epsilon", "1e-200"]), ("curate", ["--epsilon", "5e-324"]),
+    ("curate", ["--epsilon", "1e-13", "--delta", "1e-12"]),  # rho ~ 1e-43: order 0 too small
+    ("em-pc", ["--epsilon", "5e-324"])])
+def test_curate_and_em_pc_budget_below_their_samplers_reserves_nothing(
+        algorithm: str, budget: list[str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """CURATE used to reserve such a run and fail after its selection (an ``error`` run),
+    or, when its zCDP budget rounded to 0, return the complete graph; EM-PC failed after
+    its first release when a level's share underflowed."""
+    led = _registered(tmp_path, capsys, "asia-tiny")
+    argv = ["discover", "--dataset", "asia", "--rows", "2000", "--algorithm", algorithm,
+            "--noise-seed", "1", "--quiet", "--ledger", str(led), "--dataset-id",
+            "asia-tiny", *budget]
+    _refused(argv, led, InvalidParameterError, "too small for", capsys)
+
+
+def test_curate_order_too_small_for_the_sampler_stops_like_an_exhausted_plan(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An order whose planned per-test epsilon the Laplace sampler cannot draw ends the
+    run with the graph so far and a budget-limited note (before: an ``error`` run after
+    the earlier orders' releases)."""
+    from dpcg.datasets import load_network
+    from dpcg.private import curate, discover, planning
+    from dpcg.private.planning import CuratePlan
+
+    real = planning.curate_plan
+
+    def starved(**kw: object) -> CuratePlan:
+        plan = real(**kw)  # type: ignore[arg-type]
+        if plan.first_order == 0:
+            return plan
+        return CuratePlan(plan.first_order, tuple(e * 1e-16 for e in plan.epsilons),
+                          plan.tests_bound)
+
+    monkeypatch.setattr(curate, "curate_plan", starved)
+    data = load_network("asia").sample(2000, seed=3)
+    res = discover(data, "curate", epsilon=2.0, delta=1e-6, seed=4)
+    assert res.budget_exhausted
+    assert res.pc.levels_completed == 1
+    message = res.message or ""
+    assert "order 1's per-test epsilon is too small for the Laplace sampler" in message
+    assert "budget-limited" in message
+    assert {len(t.S) for t in res.pc.tests} == {0}
