@@ -255,7 +255,8 @@ def _speed_here(rows: int, ledger_dir: Path | None = None, repeats: int = SPEED_
         folder.mkdir(parents=True, exist_ok=True)
         for score in SPEED_SCORES:
             out += _speed_score(score, data, names, rows, folder, repeats)
-    return out
+    machine = machine_description()
+    return [{**row, "machine": machine} for row in out]
 
 
 def _speed_score(score: str, data: Dataset, names: tuple[str, ...], rows: int, folder: Path,
@@ -400,6 +401,15 @@ def _metric_table(key: str, digits: int, nets: list[str], algs: list[str],
     return rows
 
 
+def _machine(speed: list[dict[str, Any]] | None) -> str:
+    """The machine the speed rows were measured on (recorded with them), else this one: a
+    page rebuilt with ``--report-only`` elsewhere keeps the speed table's machine."""
+    recorded = {str(s["machine"]) for s in speed or () if s.get("machine")}
+    if len(recorded) == 1:
+        return recorded.pop()
+    return machine_description()
+
+
 def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
             ledger_lines: list[str], args: argparse.Namespace, wall: float) -> None:
 
@@ -426,7 +436,7 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
         "",
         results_comment("dpcg bench private", args.results),
         "",
-        f"Machine: {machine_description()}. Score `{args.test}`, {args.rows} rows (data "
+        f"Machine: {_machine(speed)}. Score `{args.test}`, {args.rows} rows (data "
         f"seed {DATA_SEED}), delta = {DELTA}, library defaults for every algorithm "
         "(thresholds, tweaks and margins fixed before any score was looked at; the "
         "plans of Laplace-PC, Priv-PC and SVT-PC are the per-level plans of issue 20, "

@@ -36,8 +36,11 @@ Three kinds of testers drive the decisions:
   ``decide_level(level, candidates)`` gets, for each pair, the conditioning sets of the
   level and returns the removed pairs with their separating sets (EM-PC).
 
-If the tester raises :class:`accounting.errors.BudgetExceededError` or
-:class:`accounting.errors.SessionHaltedError`, the skeleton phase stops: removals
+If the tester raises :class:`accounting.errors.BudgetExceededError`,
+:class:`accounting.errors.SessionHaltedError` or
+:class:`accounting.errors.NoiseRangeError` (a test's budget too small for its noise
+sampler, found when its mechanism is built, before anything of it is admitted: the
+plan is used up), the skeleton phase stops: removals
 already decided in the interrupted level are applied (their tests were answered; a level
 strategy hands them over as the exception's ``partial`` mapping), no further tests run,
 and orientation still runs on the graph so far. The result says
@@ -54,7 +57,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from accounting.errors import BudgetExceededError, SessionHaltedError
+from accounting.errors import BudgetExceededError, NoiseRangeError, SessionHaltedError
 from dpcg.errors import AlgorithmError
 from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
@@ -414,7 +417,7 @@ def pc_stable(
                 stop: BaseException | None = None
                 try:
                     decided = tester.decide_level(level, cands)
-                except (BudgetExceededError, SessionHaltedError) as exc:
+                except (BudgetExceededError, SessionHaltedError, NoiseRangeError) as exc:
                     # a strategy stopped by its budget may hand over what it decided
                     decided = dict(getattr(exc, "partial", None) or {})  # hand_over
                     stop = exc
@@ -465,7 +468,7 @@ def pc_stable(
                         test_seconds += clock() - t0
                         if answered(x, y, S, outcome):
                             break
-        except (BudgetExceededError, SessionHaltedError):
+        except (BudgetExceededError, SessionHaltedError, NoiseRangeError):
             exhausted = True
         for (x, y), S in removals.items():
             adj[x].discard(y)

@@ -196,7 +196,9 @@ def run_private(
         message = ("the budget is smaller than the cost of one test of the plan: nothing "
                    "was spent and no test ran (the graph is the complete graph)")
     elif result.budget_exhausted:
-        message = "the filter stopped the run: the graph is the graph so far (budget-limited)"
+        message = ("the run stopped before PC finished (the filter refused a release, or a "
+                   "test's budget was too small for its noise sampler): the graph is the "
+                   "graph so far (budget-limited)")
     note = getattr(tester, "exhaustion_note", None)  # what the user gets, if it says
     if result.budget_exhausted and not nothing and isinstance(note, str) and note:
         message = note

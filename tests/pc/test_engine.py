@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 
-from accounting.errors import BudgetExceededError, SessionHaltedError
+from accounting.errors import BudgetExceededError, NoiseRangeError, SessionHaltedError
 from dpcg.errors import AlgorithmError
 from dpcg.graph import CPDAG
 from dpcg.pc import (
@@ -29,7 +29,7 @@ class Recording:
     """Wraps a tester; checks each (x, y, S) question is asked once, with x < y."""
 
     def __init__(self, inner: DSeparationOracle, fail_after: int | None = None,
-                 error: type[Exception] = BudgetExceededError) -> None:
+                 error: Callable[[str], Exception] = BudgetExceededError) -> None:
         self.inner = inner
         self.asked: list[tuple[int, int, tuple[int, ...]]] = []
         self.fail_after = fail_after
@@ -146,8 +146,14 @@ def test_max_depth_limits_levels() -> None:
         pc_stable(DSeparationOracle(nodes, edges), nodes, max_depth=-1)
 
 
-@pytest.mark.parametrize("error", [BudgetExceededError, SessionHaltedError])
-def test_budget_exhaustion_stops_cleanly(error: type[Exception]) -> None:
+def _noise_range(message: str) -> Exception:
+    return NoiseRangeError("epsilon", 1e-20, message)
+
+
+@pytest.mark.parametrize("error", [BudgetExceededError, SessionHaltedError, _noise_range])
+def test_budget_exhaustion_stops_cleanly(error: Callable[[str], Exception]) -> None:
+    # NoiseRangeError: a test's budget too small for its sampler, raised when the
+    # mechanism is built (nothing of it admitted): the plan is used up
     nodes, edges = HAND_DAGS["asia"]
     full = pc_stable(DSeparationOracle(nodes, edges), nodes)
     tester = Recording(DSeparationOracle(nodes, edges), fail_after=full.n_tests // 2, error=error)

@@ -63,3 +63,22 @@ def test_page_names_its_results_and_is_not_overwritten_by_default(
                  str(docs)]) == 0
     assert main([*GRID, "--report-only", "--docs-dir", str(docs)]) == 0
     assert page_results(page(docs)) == RESULTS
+
+
+def test_page_names_the_machine_of_its_speed_table(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page rebuilt with ``--report-only`` on another machine keeps the machine its
+    speed table was measured on (recorded with the speed rows since 2026-12-02)."""
+    monkeypatch.chdir(tmp_path)
+    docs = tmp_path / "docs"
+    mine = tmp_path / "mine.jsonl"
+    assert main([*GRID, "--results", str(mine), "--ledger-dir", str(tmp_path / "ledgers"),
+                 "--docs-dir", str(docs)]) == 0
+    speed = [{"algorithm": "pc (non-private, same test)", "score": "kendall-split",
+              "seconds": 0.5, "wall_seconds": 0.5, "n_tests": 10, "per_test_ms": 0.05,
+              "machine": "Some CPU, 2 logical CPUs, Python 3.11.7"}]
+    mine.with_suffix(".speed.json").write_text(json.dumps(speed))
+    assert main([*GRID, "--results", str(mine), "--report-only", "--docs-dir",
+                 str(docs)]) == 0
+    assert "| kendall-split | pc (non-private, same test) | 0.50 |" in page(docs).read_text()
+    assert "Machine: Some CPU, 2 logical CPUs, Python 3.11.7." in page(docs).read_text()
