@@ -86,7 +86,7 @@ def test_private_ci_pc_budget_below_its_sampler_reserves_nothing(
 
 @pytest.mark.parametrize(("algorithm", "budget"), [
     ("curate", ["--epsilon", "1e-200"]), ("curate", ["--epsilon", "5e-324"]),
-    ("curate", ["--epsilon", "1e-13", "--delta", "1e-12"]),  # rho ~ 1e-43: order 0 too small
+    ("curate", ["--epsilon", "1e-13", "--delta", "1e-12"]),  # rho 9e-29: order 0 too small
     ("em-pc", ["--epsilon", "5e-324"])])
 def test_curate_and_em_pc_budget_below_their_samplers_reserves_nothing(
         algorithm: str, budget: list[str], tmp_path: Path,
