@@ -557,6 +557,11 @@ class PrivCRTTest(_CRTBase):
 
         return ReportNoisyMax(sensitivity=1.0, epsilon=self.epsilon, noise="exponential")
 
+    def preflight(self) -> None:
+        """Build a test's mechanism (its parameters are checked when it is built), before
+        anything is reserved or admitted."""
+        self.mechanism()
+
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         xi, yi, Si = validate_query(x, y, S, self.data.p)
         mech = self.mechanism()

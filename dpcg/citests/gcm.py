@@ -557,6 +557,15 @@ class PrivGCMTest:
 
         return Laplace(sensitivity=self.sensitivity, epsilon=self.epsilon)
 
+    def preflight(self) -> None:
+        """Build a test's mechanism and its noise grid for the release's dimension (the
+        ``n`` residual products; public): a per-test epsilon the sampler cannot
+        represent is an error here, before anything is reserved or admitted (the
+        mechanism alone checks one dimension only)."""
+        mech = self.mechanism()
+        if mech.sampler == "discrete":
+            mech.grid(self.data.n)
+
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         xi, yi, Si = validate_query(x, y, S, self.data.p)
         mech = self.mechanism()

@@ -142,7 +142,7 @@ class PrivateCIPC:
         # Validate the tester (bounds, values, bandwidth, lam, m, ...) before charging.
         probe = private_test_for(source.dataset, source.test, source.options, None,
                                  per_test, source.alpha)
-        probe.mechanism()  # a per-test epsilon its sampler cannot represent fails here
+        probe.preflight()  # a per-test epsilon its sampler cannot represent fails here
         return PrivateCIPlan("basic", k, per_test, settings.max_depth, probe)
 
     def tester(self, plan: PrivateCIPlan, source: ContinuousSource,
