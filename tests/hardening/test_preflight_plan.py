@@ -132,3 +132,70 @@ def test_curate_order_too_small_for_the_sampler_stops_like_an_exhausted_plan(
     assert "order 1's per-test epsilon is too small for the Laplace sampler" in message
     assert "budget-limited" in message
     assert {len(t.S) for t in res.pc.tests} == {0}
+
+
+TINY_BUDGETS = [(1e-13, 1e-6), (1e-13, 4e-11), (1e-13, 1e-12), (1e-30, 1e-9),
+                (1e-200, 1e-6), (5e-324, 1e-6), (1e-11, 1e-6), (1e-9, 1e-6), (1e-6, 1e-6),
+                (1e-3, 1e-6)]
+
+
+@pytest.mark.parametrize("algorithm", ["laplace-pc", "priv-pc", "svt-pc", "curate", "em-pc"])
+def test_a_tiny_budget_is_refused_before_the_ledger_or_the_run_ends_cleanly(
+        algorithm: str, tmp_path: Path) -> None:
+    """The invariant the scans of 2026-12-02 checked (CURATE and EM-PC broke it): for any
+    valid budget, however small, a run is either refused before anything is written
+    (a project error) or it ends ``completed`` / ``budget-exhausted``, never ``error``,
+    and its ledger verifies."""
+    from accounting.costs import Budget
+    from accounting.ledger import Ledger
+    from dpcg.datasets import load_network
+    from dpcg.private import discover
+
+    data = load_network("asia").sample(500, seed=5)
+    outcomes = set()
+    for i, (eps, delta) in enumerate(TINY_BUDGETS):
+        led = tmp_path / f"l{i}.sqlite"
+        try:
+            discover(data, algorithm, epsilon=eps, delta=delta, seed=i, ledger=led,
+                     dataset_id="asia-tiny", lifetime=Budget(10.0, 1e-3))
+        except (DpcgError, AccountingError):
+            outcomes.add("refused")
+            assert row_counts(led)["runs"] == 0
+            continue
+        with Ledger.open(led) as ledger:
+            report = ledger.verify()
+        assert report.ok, report.problems
+        statuses = [run.status for run in report.runs]
+        assert statuses in (["completed"], ["budget-exhausted"]), (eps, delta, statuses)
+        outcomes.add(statuses[0])
+    assert "refused" in outcomes  # the grid reaches below every sampler
+    assert outcomes - {"refused"}  # and some of it runs
+
+
+def test_private_ci_pc_tiny_budgets_are_refused_or_end_cleanly(tmp_path: Path) -> None:
+    """The same invariant for the continuous algorithm (PrivGCM broke it at 1e-10)."""
+    from accounting.costs import Budget
+    from accounting.ledger import Ledger
+    from dpcg.data import Dataset, Schema
+    from dpcg.private import discover
+
+    data_csv, schema = continuous_table(tmp_path / "shared")
+    data = Dataset.from_csv(data_csv, Schema.from_json(schema))
+    outcomes = set()
+    for i, eps in enumerate((1e-13, 1e-11, 1e-10, 3e-10, 1e-9, 1e-6, 1.0)):
+        led = tmp_path / f"l{i}.sqlite"
+        try:
+            discover(data, "private-ci-pc", epsilon=eps, delta=0.0, seed=i, ledger=led,
+                     dataset_id="sem4-tiny", lifetime=Budget(10.0, 0.0))
+        except (DpcgError, AccountingError):
+            outcomes.add("refused")
+            assert row_counts(led)["runs"] == 0
+            continue
+        with Ledger.open(led) as ledger:
+            report = ledger.verify()
+        assert report.ok, report.problems
+        statuses = [run.status for run in report.runs]
+        assert statuses in (["completed"], ["budget-exhausted"]), (eps, statuses)
+        outcomes.add(statuses[0])
+    assert "refused" in outcomes
+    assert outcomes - {"refused"}
