@@ -27,8 +27,10 @@ class InvalidParameterError(AccountingError, ValueError):
 
 class NoiseRangeError(InvalidParameterError):
     """A noise sampler cannot represent the requested scale (an epsilon too small, a
-    sigma too large for its integer grid). Raised when the mechanism is built, before
-    anything is admitted: a run may stop on it like on an exhausted plan."""
+    sigma too large for its integer grid). Raised when a mechanism is built (one
+    dimension, before it is admitted) or when the grid of a vector release is built for
+    its dimension (after the release was admitted and charged): a run may stop on it
+    like on an exhausted plan."""
 
 
 class RelationMismatchError(AccountingError):

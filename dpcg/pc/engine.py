@@ -39,8 +39,9 @@ Three kinds of testers drive the decisions:
 If the tester raises :class:`accounting.errors.BudgetExceededError`,
 :class:`accounting.errors.SessionHaltedError` or
 :class:`accounting.errors.NoiseRangeError` (a test's budget too small for its noise
-sampler, found when its mechanism is built, before anything of it is admitted: the
-plan is used up), the skeleton phase stops: removals
+sampler: the plan is used up; raised when the mechanism is built, before it is
+admitted, or for a vector release when its grid is built, after its charge), the
+skeleton phase stops: removals
 already decided in the interrupted level are applied (their tests were answered; a level
 strategy hands them over as the exception's ``partial`` mapping), no further tests run,
 and orientation still runs on the graph so far. The result says

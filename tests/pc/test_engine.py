@@ -152,8 +152,7 @@ def _noise_range(message: str) -> Exception:
 
 @pytest.mark.parametrize("error", [BudgetExceededError, SessionHaltedError, _noise_range])
 def test_budget_exhaustion_stops_cleanly(error: Callable[[str], Exception]) -> None:
-    # NoiseRangeError: a test's budget too small for its sampler, raised when the
-    # mechanism is built (nothing of it admitted): the plan is used up
+    # NoiseRangeError: a test's budget too small for its sampler (the plan is used up)
     nodes, edges = HAND_DAGS["asia"]
     full = pc_stable(DSeparationOracle(nodes, edges), nodes)
     tester = Recording(DSeparationOracle(nodes, edges), fail_after=full.n_tests // 2, error=error)
