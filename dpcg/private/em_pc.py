@@ -102,8 +102,7 @@ def make_plan(params: EMPCParams, settings: RunSettings, source: StatisticSource
     # fail after its first release (a vanishing budget underflows in the splits).
     pairs = max(source.p * (source.p - 1) // 2, 1)
     for e in eps:
-        if not (e / 2.0 > 0 and e - e / 2.0 > 0
-                and split_epsilon(e - e / 2.0, pairs) > 0):
+        if not (e / 2.0 > 0 and split_epsilon(e - e / 2.0, pairs) > 0):
             raise InvalidParameterError("epsilon", budget.epsilon,
                                         "too small for EM-PC: a level's share of it "
                                         "rounds to 0")
