@@ -40,6 +40,7 @@ import numpy.typing as npt
 from accounting.costs import Cost, round_up
 from accounting.entries import JSONValue
 from accounting.errors import InvalidParameterError, MechanismStateError, StatisticError
+from accounting.gumbel import Keys, gumbel_keys, orders, top, winners
 from accounting.noise import (
     SAMPLERS,
     FloatArray,
@@ -453,8 +454,6 @@ class ReportNoisyMax:
         shape = s.shape if size is None else (size, *s.shape)
         if self.noise == "exponential":
             return s + rng.exponential(self.scale, size=shape)
-        if self.noise == "gumbel":
-            return s + rng.gumbel(0.0, self.scale, size=shape)
         if self.sampler == "discrete":
             # Each score moves by <= Delta; noise 2 Delta/eps per score (multiplier 2).
             grid = LaplaceGrid.build(self.sensitivity, self.epsilon, 1, multiplier=2)
@@ -463,13 +462,23 @@ class ReportNoisyMax:
             return base + grid.noise(rng, count).reshape(shape).astype(np.float64)
         return s + float_laplace(rng, self.scale, shape)
 
+    def _gumbel(self, s: FloatArray, rng: np.random.Generator, size: int | None) -> IntArray:
+        """Winners of ``s + Gumbel(2 Delta/eps)``, exactly (``accounting.gumbel``)."""
+        scale = self.scale
+        return winners(gumbel_keys(s, s / scale, self.epsilon, self.sensitivity, rng,
+                                   size, scale=scale))
+
     def release(self, exact: Any, rng: np.random.Generator) -> int:
         s = _vector(exact, "scores")
+        if self.noise == "gumbel":
+            return int(self._gumbel(s, rng, None)[0])
         return int(np.argmax(self._noisy(s, rng, None)))
 
     def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
         """``size`` independent indices (int64 array)."""
         s = _vector(exact, "scores")
+        if self.noise == "gumbel":
+            return self._gumbel(s, rng, _size(size))
         return _argmax_rows(self._noisy(s, rng, _size(size)))
 
 
@@ -519,18 +528,17 @@ class Exponential:
         w = np.exp(logits)
         return np.asarray(w / w.sum(), dtype=np.float64)
 
-    def _noisy(self, u: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
-        shape = u.shape if size is None else (size, *u.shape)
+    def _noisy(self, u: FloatArray, rng: np.random.Generator, size: int | None) -> Keys:
         logits = self.epsilon * u / (2.0 * self.sensitivity)
-        return logits + rng.gumbel(0.0, 1.0, size=shape)
+        return gumbel_keys(u, logits, self.epsilon, self.sensitivity, rng, size)
 
     def release(self, exact: Any, rng: np.random.Generator) -> int:
         u = _vector(exact, "utilities")
-        return int(np.argmax(self._noisy(u, rng, None)))
+        return int(winners(self._noisy(u, rng, None))[0])
 
     def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
         u = _vector(exact, "utilities")
-        return _argmax_rows(self._noisy(u, rng, _size(size)))
+        return winners(self._noisy(u, rng, _size(size)))
 
 
 @dataclass(frozen=True)
@@ -580,27 +588,21 @@ class TopK:
         _factor(self.sensitivity, self.relation, relation)
         return None
 
-    def _keys(self, u: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
+    def _keys(self, u: FloatArray, rng: np.random.Generator, size: int | None) -> Keys:
         """Gumbel-max keys ``eps u_r/(2 Delta_u) + G_r``, as in :class:`Exponential`
         (named apart from ``Exponential._noisy`` so that each has its own anchor in
         ``audits/mutate/catalogue.py``)."""
-        shape = u.shape if size is None else (size, *u.shape)
         logits = self.epsilon * u / (2.0 * self.sensitivity)
-        return logits + rng.gumbel(0.0, 1.0, size=shape)
+        return gumbel_keys(u, logits, self.epsilon, self.sensitivity, rng, size)
 
-    def _top(self, noisy: FloatArray) -> IntArray:
-        k = min(self.k, noisy.shape[-1])
-        if k < noisy.shape[-1]:
-            part = np.argpartition(-noisy, k - 1, axis=-1)[..., :k]
-        else:
-            part = np.broadcast_to(np.arange(k), noisy.shape).copy()
-        vals = np.take_along_axis(noisy, part, axis=-1)
-        order = np.argsort(-vals, axis=-1, kind="stable")
-        return np.asarray(np.take_along_axis(part, order, axis=-1), dtype=np.int64)
+    def _top(self, keys: Keys) -> IntArray:
+        """Per row, the indices of the ``k`` largest exact keys, in decreasing order."""
+        return top(keys, min(self.k, keys.keys.shape[-1]))
 
     def release(self, exact: Any, rng: np.random.Generator) -> IntArray:
         u = _vector(exact, "utilities")
-        return self._top(self._keys(u, rng, None))
+        out: IntArray = self._top(self._keys(u, rng, None))[0]
+        return out
 
     def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
         """``size`` independent releases, one per row (shape ``(size, min(k, len))``)."""
@@ -674,22 +676,30 @@ class GroupTopK(TopK):
         return {**super().public_params(), "groups_sha256": self.groups_sha256,
                 "candidates": self.candidates}
 
-    def _walk(self, keys: FloatArray) -> IntArray:
-        """Each row of ``keys`` walked in decreasing order, keeping each group's first
-        candidate, the first ``k`` kept (vectorised over rows: the position of a group's
-        first candidate is the smallest position among its candidates)."""
+    def _firsts(self, order: IntArray) -> IntArray:
+        """Per row of ``order`` (key indices, decreasing), the positions of each group's
+        first candidate, increasing (vectorised over rows: a group's first position is
+        the smallest position among its candidates)."""
         labels = self.labels
         assert labels is not None
-        rows = keys.reshape(-1, keys.shape[-1])
-        order = np.argsort(-rows, axis=1, kind="stable")
         pos = np.empty_like(order)
         np.put_along_axis(pos, order, np.arange(order.shape[1])[None, :], axis=1)
         by_group = np.argsort(labels, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(labels[by_group]) != 0])
         first = np.minimum.reduceat(pos[:, by_group], starts, axis=1)
         first.sort(axis=1)
-        out = np.take_along_axis(order, first[:, : self.k], axis=1).astype(np.int64)
-        return out.reshape(*keys.shape[:-1], out.shape[-1])
+        return np.asarray(first, dtype=np.int64)
+
+    def _walk(self, keys: Keys) -> IntArray:
+        """Each row's exact keys walked in decreasing order, keeping each group's first
+        candidate, the first ``k`` kept (certain up to the ``k``-th kept)."""
+        def prefix(order: IntArray) -> IntArray:
+            first = self._firsts(order)
+            return np.asarray(first[:, min(self.k, first.shape[1]) - 1] + 1, dtype=np.int64)
+
+        order = orders(keys, prefix)
+        first = self._firsts(order)
+        return np.take_along_axis(order, first[:, : self.k], axis=1).astype(np.int64)
 
     def _utilities(self, exact: Any) -> FloatArray:
         if self.labels is None:
@@ -705,7 +715,8 @@ class GroupTopK(TopK):
 
     def release(self, exact: Any, rng: np.random.Generator) -> IntArray:
         u = self._utilities(exact)
-        return self._walk(self._keys(u, rng, None))
+        out: IntArray = self._walk(self._keys(u, rng, None))[0]
+        return out
 
     def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
         """``size`` independent releases, one per row (shape ``(size, min(k, groups))``)."""

@@ -41,6 +41,7 @@ FILE_CHECKS: dict[str, tuple[str, ...]] = {
                               "pytest:tests/ledger/test_session.py"),
     "accounting/planning.py": ("audit:accountant", "audit:mechanisms", _ACCOUNTING_TESTS),
     "accounting/relations.py": ("audit:accountant", "audit:filter", _ACCOUNTING_TESTS),
+    "accounting/gumbel.py": ("pytest:tests/accounting/test_exact_gumbel.py",),
     "dpcg/stats/registry.py": (
         "audit:sensitivity",
         "pytest:tests/stats/test_sensitivity_quick.py tests/stats/test_registry.py",
@@ -146,14 +147,14 @@ MUTANTS: tuple[Mutant, ...] = (
       "logits = self.epsilon * u / self.sensitivity",
       "exponential mechanism samples with eps u / Delta (forgets the 2): 2 eps-DP",
       after="def _noisy(self, u: FloatArray, rng: np.random.Generator, size: int | None) "
-            "-> FloatArray:"),
+            "-> Keys:"),
     M("topk-double-logits", MECH,
       "logits = self.epsilon * u / (2.0 * self.sensitivity)",
       "logits = self.epsilon * u / self.sensitivity",
       "top-k keys eps u / Delta + Gumbel (Gumbel scale Delta/eps; monotone utilities "
       "only): 2 k eps-DP",
       after="def _keys(self, u: FloatArray, rng: np.random.Generator, size: int | None) "
-            "-> FloatArray:"),
+            "-> Keys:"),
     M("topk-charges-one-selection", MECH,
       "return Cost.pure(self.epsilon_under(relation), bounded_range=True).times(self.k)",
       "return Cost.pure(self.epsilon_under(relation), bounded_range=True)",
@@ -283,4 +284,10 @@ MUTANTS: tuple[Mutant, ...] = (
       "Exponential(sens, e_p),",
       "Exponential(sens / 2.0, e_p),",
       "Priv-PC's separating-set pick declares half the pair's bound (2 x its epsilon)"),
+    M("exact-gumbel-keeps-float-order", "accounting/gumbel.py",
+      "return sorted(members, key=lambda r: bounds[r][0], reverse=True)",
+      "return members",
+      "an undecided cluster of Gumbel keys keeps its float order instead of the exact "
+      "one: the exponential mechanism's law is not exact where the float keys decide "
+      "wrongly"),
 )
