@@ -89,8 +89,20 @@ def float_bounds(logits: FloatArray, b: FloatArray, g: FloatArray) -> tuple[Floa
     ``G(w) = -ln(-ln w)`` increasing (``-inf`` at ``w = 0``, ``+inf`` at ``w = 1``);
     ``g`` is the upper end. ``logits`` approximates ``c u_r`` to a relative ``1e-15``.
     """
+    return _lower(logits, b, g), _upper(logits, g)
+
+
+def _lower(logits: FloatArray, b: FloatArray, g: FloatArray) -> FloatArray:
+    """Lower ends of the enclosures (:func:`float_bounds`)."""
     g_lo = _g_lo(b)
-    return logits + g_lo - _pad(logits, g_lo, g), logits + g + _pad(logits, g)
+    out: FloatArray = logits + g_lo - _pad(logits, g_lo, g)
+    return out
+
+
+def _upper(logits: FloatArray, g: FloatArray) -> FloatArray:
+    """Upper ends of the enclosures (no logarithm: ``g`` is the upper Gumbel)."""
+    out: FloatArray = logits + g + _pad(logits, g)
+    return out
 
 
 @dataclass
@@ -232,26 +244,20 @@ class Keys:
     rng: np.random.Generator
 
     def upper(self) -> FloatArray:
-        """Upper ends of the enclosures (no logarithm: ``g`` is the upper Gumbel)."""
-        out: FloatArray = self.logits + self.g + _pad(self.logits, self.g)
-        return out
+        """Upper ends of the enclosures."""
+        return _upper(self.logits, self.g)
 
     def lower_at(self, rows: IntArray, cols: IntArray) -> FloatArray:
         """Lower ends of the enclosures at ``(rows, cols)``."""
-        b, g, logit = self.b[rows, cols], self.g[rows, cols], self.logits[rows, cols]
-        g_lo = _g_lo(b)
-        out: FloatArray = logit + g_lo - _pad(logit, g_lo, g)
-        return out
-
-    def refiner(self, row: int) -> Refiner:
-        coef = Fraction(self.epsilon) / (2 * Fraction(self.sensitivity))
-        return Refiner(self.values, self.b[row], coef, self.rng)
+        return _lower(self.logits[rows, cols], self.b[rows, cols], self.g[rows, cols])
 
     def resolve(self, row: int, order: IntArray, prefix: Callable[[IntArray], int]) -> IntArray:
         """Row ``row``'s full order (from ``order``, any order of its indices by
         decreasing float key) made certain up to ``prefix``."""
         lo, hi = float_bounds(self.logits[row], self.b[row], self.g[row])
-        return certain_order(order, lo, hi, self.refiner(row), prefix)
+        coef = Fraction(self.epsilon) / (2 * Fraction(self.sensitivity))
+        refiner = Refiner(self.values, self.b[row], coef, self.rng)
+        return certain_order(order, lo, hi, refiner, prefix)
 
 
 def gumbel_keys(values: FloatArray, logits: FloatArray, epsilon: float, sensitivity: float,
