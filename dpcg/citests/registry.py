@@ -155,7 +155,7 @@ class TestSpec(Generic[OptT]):
     build: Callable[[TestContext[OptT]], Tester] | None = None
     private: bool = False
     #: The data the test accepts.
-    data: Literal["discrete", "continuous", "any"] = "any"
+    data: Literal["discrete", "continuous", "mixed", "any"] = "any"
 
     def make(self, ctx: TestContext[OptT]) -> Tester:
         """Build the non-private tester (a private test refuses: it needs a session)."""

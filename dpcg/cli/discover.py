@@ -29,45 +29,22 @@ import json
 import os
 import sys
 import tempfile
-import time
 import warnings
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from accounting.costs import Budget
-from dpcg.api import load_schema, result_document
-from dpcg.citests.registry import (
-    NoOptions,
-    TestContext,
-    TestSpec,
-    Truth,
-    get_test,
-    make_options,
-    option_infos,
-    register_test,
-    tests,
-)
-from dpcg.cli.discover_args import (
-    DEFAULT_ROWS,
-    DEFAULT_TEST,
-    NONPRIVATE,
-    PRIVATE_FLAGS,
-    derived_flags,
-)
-from dpcg.cli.engines import load_with_engine
-from dpcg.data import load_table
-from dpcg.data.dataset import DataClippingWarning, Dataset
+from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test, tests
+from dpcg.cli.discover_args import DEFAULT_ROWS, DEFAULT_TEST, NONPRIVATE, derived_flags
+from dpcg.data.dataset import DataClippingWarning
 from dpcg.data.readers import unsafe_debug_errors
-from dpcg.datasets import is_bif_path, load_bif_file, load_network
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, DpcgError
-from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
-from dpcg.pc.engine import pc_stable
 from dpcg.pc.oracle import DSeparationOracle
-from dpcg.private.ledger import ledger_target
-from dpcg.private.registry import AnyAlgorithm, algorithms, get_algorithm
-from dpcg.private.run import diagnostics_json, discover_private
+from dpcg.pipeline.request import DEFAULT, DiscoverRequest, NetworkSpec
+from dpcg.pipeline.run import execute
+from dpcg.private.registry import algorithms
+from dpcg.private.run import diagnostics_json
 
 
 class Progress:
@@ -138,7 +115,9 @@ def _list() -> int:
     return 0
 
 
-def _load(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | None]:
+def _data(args: argparse.Namespace) -> object:
+    """What ``--dataset``/``--data`` name (flag combinations are checked here; the data
+    are read by the pipeline)."""
     if (args.dataset is None) == (args.data is None):
         raise DataValidationError("give exactly one of --dataset NAME or --data FILE")
     if args.dataset is not None:
@@ -147,18 +126,7 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | No
         rows = DEFAULT_ROWS if args.rows is None else args.rows
         if rows <= 0:
             raise DataValidationError(f"--rows must be a positive integer, got {rows}")
-        seed = 0 if args.seed is None else args.seed
-        info: dict[str, Any]
-        if is_bif_path(args.dataset):
-            net, file_id = load_bif_file(args.dataset)
-            info = {"source": "bif", "dataset": args.dataset, "id": file_id, "rows": rows,
-                    "seed": seed}
-        else:
-            net = load_network(args.dataset)
-            info = {"source": "bundled", "dataset": args.dataset, "rows": rows, "seed": seed}
-        dataset = net.sample(rows, seed)
-        truth: Truth = (tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
-        return dataset, info, truth
+        return NetworkSpec(args.dataset, rows, 0 if args.seed is None else args.seed)
     if args.schema is None:
         raise DataValidationError("--data needs --schema FILE (the declared schema JSON)")
     if args.rows is not None:
@@ -166,11 +134,7 @@ def _load(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | No
     if args.seed is not None:
         raise DataValidationError("--seed only applies to --dataset (it seeds the sample); "
                                   "the privacy noise is seeded with --noise-seed")
-    schema = load_schema(args.schema, private=args.algorithm != NONPRIVATE)
-    dataset = load_table(args.data, schema, clip=args.clip)
-    info = {"source": "file", "path": str(args.data), "schema": str(args.schema),
-            "rows": int(dataset.n)}
-    return dataset, info, None
+    return args.data
 
 
 def _background(path: Path | None) -> BackgroundKnowledge | None:
@@ -193,69 +157,26 @@ def _background(path: Path | None) -> BackgroundKnowledge | None:
     return BackgroundKnowledge.build(**data)
 
 
-@dataclass(frozen=True)
-class Choice:
-    """The validated choice of algorithm and test, with their typed options."""
-
-    algorithm: AnyAlgorithm | None  # None: non-private pc
-    test: TestSpec[Any]  # the test the run uses (after the algorithm's aliases)
-    requested_test: str
-    params: object | None
-    test_options: object
+def _options(args: argparse.Namespace) -> dict[str, object]:
+    """The derived flags given on the command line (the algorithm's ``Params`` fields and
+    the test's option fields), by field name."""
+    return {d.dest: getattr(args, d.dest) for d in derived_flags().values()
+            if hasattr(args, d.dest)}
 
 
-def _choose(args: argparse.Namespace) -> Choice:
-    """Validate the algorithm, the test and every given option (nothing else runs)."""
-    if not 0.0 < args.alpha < 1.0:
-        raise CITestError(f"--alpha must be in (0, 1), got {args.alpha}")
-    if args.max_depth is not None and args.max_depth < 0:
-        raise AlgorithmError(f"--max-depth must be >= 0, got {args.max_depth}")
-    flags = derived_flags()
-    given = {d.dest: getattr(args, d.dest) for d in flags.values() if hasattr(args, d.dest)}
-    flag_of = {d.dest: d for d in flags.values()}
-    if args.algorithm != NONPRIVATE and args.algorithm not in algorithms():
-        raise AlgorithmError(f"unknown --algorithm {args.algorithm!r}; choose from "
-                             f"{[NONPRIVATE, *sorted(algorithms())]}")
-    algo = None if args.algorithm == NONPRIVATE else get_algorithm(args.algorithm)
-    if algo is None:
-        private_given = [flag for dest, flag in PRIVATE_FLAGS.items()
-                         if getattr(args, dest) not in (None, False)]
-        if private_given:
-            raise AlgorithmError(f"{', '.join(private_given)}: only apply to a private "
-                                 f"--algorithm ({', '.join(algorithms())}), not to pc")
-        requested = DEFAULT_TEST if args.test is None else args.test
-        spec = get_test(requested)
-        params_fields: set[str] = set()
-    else:
-        if args.epsilon is None:
-            raise AlgorithmError(f"--algorithm {algo.name} needs --epsilon (the total budget)")
-        requested = algo.default_test if args.test is None else args.test
-        get_test(requested)
-        spec = get_test(algo.resolve_test(requested))
-        params_fields = {i.name for i in option_infos(algo.params)}
-    test_fields = {i.name for i in option_infos(spec.options)}
-    for dest in given:
-        if dest not in params_fields and dest not in test_fields:
-            d = flag_of[dest]
-            chosen = f"--algorithm {args.algorithm} --test {spec.name}"
-            raise (AlgorithmError if d.algorithms else CITestError)(
-                f"{d.flag}: does not apply to {chosen} (it applies to {d.owners})")
-    params = None
-    if algo is not None:
-        params = make_options(algo.params, {k: v for k, v in given.items()
-                                            if k in params_fields}, AlgorithmError)
-    test_options = make_options(spec.options, {k: v for k, v in given.items()
-                                               if k in test_fields and k not in params_fields})
-    return Choice(algo, spec, requested, params, test_options)
-
-
-def _check_data(spec: TestSpec[Any], dataset: Dataset) -> None:
-    if spec.data == "discrete" and not dataset.is_discrete:
-        raise CITestError(f"--test {spec.name} needs discrete data; the schema has "
-                          "continuous columns")
-    if spec.data == "continuous" and not dataset.is_continuous:
-        raise CITestError(f"--test {spec.name} needs continuous data; the schema has "
-                          "discrete columns")
+def request_for(args: argparse.Namespace) -> DiscoverRequest:
+    """THE request of ``dpcg discover`` (validated: nothing read, nothing charged)."""
+    if args.no_ledger and args.ledger is not None:
+        raise AlgorithmError("--no-ledger: --ledger only apply to a run recorded in a ledger")
+    return DiscoverRequest.create(
+        _data(args), schema=args.schema, algorithm=args.algorithm, test=args.test,
+        alpha=args.alpha, max_depth=args.max_depth, background=_background(args.background),
+        epsilon=args.epsilon, delta=args.delta, noise_seed=args.noise_seed,
+        ledger=None if args.no_ledger else (DEFAULT if args.ledger is None else args.ledger),
+        dataset_id=args.dataset_id, lifetime_epsilon=args.lifetime_epsilon,
+        lifetime_delta=args.lifetime_delta, signing_key=args.ledger_key, clip=args.clip,
+        engine=args.engine, table=args.duckdb_table, spark_master=args.spark_master,
+        memory_limit=args.memory_limit, options=_options(args), spelling="cli")
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
@@ -315,82 +236,41 @@ def _ledger_line(extra: dict[str, Any]) -> str:
             "ledger file and dataset id)")
 
 
-def _load_quietly(args: argparse.Namespace) -> tuple[Dataset, dict[str, Any], Truth | None]:
-    """:func:`_load` with the data layer's warnings (``--clip``) printed as one clean line
-    each; values, rows and counts only under ``--unsafe-debug-errors``."""
+@contextlib.contextmanager
+def _quiet_data_notes(args: argparse.Namespace) -> Iterator[None]:
+    """The data layer's warnings (``--clip``) printed as one clean line each; values, rows
+    and counts only under ``--unsafe-debug-errors``."""
     with unsafe_debug_errors(bool(getattr(args, "unsafe_debug_errors", False))), \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DataClippingWarning)
-        loaded = _load(args)
-    for w in caught:
-        if issubclass(w.category, DataClippingWarning):
-            print(f"dpcg discover: note: {w.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return loaded
+        try:
+            yield
+        finally:
+            for w in caught:
+                if issubclass(w.category, DataClippingWarning):
+                    print(f"dpcg discover: note: {w.message}", file=sys.stderr)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
-    choice = _choose(args)
-    private_run = choice.algorithm is not None
+    request = request_for(args)
     for flag, path in _outputs(args):  # pre-flight: before any data is read or budget spent
         _check_writable(flag, path)
-    background = _background(args.background)
-    t0 = time.perf_counter()
-    dataset, data_info, truth = load_with_engine(args, choice.algorithm, _load_quietly)
-    load_seconds = time.perf_counter() - t0
-    if isinstance(dataset, Dataset):  # a table engine: the private source checks its columns
-        _check_data(choice.test, dataset)
-    name = NONPRIVATE if choice.algorithm is None else choice.algorithm.name
-    progress = None if args.quiet else Progress(label=f"discover {name}/{choice.requested_test}",
-                                                show_time=not private_run)
-    extra: dict[str, Any]
+    label = f"discover {args.algorithm}" + (f"/{args.test}" if args.test else "")
+    progress = None
+    if not args.quiet:
+        progress = Progress(label=label, show_time=not request.private)
     try:
-        if choice.algorithm is None:
-            if isinstance(dataset, Dataset):
-                tester = choice.test.make(TestContext(dataset, args.alpha,
-                                                      choice.test_options, truth))
-            else:  # a table engine (dpcg/cli/engines.py): counted where the data live
-                from dpcg.private.engines import engine_tester
-
-                tester = engine_tester(dataset, choice.test.name, args.alpha,
-                                       choice.test_options)
-            res = pc_stable(tester, tuple(dataset.names), max_depth=args.max_depth,
-                            background=background, progress=progress)
-            extra = {"privacy": None}
-        else:
-            algo = choice.algorithm
-            delta = algo.default_delta if args.delta is None else args.delta
-            default_id = None
-            if data_info["source"] == "bundled":
-                default_id = (f"bundled:{data_info['dataset']}:rows={data_info['rows']}:"
-                              f"seed={data_info['seed']}")
-            elif data_info["source"] == "bif":
-                # by the file's content, not its path
-                default_id = (f"{data_info['id']}:rows={data_info['rows']}:"
-                              f"seed={data_info['seed']}")
-            target = ledger_target(
-                budget=Budget(args.epsilon, delta), no_ledger=args.no_ledger,
-                path=args.ledger, dataset_id=args.dataset_id, default_dataset_id=default_id,
-                lifetime_epsilon=args.lifetime_epsilon, lifetime_delta=args.lifetime_delta,
-                signing_key=args.ledger_key)
-            private = discover_private(
-                dataset, algo, epsilon=args.epsilon, delta=delta, test=choice.requested_test,
-                alpha=args.alpha, noise_seed=args.noise_seed, max_depth=args.max_depth,
-                params=choice.params, test_options=choice.test_options, ledger=target,
-                background=background, progress=progress)
-            res = private.pc
-            extra = private.extra()
+        with _quiet_data_notes(args):
+            result = execute(request, progress=progress, include_tests=args.include_tests)
     finally:
         if progress is not None:
             progress.close()
-    doc = result_document(algorithm=name, test=choice.requested_test, alpha=args.alpha,
-                          max_depth=args.max_depth, data=data_info, pc=res, extra=extra,
-                          truth=None if truth is None else CPDAG.from_dag(*truth),
-                          include_tests=args.include_tests, load_seconds=load_seconds)
-    diagnostics = diagnostics_json(res, load_seconds=load_seconds)
+    doc = result.document
+    diagnostics = diagnostics_json(result.pc, load_seconds=result.load_seconds)
     text = json.dumps(doc, indent=2, default=_json_default)
     try:
         if args.out is None:
@@ -398,18 +278,35 @@ def run(args: argparse.Namespace) -> int:
         else:
             _write_atomic(args.out, text + "\n")
         if args.dot is not None:
-            _write_atomic(args.dot, res.cpdag.to_dot())
+            _write_atomic(args.dot, result.cpdag.to_dot())
         if args.graphml is not None:
-            _write_atomic(args.graphml, res.cpdag.to_graphml())
+            _write_atomic(args.graphml, result.cpdag.to_graphml())
         if args.diagnostics is not None:
             _write_atomic(args.diagnostics, json.dumps(diagnostics, indent=2) + "\n")
     except OSError as exc:
         raise DpcgError(f"cannot write output: {exc}") from None
-    if private_run:
-        print(_ledger_line(extra), file=sys.stderr)
+    if request.private and not args.quiet:
+        print(_ledger_line(doc), file=sys.stderr)
+        note = _lifetime_note(doc)
+        if note:
+            print(note, file=sys.stderr)
     if not args.quiet:
         print(_summary(doc), file=sys.stderr)
     return 0
+
+
+def _lifetime_note(doc: dict[str, Any]) -> str | None:
+    """A note when this run registered a new dataset id whose lifetime defaulted to the
+    run's own budget (so the id may have little or nothing left for later runs)."""
+    info = doc.get("ledger") or {}
+    reg = info.get("registered_lifetime")
+    if not reg or reg.get("declared"):
+        return None
+    return (f"note: dataset {info['dataset_id']!r} was new and is registered with lifetime "
+            f"epsilon={reg['epsilon']:g}, delta={reg['delta']:g}: this run's budget, "
+            "because no --lifetime-epsilon/--lifetime-delta was given. A registered "
+            "lifetime never changes; declare it on the first run (or with `dpcg ledger "
+            "init`) to leave room for later runs")
 
 
 def _json_default(obj: object) -> Any:

@@ -7,18 +7,16 @@ The per-algorithm and per-test flags are derived from each registered private
 algorithm's ``Params`` and each registered CI test's options (:func:`derived_flags`).
 Deriving them imports every plugin module (numpy, scipy.stats, ...: about a second).
 For ``--help`` alone, the parser is built from ``discover_flags.json`` beside this
-module instead: the same derived flags written by ``python -m dpcg.cli.discover_args``,
-keyed by the SHA-256 of every plugin source file (``dpcg/private/*.py``,
-``dpcg/citests/*.py``). When any plugin source differs from the recorded one (a new or
-edited algorithm or test), or when the registries are already loaded in the process,
-the flags are derived live instead, so the help never shows stale options; a test
-checks that the committed file is current.
+module instead: the same derived flags written by ``python -m dpcg.cli.discover_args``
+from the ``Params`` and option types. When the registries loaded in the process know an
+algorithm the manifest does not, the flags are derived live instead; a command line that
+names a derived flag always derives them live (with their types); and a test checks
+that the committed file equals what the types give.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -37,8 +35,6 @@ NONPRIVATE = "pc"
 DEFAULT_DELTA_HELP = "1e-6 for the discrete family, 0 for private-ci-pc"
 #: The flags file used to build ``--help`` without importing the plugins.
 MANIFEST = Path(__file__).with_name("discover_flags.json")
-#: Packages whose modules register algorithms and tests (package scans).
-PLUGIN_PACKAGES = ("private", "citests")
 
 
 @dataclass(frozen=True)
@@ -136,17 +132,6 @@ PRIVATE_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "noise_seed": "--no
 # ------------------------------------------------------------------ the help manifest
 
 
-def plugin_digest() -> str:
-    """SHA-256 over the names and sources of every plugin module (no import)."""
-    root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for package in PLUGIN_PACKAGES:
-        for path in sorted((root / package).glob("*.py")):
-            h.update(f"{package}/{path.name}\0".encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 def manifest_data() -> dict[str, Any]:
     """What :data:`MANIFEST` holds, derived live (imports every plugin)."""
     from dpcg.citests.registry import option_infos, tests
@@ -156,7 +141,7 @@ def manifest_data() -> dict[str, Any]:
               "switch": d.switch, "algorithms": list(d.algorithms), "tests": list(d.tests)}
              for d in live_derived_flags().values()]
     with_options = [name for name, spec in tests().items() if option_infos(spec.options)]
-    return {"digest": plugin_digest(), "algorithms": list(algorithms()),
+    return {"algorithms": list(algorithms()),
             "tests": with_options, "flags": flags}
 
 
@@ -166,13 +151,15 @@ def write_manifest(path: Path = MANIFEST) -> None:
 
 def _from_manifest() -> tuple[list[str], list[DerivedFlag]] | None:
     """The algorithm names and flags of the manifest, or ``None`` when they could be
-    stale: a plugin source changed, or an algorithm (or a test with options) the
-    manifest does not know is registered in this process (derive them live)."""
+    stale: an algorithm (or a test with options) the manifest does not know is
+    registered in this process (derive them live). The manifest is built from the
+    ``Params`` and option types (:func:`manifest_data`), and a test checks it against
+    them, so an edit that changes no option (a comment, a body) never makes it stale."""
     try:
         data = json.loads(MANIFEST.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("digest") != plugin_digest():
+    if not isinstance(data, dict) or not {"algorithms", "tests", "flags"} <= set(data):
         return None
     algos = sys.modules.get("dpcg.private.registry")
     if algos is not None and set(algos._ALGORITHMS) - set(data["algorithms"]):

@@ -25,8 +25,7 @@ from typing import Protocol, runtime_checkable
 
 from accounting.costs import Budget
 from accounting.entries import EntryDraft, JSONValue, RunRecorder
-from accounting.errors import AccountingError
-from accounting.ledger import Ledger, check_dataset_id
+from accounting.ledger import Ledger, check_dataset_id, session_for_run
 from accounting.ledger import default_ledger_path as _user_default_ledger
 from accounting.memory import InMemoryRecorder
 from accounting.relations import Relation
@@ -207,6 +206,9 @@ class SessionHandle:
     #: The dataset's remaining lifetime ``(epsilon, delta)`` after the run (read by
     #: :meth:`close`; public: a function of declared budgets only).
     remaining: tuple[float, float] | None = None
+    #: The lifetime this run registered its (new) dataset id with, and whether the user
+    #: declared it (``False``: it defaulted to the run's budget); ``None``: id known.
+    registered: tuple[Budget, bool] | None = None
 
     @property
     def run_id(self) -> str:
@@ -263,24 +265,26 @@ def open_session(budget: Budget, rule: str, target: LedgerTarget = IN_MEMORY, *,
                         if led.has_dataset(target.dataset_id) else relation)
         _check_relation(run_relation, supported, algorithm, target.dataset_id)
         Session(budget, rule=rule, relation=run_relation, seed=seed)  # validation only
+        lifetime = budget if target.lifetime is None else target.lifetime
+        registered = None if led.has_dataset(target.dataset_id) else (
+            lifetime, target.lifetime_explicit)
         register_dataset_if_new(led, target.dataset_id,
                                 budget if target.lifetime is None else target.lifetime,
                                 run_relation, description, explicit=target.lifetime_explicit,
                                 for_run=budget)
-        # As accounting.ledger.session_for_run, with a counting wrapper around the run.
-        run = led.open_run(target.dataset_id, budget, rule, seed_explicit=seed is not None,
-                           description=description)
-        recorder = CountingRecorder(run)
-        try:
-            session = Session(budget, rule=rule, relation=run_relation, recorder=recorder,
-                              seed=seed)
-        except AccountingError:
-            run.close("error")
-            raise
+        counted: list[CountingRecorder] = []
+
+        def count(run: RunRecorder) -> RunRecorder:
+            counted.append(CountingRecorder(run))
+            return counted[0]
+
+        session = session_for_run(led, target.dataset_id, budget, rule, seed=seed,
+                                  description=description, wrap=count)
+        recorder = counted[0]
     except BaseException:
         led.close()
         raise
-    return SessionHandle(session, recorder, target, led)
+    return SessionHandle(session, recorder, target, led, registered=registered)
 
 
 def _check_relation(relation: Relation, supported: tuple[Relation, ...], algorithm: str,

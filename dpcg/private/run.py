@@ -216,6 +216,12 @@ def run_private(
             remaining = {"epsilon": handle.remaining[0], "delta": handle.remaining[1]}
         ledger_info = {"path": str(ledger.path), "run_id": handle.run_id,
                        "dataset_id": ledger.dataset_id, "remaining_lifetime": remaining}
+        if handle.registered is not None:
+            life, declared = handle.registered
+            # public: the declared (or defaulted) lifetime of the id this run registered
+            ledger_info["registered_lifetime"] = {
+                "epsilon": float(life.epsilon), "delta": float(life.delta),
+                "declared": declared}
     plan_info: dict[str, Any] = dict(plan.describe())
     plan_info.update(algo.usage(tester))
     return PrivateResult(

@@ -62,6 +62,8 @@ RESULT_FIELDS: dict[str, str] = {
     "mechanisms.*": RELEASED,  # admitted releases by kind
     "ledger.path": PUBLIC, "ledger.run_id": PUBLIC, "ledger.dataset_id": PUBLIC,
     "ledger.remaining_lifetime.*": PUBLIC,  # declared budgets only
+    "ledger.registered_lifetime.*": PUBLIC,  # the lifetime this run declared for a new id
+    "auto.*": PUBLIC,  # --algorithm auto: chosen from the schema kind, n and the budget
     # the plan: fixed before the session opens from params, settings and the schema ...
     "plan.rule": PUBLIC, "plan.test": PUBLIC, "plan.alpha": PUBLIC, "plan.max_depth": PUBLIC,
     "plan.plan_size": PUBLIC, "plan.test_epsilon": PUBLIC, "plan.epsilon_per_test": PUBLIC,
@@ -135,6 +137,10 @@ STDERR_LINES = [
     re.compile(r"ledger: .+; dataset '[^']+': remaining lifetime epsilon=\S+, delta=\S+ "
                r"\(after this run; the lifetime is per ledger file and dataset id\)"),
     re.compile(r"ledger: none \(--no-ledger: nothing durable, no lifetime enforced\)"),
+    re.compile(r"note: dataset '[^']+' was new and is registered with lifetime epsilon=\S+, "
+               r"delta=\S+: this run's budget, because no --lifetime-epsilon/--lifetime-delta "
+               r"was given\. A registered lifetime never changes; declare it on the first "
+               r"run \(or with `dpcg ledger init`\) to leave room for later runs"),
     re.compile(r"[\w-]+/[\w-]+ on \S+ \(\d+ rows\): \d+ edges \(\d+ directed, \d+ "
                r"undirected\), \d+ tests(; skeleton F1 [\d.]+, SHD \d+)?"
                r"(; budget exhausted \(graph so far\))?"),

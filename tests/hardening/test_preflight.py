@@ -148,7 +148,7 @@ def test_signed_ledger_with_its_key_runs(signed: tuple[Path, Path, Path], tmp_pa
 OPTION_ERRORS: list[tuple[list[str], type[Exception], str]] = [
     (["--cutoff", "3"], AlgorithmError, "--cutoff"),
     (["--test", "privgcm"], AlgorithmError, "privgcm"),
-    (["--delta", "2"], AccountingError, "delta"),
+    (["--delta", "2"], AlgorithmError, "delta"),
     (["--alpha", "1.5"], DpcgError, "--alpha"),
     (["--max-depth", "-1"], AlgorithmError, "--max-depth"),
 ]
