@@ -24,7 +24,25 @@ from audits import fixtures
 EPS = 1.0
 N_ROWS = 200
 QUICK_ALGORITHMS = ("laplace-pc", "svt-pc")
-ALL_ALGORITHMS = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
+
+
+def all_algorithms() -> tuple[str, ...]:
+    """Every registered private algorithm (the registry drives the audit: a new
+    algorithm is audited with no edit here)."""
+    from dpcg.private.registry import algorithms
+
+    return tuple(algorithms())
+
+
+def data_kind(name: str) -> str:
+    """``discrete``, ``continuous`` or ``mixed``: the data the algorithm's default test
+    takes (which neighbouring pair it is audited on)."""
+    from dpcg.citests.registry import get_test
+    from dpcg.private.registry import get_algorithm
+
+    algo = get_algorithm(name)
+    kind = get_test(algo.resolve_test(algo.default_test)).data
+    return "mixed" if kind == "any" else kind
 
 
 def _row0_replaced(arr: np.ndarray, names: tuple[str, ...], what: str) -> fixtures.Neighbours:
@@ -89,15 +107,20 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
     except ImportError as exc:  # pragma: no cover - depends on the other rooms
         notes.append(f"algorithm-level audits skipped: {exc}")
         return []
-    names = ALL_ALGORITHMS if full else QUICK_ALGORITHMS
+    names = all_algorithms() if full else QUICK_ALGORITHMS
     if not full:
         notes.append("quick profile: algorithm-level audits of laplace-pc and svt-pc only "
-                     "(all five variants in the full profile)")
-    out = [
-        EmpiricalItem("algorithm", f"{name} (eps={EPS:g}, whole run)",
-                      algorithm_sampler(private_pc(name)), pair, EPS, scale=-1.0)
-        for name in names
-    ]
+                     f"(all {len(all_algorithms())} registered algorithms in the full profile)")
+    pairs = {"discrete": pair}
+    out = []
+    for name in names:
+        kind = data_kind(name)
+        if kind not in pairs:
+            pairs[kind] = continuous_dataset_pair() if kind == "continuous" else \
+                mixed_dataset_pair()
+        out.append(EmpiricalItem("algorithm", f"{name} (eps={EPS:g}, whole run)",
+                                 algorithm_sampler(private_pc(name)), pairs[kind], EPS,
+                                 scale=-1.0))
     if full:
         hub = hub_pair()
         out += [
@@ -132,6 +155,39 @@ def continuous_pair(seed: int = 1) -> fixtures.Neighbours:
     dp[0] = [1.0, -1.0, 0.0]
     return fixtures.Neighbours(d, dp, f"3 continuous variables in [-1, 1], {N_CONT} rows, "
                                       "row 0 replaced by (1, -1, 0)")
+
+
+def continuous_dataset_pair(seed: int = 1) -> fixtures.Neighbours:
+    """:func:`continuous_pair` as Datasets with the declared bounds [-1, 1] (the data of
+    a whole-run audit of an algorithm for continuous data)."""
+    from dpcg.data.dataset import Dataset
+    from dpcg.data.schema import Continuous, Schema
+
+    pair = continuous_pair(seed)
+    schema = Schema([Continuous(name, -1.0, 1.0) for name in ("x", "y", "z")])
+    return fixtures.Neighbours(Dataset.from_numpy(np.asarray(pair.d), schema),
+                               Dataset.from_numpy(np.asarray(pair.d_prime), schema),
+                               pair.description)
+
+
+def mixed_dataset_pair(seed: int = 2) -> fixtures.Neighbours:
+    """Two continuous columns in [-1, 1] and a three-level ordinal one that shifts them,
+    100 rows; D' replaces row 0 by the extreme row (1, -1, level 0)."""
+    from dpcg.data.dataset import Dataset
+    from dpcg.data.schema import Continuous, Ordinal, Schema
+
+    rng = np.random.default_rng(seed)
+    z = rng.integers(0, 3, N_CONT)
+    x = np.clip(0.4 * (z - 1) + 0.3 * rng.standard_normal(N_CONT), -1.0, 1.0)
+    y = np.clip(-0.4 * (z - 1) + 0.3 * rng.standard_normal(N_CONT), -1.0, 1.0)
+    schema = Schema([Continuous("x", -1.0, 1.0), Continuous("y", -1.0, 1.0),
+                     Ordinal("z", ("0", "1", "2"))])
+    d = np.c_[x, y, z.astype(np.float64)]
+    dp = d.copy()
+    dp[0] = [1.0, -1.0, 0.0]
+    return fixtures.Neighbours(Dataset.from_numpy(d, schema), Dataset.from_numpy(dp, schema),
+                               f"2 continuous in [-1, 1] and 1 ordinal, {N_CONT} rows, "
+                               "row 0 replaced by (1, -1, 0)")
 
 
 def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]:

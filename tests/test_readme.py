@@ -61,3 +61,20 @@ def test_cli_example_runs_as_written(scratch: Path) -> None:
     assert result["algorithm"] == "pc"
     assert result["edges"]["directed"] or result["edges"]["undirected"]
     assert (scratch / "graph.svg").read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
+
+
+def test_setup_installs_what_the_readme_examples_import() -> None:
+    """README command 1 (`bash .ci/setup`, no --dev) installs the `readme` extra, and that
+    extra holds every package the README's examples need beyond the runtime."""
+    import tomllib
+
+    setup = (ROOT / ".ci" / "setup").read_text(encoding="utf-8")
+    assert 'extras="[readme]"' in setup
+    assert README.splitlines()[3].startswith("bash .ci/setup && ")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["readme"]
+    names = {re.split(r"[<>=\[]", e)[0] for e in extras}
+    assert {"pandas", "matplotlib", "tqdm"} <= names
+    python = _block("## Python", "python")
+    imported = set(re.findall(r"^import (\w+)", python, re.MULTILINE))
+    assert imported - {"dpcg"} <= names | {"pd"}, imported

@@ -239,18 +239,23 @@ def _ledger_line(extra: dict[str, Any]) -> str:
 @contextlib.contextmanager
 def _quiet_data_notes(args: argparse.Namespace) -> Iterator[None]:
     """The data layer's warnings (``--clip``) printed as one clean line each; values, rows
-    and counts only under ``--unsafe-debug-errors``."""
-    with unsafe_debug_errors(bool(getattr(args, "unsafe_debug_errors", False))), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DataClippingWarning)
-        try:
-            yield
-        finally:
-            for w in caught:
-                if issubclass(w.category, DataClippingWarning):
-                    print(f"dpcg discover: note: {w.message}", file=sys.stderr)
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    and counts only under ``--unsafe-debug-errors``. Other warnings are re-emitted once
+    the recording has stopped."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with unsafe_debug_errors(bool(getattr(args, "unsafe_debug_errors", False))), \
+                warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always", DataClippingWarning)
+            try:
+                yield
+            finally:
+                caught = list(recorded)
+    finally:
+        for w in caught:
+            if issubclass(w.category, DataClippingWarning):
+                print(f"dpcg discover: note: {w.message}", file=sys.stderr)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -259,10 +264,12 @@ def run(args: argparse.Namespace) -> int:
     request = request_for(args)
     for flag, path in _outputs(args):  # pre-flight: before any data is read or budget spent
         _check_writable(flag, path)
-    label = f"discover {args.algorithm}" + (f"/{args.test}" if args.test else "")
     progress = None
-    if not args.quiet:
-        progress = Progress(label=label, show_time=not request.private)
+    # A private run's progress line is drawn on a terminal only: redrawn into a
+    # redirected log it would record the run's pace per level (a timing side channel;
+    # docs/privacy/threat-model.md).
+    if not args.quiet and (not request.private or sys.stderr.isatty()):
+        progress = Progress(label=_label(request), show_time=not request.private)
     try:
         with _quiet_data_notes(args):
             result = execute(request, progress=progress, include_tests=args.include_tests)
@@ -293,6 +300,17 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(_summary(doc), file=sys.stderr)
     return 0
+
+
+def _label(request: DiscoverRequest) -> str:
+    """``discover ALGORITHM/TEST`` (the test the user named, else the default: the
+    algorithm's own, or the schema's for pc and auto)."""
+    test = request.test
+    if test is None and request.private and request.algorithm != "auto":
+        from dpcg.private.registry import get_algorithm
+
+        test = get_algorithm(request.algorithm).default_test
+    return f"discover {request.algorithm}/{test or 'auto'}"
 
 
 def _lifetime_note(doc: dict[str, Any]) -> str | None:

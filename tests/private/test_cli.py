@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -146,3 +147,34 @@ def test_private_algorithms_default_to_kendall_split(tmp_path: Path) -> None:
                  "laplace-pc", "--test", "kendall-z", "--epsilon", "1", "--no-ledger",
                  "--out", str(out), "--quiet"]) == 0
     assert json.loads(out.read_text())["test"] == "kendall-z"
+
+
+def test_private_progress_line_only_on_a_terminal(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A private run never draws its progress line into a redirected stderr (the redraws
+    would log its pace per level: a timing side channel); a non-private run does."""
+    import dpcg.cli.discover as discover_cli
+
+    made: list[bool] = []
+
+    class Recording:
+        def __init__(self, *args: object, show_time: bool = True, **kwargs: object) -> None:
+            made.append(show_time)
+
+        def __call__(self, level: int, tests: int) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(discover_cli, "Progress", Recording)
+    base = ["discover", "--dataset", "asia", "--rows", "500", "--out", str(tmp_path / "r.json")]
+    assert main([*base, "--algorithm", "laplace-pc", "--epsilon", "1", "--no-ledger"]) == 0
+    assert made == []  # stderr is captured, not a terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main([*base, "--algorithm", "laplace-pc", "--epsilon", "1", "--no-ledger"]) == 0
+    assert made == [False]  # on a terminal, without the elapsed time
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert main(base) == 0
+    assert made == [False, True]  # non-private: drawn, with its time
