@@ -203,9 +203,13 @@ def _pandas_missing(pd: Any, item: object) -> bool:
         return True
 
 
-def pandas_columns(df: Any, schema: Schema) -> list[NDArray[Any]]:
+def pandas_columns(
+    df: Any, schema: Schema
+) -> tuple[list[NDArray[Any]], list[NDArray[np.bool_] | None]]:
     """The columns of a pandas ``DataFrame`` whose columns are exactly the schema's
-    columns, in schema order."""
+    columns, in schema order, and per column the mask of its missing entries (``NaN``,
+    ``None``, ``pd.NA``, ``NaT``; ``None`` when there are none). Whether a missing entry
+    is accepted is the column's missing policy's decision (:class:`~dpcg.data.Dataset`)."""
     schema = check_schema(schema)
     pd = _optional("pandas", "Dataset.from_pandas", "pip install pandas")
     if not isinstance(df, pd.DataFrame):
@@ -213,26 +217,25 @@ def pandas_columns(df: Any, schema: Schema) -> list[NDArray[Any]]:
     header = [str(c) for c in df.columns]
     order = match_header(header, schema, "DataFrame")
     arrays = []
-    for j, pos in enumerate(order):
+    masks: list[NDArray[np.bool_] | None] = []
+    for pos in order:
         series = df.iloc[:, pos]
         try:
             missing = np.asarray(series.isna().to_numpy(), dtype=bool)
         except ArithmeticError:  # a Decimal('sNaN') refuses even pandas' NaN test
             missing = np.fromiter((_pandas_missing(pd, v) for v in series.tolist()),
                                   dtype=bool, count=len(series))
-        if missing.any():
-            row = int(np.argmax(missing))
-            raise DataValidationError(
-                f"column {schema.names[j]!r}: a value is missing (rule: no missing values)"
-                + debug_detail(f"row {row}"))
+        masks.append(missing if missing.any() else None)
         kind = series.dtype.kind if isinstance(series.dtype, np.dtype) else "O"
         arrays.append(series.to_numpy() if kind in "iufb" else series.to_numpy(dtype=object))
-    return arrays
+    return arrays, masks
 
 
-def parquet_columns(path: str | os.PathLike[str], schema: Schema) -> list[NDArray[Any]]:
+def parquet_columns(
+    path: str | os.PathLike[str], schema: Schema
+) -> tuple[list[NDArray[Any]], list[NDArray[np.bool_] | None]]:
     """The columns of a Parquet file via pyarrow (or pandas if pyarrow is absent), in
-    schema order."""
+    schema order, and per column the mask of its nulls (``None`` when there are none)."""
     schema = check_schema(schema)
     where = str(path)
     if not Path(path).is_file():
@@ -257,13 +260,12 @@ def parquet_columns(path: str | os.PathLike[str], schema: Schema) -> list[NDArra
         raise DataValidationError(f"cannot read Parquet file {where}: {exc}") from None
     order = match_header([str(c) for c in table.column_names], schema, where)
     arrays = []
-    for j, pos in enumerate(order):
+    masks: list[NDArray[np.bool_] | None] = []
+    for pos in order:
         chunked = table.column(pos)
+        mask = None
         if chunked.null_count:
             mask = np.asarray(chunked.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-            row = int(np.argmax(mask))
-            raise DataValidationError(
-                f"{where}: column {schema.names[j]!r}: a value is missing (rule: no missing "
-                "values)" + debug_detail(f"row {row}"))
+        masks.append(mask)
         arrays.append(np.asarray(chunked.to_numpy(zero_copy_only=False)))
-    return arrays
+    return arrays, masks
