@@ -70,30 +70,45 @@ def check_schema(schema: object) -> Schema:
 
 
 def match_header(header: Sequence[str], schema: Schema, where: str) -> list[int]:
-    """Positions in ``header`` of the schema's columns; errors on any mismatch."""
+    """Positions in ``header`` of the schema's columns; errors on any mismatch.
+
+    The error names every missing and every extra column: column names are facts about
+    the file's layout, the same for every neighbouring dataset (they do not depend on
+    any row), so naming them releases nothing about a person.
+    """
     seen: dict[str, int] = {}
     for pos, name in enumerate(header):
         if name in seen:
-            shown = repr(name) if name in schema.names else "a column not in the schema"
             raise DataValidationError(
-                f"{where}: {shown} appears twice in the header (rule: every column once)"
-                + debug_detail(f"column {name!r}"))
+                f"{where}: column {name!r} appears twice in the header (rule: every column "
+                "once)")
         seen[name] = pos
     unknown = [name for name in header if name not in schema.names]
     missing = [name for name in schema.names if name not in seen]
     if unknown or missing:
-        # Declared names are public; names the file has but the schema does not are not
-        # quoted (nor counted) unless the user asked for unsafe debug errors.
         parts = []
-        if unknown:
-            parts.append("the header has column(s) the schema does not declare"
-                         + debug_detail(f"{unknown}"))
         if missing:
             parts.append(f"declared column(s) {missing} are missing from the header")
+        if unknown:
+            parts.append(f"the header has column(s) the schema does not declare: {unknown} "
+                         "(drop them from the file, or declare them)")
+        hint = ""
+        if missing and unknown:
+            near = _near_misses(missing, unknown)
+            if near:
+                hint = "; did you mean " + ", ".join(f"{a!r} for {b!r}" for a, b in near) + \
+                    " (names must match exactly, case and spaces included)?"
         raise DataValidationError(f"{where}: header does not match the schema (rule: the "
                                   "header names exactly the declared columns): "
-                                  + "; ".join(parts))
+                                  + "; ".join(parts) + hint)
     return [seen[name] for name in schema.names]
+
+
+def _near_misses(missing: Sequence[str], unknown: Sequence[str]) -> list[tuple[str, str]]:
+    """Pairs (declared, header) that differ only in case or surrounding spaces."""
+    key = {name.strip().casefold(): name for name in unknown}
+    return [(name, key[name.strip().casefold()]) for name in missing
+            if name.strip().casefold() in key]
 
 
 def csv_columns(
