@@ -69,21 +69,20 @@ def load_table(
     (``n`` then depends on the data; docs/privacy/missing-values.md).
     """
     suffix = Path(path).suffix.lower()
-    kw = {"clip": clip, "allow_row_deletion": allow_row_deletion}
+    rows = allow_row_deletion
     if suffix in {".csv", ".txt"}:
-        return read_csv(path, schema, **kw)
+        return read_csv(path, schema, clip=clip, allow_row_deletion=rows)
     if suffix == ".tsv":
-        return read_csv(path, schema, clip=clip, delimiter="\t",
-                        allow_row_deletion=allow_row_deletion)
+        return read_csv(path, schema, clip=clip, delimiter="\t", allow_row_deletion=rows)
     if suffix in {".parquet", ".pq"}:
-        return read_parquet(path, schema, **kw)
+        return read_parquet(path, schema, clip=clip, allow_row_deletion=rows)
     if suffix == ".npy":
         try:
             array = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise DataValidationError(f"cannot read {path}: {exc}") from None
         with in_file(path):
-            return Dataset.from_numpy(array, schema, **kw)
+            return Dataset.from_numpy(array, schema, clip=clip, allow_row_deletion=rows)
     raise DataValidationError(
         f"cannot tell the format of {path}: use a .csv, .tsv, .parquet or .npy file"
     )
