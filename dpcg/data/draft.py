@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcg.data.dataset import MISSING_TOKENS
+from dpcg.data.dataset import MISSING_TOKENS, integral_label
 from dpcg.data.schema import MAX_BINS, Schema, bin_edges
 from dpcg.errors import DataValidationError, MissingDependencyError, SchemaError
 
@@ -394,8 +394,11 @@ def _draft_column(
         narrow = float(numbers.max() - numbers.min()) <= 100.0
         if integral and labels.size <= max_integer_levels and narrow:
             order = np.argsort(numbers, kind="stable")
+            # "1.0" (an integer written as a float, e.g. by pandas after a NaN) is drafted
+            # as "1": the loaders read such a cell as the integer label
+            canonical = [integral_label(str(x)) or str(x) for x in labels[order]]
             spec: dict[str, Any] = {"name": name, "type": kind,
-                                    key: [str(x) for x in labels[order]]}
+                                    key: list(dict.fromkeys(canonical))}
             notes.append(f"integers with few distinct values: drafted as {kind} (labels as "
                          "written in the file, in numeric order); declare it continuous with "
                          "bounds if the values are quantities")

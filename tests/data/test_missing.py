@@ -345,3 +345,29 @@ def test_loading_is_row_wise(rows: list[tuple[str, str, str]], swap: tuple[str, 
     arr = Dataset.from_numpy(np.array(rows, dtype=object), s)
     for j in range(d.p):
         np.testing.assert_array_equal(arr.column(j), d.column(j))
+
+
+def test_issue_54_dataframe_after_dropna_and_with_blanks() -> None:
+    """A 0/1 column that held a NaN arrives as floats: accepted by a declared integer
+    schema (private run); a DataFrame with NaN runs non-private PC on the inferred schema
+    (the draft proposes a missing category, and writes "1.0" as "1")."""
+    pd = pytest.importorskip("pandas")
+    import dpcg
+    from dpcg.data.draft import draft_from_columns
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    a = rng.integers(0, 3, n)
+    b = np.clip(a + (rng.random(n) < 0.2), 0, 2)
+    frame = pd.DataFrame({"a": a.astype(float), "b": b})
+    frame.loc[::50, "a"] = np.nan
+    inferred = dpcg.discover(frame, test="g2")
+    assert sorted(inferred.graph.edges) == [("a", "b"), ("b", "a")]
+    s = Schema([Categorical("a", [0, 1, 2]), Categorical("b", [0, 1, 2])])
+    kept = frame.dropna()
+    assert kept["a"].dtype.kind == "f"
+    res = dpcg.discover(kept, schema=s, algorithm="laplace-pc", epsilon=1.0,
+                        ledger=dpcg.NO_LEDGER, noise_seed=1)
+    assert sorted(res.graph.edges) == [("a", "b"), ("b", "a")]
+    draft = draft_from_columns(["a"], [np.array(["1.0", "0.0", "1", "nan", "2.0"])])
+    assert draft.columns[0].spec["categories"] == ["0", "1", "2"]
