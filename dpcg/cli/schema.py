@@ -7,8 +7,10 @@ Example::
 The draft lists the categories and bounds seen in the data, so it is *not* public: the
 file carries a ``"_draft"`` header (and the terminal a warning) saying it must be
 reviewed and declared by the data owner; ``dpcg`` refuses to load it until the
-``"_draft"`` field is deleted. Nothing printed names a row or a count. See
-``docs/guide.md`` ("Drafting a schema").
+``"_draft"`` field is deleted. Nothing printed names a row or a count. Columns with
+blank/NA cells get a drafted missing policy for the owner to review; ``--bins K``
+declares every continuous column cut into K equal-width bins of its declared bounds.
+See ``docs/guide.md`` ("Drafting a schema").
 """
 
 from __future__ import annotations

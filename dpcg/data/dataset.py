@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import itertools
 import os
 import re
 import warnings
@@ -365,7 +366,8 @@ def parse_float_strings(
         _refuse_missing(column.name, f"value {values[row]!r} at {_where(row, line_offset)}")
     out = np.full(n, np.nan)
     rows = np.flatnonzero(~is_token)
-    present = [values[i] for i in rows.tolist()] if is_token.any() else values
+    present = list(itertools.compress(values, (~is_token).tolist())) if is_token.any() \
+        else values
     try:
         out[rows] = np.fromiter(map(float, present), dtype=np.float64, count=len(present))
     except ValueError:
