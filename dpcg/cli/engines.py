@@ -57,8 +57,7 @@ def engine_for_args(args: argparse.Namespace, schema: Schema,
         name = "duckdb"
     if name is None and args.spark_master is not None:
         name = "spark"
-    if name is None and private_discrete and all(c is not None
-                                                 for c in schema.loaded().cardinalities):
+    if name is None and private_discrete and all(c is not None for c in schema.cardinalities):
         name = default_engine_name(args.data)
     if name in (None, DEFAULT_ENGINE):
         refuse_engine_options(args, "the numpy engine reads --data in memory")
