@@ -752,9 +752,13 @@ class Dataset:
         if not schema.is_discrete:
             raise DataValidationError("from_codes needs an all-discrete schema")
         if schema.has_transforms:
-            raise DataValidationError(
-                "from_codes takes the codes of a schema without missing policies or bins "
-                "(pass schema.loaded(): codes are already loaded data)")
+            loaded = schema.loaded()
+            if loaded.names != schema.names or loaded.cardinalities != schema.cardinalities:
+                raise DataValidationError(
+                    "from_codes takes the codes of a schema without missing categories, "
+                    "indicators or bins (pass schema.loaded(): codes are already loaded "
+                    "data)")
+            schema = loaded
         arr = np.asarray(codes)
         if arr.ndim != 2 or arr.shape[0] != len(schema):
             raise DataValidationError(

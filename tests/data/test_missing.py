@@ -302,6 +302,8 @@ def test_from_codes_refuses_a_schema_with_transforms() -> None:
         Dataset.from_codes(np.zeros((1, 3), dtype=np.int64), s)
     data = Dataset.from_codes(np.array([[0, 1, 1]]), s.loaded())
     np.testing.assert_array_equal(data.labels("a"), ["x", "(missing)", "(missing)"])
+    imputing = Schema([Categorical("a", ["x", "y"], missing={"policy": "impute", "value": "x"})])
+    assert Dataset.from_codes(np.array([[0, 1]]), imputing).schema == imputing.loaded()
 
 
 # -- row-wise: neighbouring raw tables load to neighbouring tables of the same n -------
