@@ -7,8 +7,10 @@ Example::
 The draft lists the categories and bounds seen in the data, so it is *not* public: the
 file carries a ``"_draft"`` header (and the terminal a warning) saying it must be
 reviewed and declared by the data owner; ``dpcg`` refuses to load it until the
-``"_draft"`` field is deleted. Nothing printed names a row or a count. See
-``docs/guide.md`` ("Drafting a schema").
+``"_draft"`` field is deleted. Nothing printed names a row or a count. Columns with
+blank/NA cells get a drafted missing policy for the owner to review; ``--bins K``
+declares every continuous column cut into K equal-width bins of its declared bounds.
+See ``docs/guide.md`` ("Drafting a schema").
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-integer-levels", type=int, default=10, metavar="K",
                    help="integer columns with at most K distinct values are drafted as "
                         "categorical, others as continuous (default 10)")
+    p.add_argument("--bins", type=int, default=None, metavar="K",
+                   help="declare every continuous column cut into K equal-width bins of its "
+                        "declared bounds (edges from the bounds at load time, never from "
+                        "data quantiles)")
     p.add_argument("--min-count", type=int, default=5, metavar="K",
                    help="name the columns with a category seen fewer than K times "
                         "(default 5)")
@@ -65,7 +71,8 @@ def _draft(args: argparse.Namespace) -> int:
         raise DpcgError(f"{args.out} exists; choose another --out or pass --force "
                         "(a reviewed schema would be overwritten by a fresh draft)")
     draft = draft_schema(args.file, ordinal=args.ordinal, max_categories=args.max_categories,
-                         max_integer_levels=args.max_integer_levels, min_count=args.min_count)
+                         max_integer_levels=args.max_integer_levels, min_count=args.min_count,
+                         bins=args.bins)
     text = draft.to_json()
     if args.out is None:
         sys.stdout.write(text)

@@ -20,7 +20,16 @@ Inference per column (every decision is written into the draft's ``"_draft"`` no
   the larger magnitude (``3.7 .. 97.2`` -> ``0 .. 100``);
 * text (or numbers mixed with text), at most ``max_categories`` distinct -> categorical
   (sorted labels) or ordinal if asked; more distinct values -> ``TODO`` (an identifier or
-  free text: drop it or declare its categories).
+  free text: drop it or declare its categories);
+* a column with blank / ``NA`` / ... cells gets a drafted missing policy, marked for the
+  owner's review (docs/privacy/missing-values.md): ``category`` (missing is its own
+  category) for a discrete column, ``impute`` of the drafted bounds' midpoint with an
+  ``indicator`` column for a continuous one -- never ``drop_rows``, which private runs
+  refuse;
+* with ``bins=K`` every continuous column is declared with ``"bins": K``: the loaders cut
+  it into ``K`` equal-width bins of its DECLARED bounds (the edges are computed from
+  ``lower``/``upper`` when the data are loaded, never from data quantiles), and a missing
+  cell becomes its own bin.
 
 Nothing here prints rows or counts: notes name the column and the rule only.
 """
@@ -42,8 +51,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcg.data.dataset import MISSING_TOKENS
-from dpcg.data.schema import Schema
+from dpcg.data.dataset import MISSING_TOKENS, integral_label
+from dpcg.data.schema import MAX_BINS, Schema, bin_edges
 from dpcg.errors import DataValidationError, MissingDependencyError, SchemaError
 
 __all__ = [
@@ -80,8 +89,16 @@ HOW_TO_DECLARE = [
     "have: a category present only because one person has it reveals that person.",
     "Columns marked TODO need a type: categorical (with categories), ordinal (with order) "
     "or continuous (with lower and upper).",
-    "Missing values: the loaders refuse blank/NA cells; clean them or declare the token "
-    '(e.g. "NA") as a category of that column.',
+    'Missing values: a column with blank/NA cells has a drafted "missing" policy: '
+    '"category" (missing is its own category, the last code) for a discrete column, '
+    '"impute" (a public value you choose, here the middle of the drafted bounds) with an '
+    '"indicator" column for a continuous one. Review the value, the label and the tokens; '
+    '"refuse" makes missing cells an error, "drop_rows" deletes the rows (non-private '
+    "runs only: n would depend on the data). See docs/data.md and "
+    "docs/privacy/missing-values.md.",
+    'Bins ("bins": K on a continuous column): K equal-width bins of the declared bounds, '
+    "computed when the data are loaded; once you replace the bounds with domain bounds "
+    "the bins follow them.",
     'When every column is reviewed, delete the "_draft" field: the file is then a '
     "declared schema (see docs/data.md).",
 ]
@@ -97,6 +114,7 @@ class DraftColumn:
     rare: bool = False
     missing: bool = False
     todo: bool = False
+    policy: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +139,11 @@ class SchemaDraft:
     def missing_columns(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns if c.missing)
 
+    @property
+    def policy_columns(self) -> tuple[str, ...]:
+        """Columns with a drafted missing policy (for the owner to review)."""
+        return tuple(c.name for c in self.columns if c.policy)
+
     def to_dict(self) -> dict[str, Any]:
         """The draft in the schema JSON format, with the ``"_draft"`` header first."""
         notes = {c.name: list(c.notes) for c in self.columns if c.notes}
@@ -131,6 +154,7 @@ class SchemaDraft:
             "columns_with_rare_categories": list(self.rare_columns),
             "columns_to_type": list(self.todo_columns),
             "columns_with_missing_values": list(self.missing_columns),
+            "missing_policies_to_review": list(self.policy_columns),
             "notes": notes,
         }
         if self.extra_notes:
@@ -162,8 +186,13 @@ class SchemaDraft:
             lines.append(f"  columns you must type by hand (TODO): {', '.join(self.todo_columns)}")
         if self.missing_columns:
             lines.append(
-                "  columns with blank/NA cells (clean them or declare the token as a "
-                f"category): {', '.join(self.missing_columns)}"
+                "  columns with blank/NA cells (a missing policy is drafted where the type "
+                f"is known): {', '.join(self.missing_columns)}"
+            )
+        if self.policy_columns:
+            lines.append(
+                "  drafted missing policies to review (category / impute value / indicator): "
+                f"{', '.join(self.policy_columns)}"
             )
         continuous = [c.name for c in self.columns if c.spec.get("type") == "continuous"]
         if continuous:
@@ -344,7 +373,7 @@ def _draft_column(
     has_missing = bool(missing_mask.any())
     notes: list[str] = []
     if has_missing:
-        notes.append("has blank/NA cells: clean them or declare the token as a category")
+        notes.append("has blank/NA cells: a missing policy is drafted (review it)")
     present = np.asarray(values, dtype=str)[~missing_mask]
     if present.size == 0:
         notes.insert(0, "every cell is blank/NA: declare this column's type by hand")
@@ -365,8 +394,11 @@ def _draft_column(
         narrow = float(numbers.max() - numbers.min()) <= 100.0
         if integral and labels.size <= max_integer_levels and narrow:
             order = np.argsort(numbers, kind="stable")
+            # "1.0" (an integer written as a float, e.g. by pandas after a NaN) is drafted
+            # as "1": the loaders read such a cell as the integer label
+            canonical = [integral_label(str(x)) or str(x) for x in labels[order]]
             spec: dict[str, Any] = {"name": name, "type": kind,
-                                    key: [str(x) for x in labels[order]]}
+                                    key: list(dict.fromkeys(canonical))}
             notes.append(f"integers with few distinct values: drafted as {kind} (labels as "
                          "written in the file, in numeric order); declare it continuous with "
                          "bounds if the values are quantities")
@@ -407,6 +439,56 @@ def _draft_column(
     return DraftColumn(name, spec, tuple(notes), rare=rare, missing=has_missing)
 
 
+def _with_policy(column: DraftColumn, values: NDArray[Any], taken: set[str],
+                 bins: int | None) -> DraftColumn:
+    """``column`` with its drafted missing policy (when it has blank/NA cells) and, for a
+    continuous column, ``bins``; every addition is noted for the owner's review."""
+    if column.todo:
+        return column
+    spec = dict(column.spec)
+    notes = list(column.notes)
+    continuous = spec.get("type") == "continuous"
+    if continuous and bins is not None:
+        spec["bins"] = bins
+        edges = bin_edges(float(spec["lower"]), float(spec["upper"]), bins)
+        notes.append(f"bins: {bins} equal-width bins of the declared bounds (edges "
+                     f"{[_number_text(e) for e in edges]} for the drafted bounds; they are "
+                     "computed from lower/upper at load time, never from data quantiles, "
+                     "and follow the bounds you declare)")
+    if not column.missing:
+        return DraftColumn(column.name, spec, tuple(notes), rare=column.rare)
+    text = np.asarray(values, dtype=str)
+    seen = set(np.unique(text[np.isin(np.char.strip(text), _MISSING)]).tolist())
+    policy: dict[str, Any]
+    if continuous and bins is None:
+        mid = (float(spec["lower"]) + float(spec["upper"])) / 2
+        indicator = f"{column.name}_missing"
+        while indicator in taken:
+            indicator += "_"
+        taken.add(indicator)
+        policy = {"policy": "impute", "value": _number_text(mid), "indicator": indicator}
+        notes.append(f"missing policy drafted: impute {policy['value']} (the middle of the "
+                     f"drafted bounds) plus a 0/1 indicator column {indicator!r}; REVIEW: "
+                     "choose a public value from the domain, not from the data")
+    else:
+        policy = {"policy": "category", "label": "(missing)"}
+        labels = spec.get("categories") or spec.get("order") or []
+        label = "(missing)"
+        while label in labels:
+            label = f"({label})"
+        policy["label"] = label
+        notes.append(f"missing policy drafted: missing cells become the category {label!r} "
+                     "(the last code); REVIEW: or impute a declared category")
+    if not seen <= MISSING_TOKENS:
+        labels = set(spec.get("categories") or spec.get("order") or [])
+        policy["tokens"] = sorted((MISSING_TOKENS | seen) - labels)
+        notes.append("the missing tokens include text that is not a default token (e.g. "
+                     "spaces): the drafted tokens list it; check it")
+    spec["missing"] = policy
+    return DraftColumn(column.name, spec, tuple(notes), rare=column.rare, missing=True,
+                       policy=True)
+
+
 def draft_from_columns(
     header: Sequence[str],
     columns: Sequence[NDArray[Any] | Sequence[str]],
@@ -416,6 +498,7 @@ def draft_from_columns(
     max_categories: int = 30,
     max_integer_levels: int = 10,
     min_count: int = 5,
+    bins: int | None = None,
 ) -> SchemaDraft:
     """Draft a schema from columns of cell text (one array or list per header name)."""
     if len(header) != len(columns):
@@ -431,15 +514,21 @@ def draft_from_columns(
                           f"{max_integer_levels!r}")
     if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
         raise SchemaError(f"min_count must be a positive integer, got {min_count!r}")
+    if bins is not None and (isinstance(bins, bool) or not isinstance(bins, int)
+                             or not 2 <= bins <= MAX_BINS):
+        raise SchemaError(f"bins must be an integer from 2 to {MAX_BINS}, got {bins!r}")
     unknown = sorted(set(ordinal) - set(header))
     if unknown:
         raise SchemaError(f"--ordinal names unknown column(s) {unknown}; the file has "
                           f"{list(header)}")
     wanted = set(ordinal)
+    taken = set(header)
     drafted = tuple(
-        _draft_column(name, np.asarray(col, dtype=str), ordinal=name in wanted,
-                      max_categories=max_categories, max_integer_levels=max_integer_levels,
-                      min_count=min_count)
+        _with_policy(
+            _draft_column(name, np.asarray(col, dtype=str), ordinal=name in wanted,
+                          max_categories=max_categories,
+                          max_integer_levels=max_integer_levels, min_count=min_count),
+            np.asarray(col, dtype=str), taken, bins)
         for name, col in zip(header, columns, strict=True)
     )
     return SchemaDraft(source=source, columns=drafted, min_count=min_count)
@@ -452,12 +541,15 @@ def draft_schema(
     max_categories: int = 30,
     max_integer_levels: int = 10,
     min_count: int = 5,
+    bins: int | None = None,
 ) -> SchemaDraft:
-    """Read ``path`` (CSV/TSV, or Parquet with pyarrow) and draft its schema."""
+    """Read ``path`` (CSV/TSV, or Parquet with pyarrow) and draft its schema (``bins``:
+    declare every continuous column cut into that many equal-width bins of its bounds)."""
     header, columns = read_columns(path)
     return draft_from_columns(header, columns, source=Path(path).name, ordinal=ordinal,
                               max_categories=max_categories,
-                              max_integer_levels=max_integer_levels, min_count=min_count)
+                              max_integer_levels=max_integer_levels, min_count=min_count,
+                              bins=bins)
 
 
 def is_draft(data: Mapping[str, Any]) -> bool:

@@ -32,6 +32,7 @@ def read_csv(
     header: bool = True,
     clip: bool = False,
     delimiter: str = ",",
+    allow_row_deletion: bool = False,
 ) -> Dataset:
     """Load a CSV file conforming to ``schema``.
 
@@ -41,38 +42,47 @@ def read_csv(
     Values equal to one of :data:`~dpcg.data.dataset.MISSING_TOKENS` (``""``, ``NA``,
     ``NaN``, ...) that are not declared categories are missing values and raise.
     """
-    return Dataset.from_csv(path, schema, header=header, clip=clip, delimiter=delimiter)
+    return Dataset.from_csv(path, schema, header=header, clip=clip, delimiter=delimiter,
+                            allow_row_deletion=allow_row_deletion)
 
 
-def read_pandas(df: Any, schema: Schema, *, clip: bool = False) -> Dataset:
+def read_pandas(df: Any, schema: Schema, *, clip: bool = False,
+                allow_row_deletion: bool = False) -> Dataset:
     """Load a pandas ``DataFrame`` whose columns are exactly the schema's columns."""
-    return Dataset.from_pandas(df, schema, clip=clip)
+    return Dataset.from_pandas(df, schema, clip=clip, allow_row_deletion=allow_row_deletion)
 
 
-def read_parquet(path: str | os.PathLike[str], schema: Schema, *, clip: bool = False) -> Dataset:
+def read_parquet(path: str | os.PathLike[str], schema: Schema, *, clip: bool = False,
+                 allow_row_deletion: bool = False) -> Dataset:
     """Load a Parquet file via pyarrow (or pandas if pyarrow is absent)."""
-    return Dataset.from_parquet(path, schema, clip=clip)
+    return Dataset.from_parquet(path, schema, clip=clip, allow_row_deletion=allow_row_deletion)
 
 
 def load_table(
-    path: str | os.PathLike[str], schema: Schema, *, clip: bool = False
+    path: str | os.PathLike[str], schema: Schema, *, clip: bool = False,
+    allow_row_deletion: bool = False,
 ) -> Dataset:
     """Load ``path`` by its suffix: ``.csv`` (header required), ``.parquet``/``.pq``,
-    ``.npy`` (an ``(n, p)`` array of labels or numbers)."""
+    ``.npy`` (an ``(n, p)`` array of labels or numbers).
+
+    ``allow_row_deletion`` permits a ``drop_rows`` missing policy: NON-PRIVATE runs only
+    (``n`` then depends on the data; docs/privacy/missing-values.md).
+    """
     suffix = Path(path).suffix.lower()
+    rows = allow_row_deletion
     if suffix in {".csv", ".txt"}:
-        return read_csv(path, schema, clip=clip)
+        return read_csv(path, schema, clip=clip, allow_row_deletion=rows)
     if suffix == ".tsv":
-        return read_csv(path, schema, clip=clip, delimiter="\t")
+        return read_csv(path, schema, clip=clip, delimiter="\t", allow_row_deletion=rows)
     if suffix in {".parquet", ".pq"}:
-        return read_parquet(path, schema, clip=clip)
+        return read_parquet(path, schema, clip=clip, allow_row_deletion=rows)
     if suffix == ".npy":
         try:
             array = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise DataValidationError(f"cannot read {path}: {exc}") from None
         with in_file(path):
-            return Dataset.from_numpy(array, schema, clip=clip)
+            return Dataset.from_numpy(array, schema, clip=clip, allow_row_deletion=rows)
     raise DataValidationError(
         f"cannot tell the format of {path}: use a .csv, .tsv, .parquet or .npy file"
     )

@@ -70,30 +70,45 @@ def check_schema(schema: object) -> Schema:
 
 
 def match_header(header: Sequence[str], schema: Schema, where: str) -> list[int]:
-    """Positions in ``header`` of the schema's columns; errors on any mismatch."""
+    """Positions in ``header`` of the schema's columns; errors on any mismatch.
+
+    The error names every missing and every extra column: column names are facts about
+    the file's layout, the same for every neighbouring dataset (they do not depend on
+    any row), so naming them releases nothing about a person.
+    """
     seen: dict[str, int] = {}
     for pos, name in enumerate(header):
         if name in seen:
-            shown = repr(name) if name in schema.names else "a column not in the schema"
             raise DataValidationError(
-                f"{where}: {shown} appears twice in the header (rule: every column once)"
-                + debug_detail(f"column {name!r}"))
+                f"{where}: column {name!r} appears twice in the header (rule: every column "
+                "once)")
         seen[name] = pos
     unknown = [name for name in header if name not in schema.names]
     missing = [name for name in schema.names if name not in seen]
     if unknown or missing:
-        # Declared names are public; names the file has but the schema does not are not
-        # quoted (nor counted) unless the user asked for unsafe debug errors.
         parts = []
-        if unknown:
-            parts.append("the header has column(s) the schema does not declare"
-                         + debug_detail(f"{unknown}"))
         if missing:
             parts.append(f"declared column(s) {missing} are missing from the header")
+        if unknown:
+            parts.append(f"the header has column(s) the schema does not declare: {unknown} "
+                         "(drop them from the file, or declare them)")
+        hint = ""
+        if missing and unknown:
+            near = _near_misses(missing, unknown)
+            if near:
+                hint = "; did you mean " + ", ".join(f"{a!r} for {b!r}" for a, b in near) + \
+                    " (names must match exactly, case and spaces included)?"
         raise DataValidationError(f"{where}: header does not match the schema (rule: the "
                                   "header names exactly the declared columns): "
-                                  + "; ".join(parts))
+                                  + "; ".join(parts) + hint)
     return [seen[name] for name in schema.names]
+
+
+def _near_misses(missing: Sequence[str], unknown: Sequence[str]) -> list[tuple[str, str]]:
+    """Pairs (declared, header) that differ only in case or surrounding spaces."""
+    key = {name.strip().casefold(): name for name in unknown}
+    return [(name, key[name.strip().casefold()]) for name in missing
+            if name.strip().casefold() in key]
 
 
 def csv_columns(
@@ -203,9 +218,13 @@ def _pandas_missing(pd: Any, item: object) -> bool:
         return True
 
 
-def pandas_columns(df: Any, schema: Schema) -> list[NDArray[Any]]:
+def pandas_columns(
+    df: Any, schema: Schema
+) -> tuple[list[NDArray[Any]], list[NDArray[np.bool_] | None]]:
     """The columns of a pandas ``DataFrame`` whose columns are exactly the schema's
-    columns, in schema order."""
+    columns, in schema order, and per column the mask of its missing entries (``NaN``,
+    ``None``, ``pd.NA``, ``NaT``; ``None`` when there are none). Whether a missing entry
+    is accepted is the column's missing policy's decision (:class:`~dpcg.data.Dataset`)."""
     schema = check_schema(schema)
     pd = _optional("pandas", "Dataset.from_pandas", "pip install pandas")
     if not isinstance(df, pd.DataFrame):
@@ -213,26 +232,25 @@ def pandas_columns(df: Any, schema: Schema) -> list[NDArray[Any]]:
     header = [str(c) for c in df.columns]
     order = match_header(header, schema, "DataFrame")
     arrays = []
-    for j, pos in enumerate(order):
+    masks: list[NDArray[np.bool_] | None] = []
+    for pos in order:
         series = df.iloc[:, pos]
         try:
             missing = np.asarray(series.isna().to_numpy(), dtype=bool)
         except ArithmeticError:  # a Decimal('sNaN') refuses even pandas' NaN test
             missing = np.fromiter((_pandas_missing(pd, v) for v in series.tolist()),
                                   dtype=bool, count=len(series))
-        if missing.any():
-            row = int(np.argmax(missing))
-            raise DataValidationError(
-                f"column {schema.names[j]!r}: a value is missing (rule: no missing values)"
-                + debug_detail(f"row {row}"))
+        masks.append(missing if missing.any() else None)
         kind = series.dtype.kind if isinstance(series.dtype, np.dtype) else "O"
         arrays.append(series.to_numpy() if kind in "iufb" else series.to_numpy(dtype=object))
-    return arrays
+    return arrays, masks
 
 
-def parquet_columns(path: str | os.PathLike[str], schema: Schema) -> list[NDArray[Any]]:
+def parquet_columns(
+    path: str | os.PathLike[str], schema: Schema
+) -> tuple[list[NDArray[Any]], list[NDArray[np.bool_] | None]]:
     """The columns of a Parquet file via pyarrow (or pandas if pyarrow is absent), in
-    schema order."""
+    schema order, and per column the mask of its nulls (``None`` when there are none)."""
     schema = check_schema(schema)
     where = str(path)
     if not Path(path).is_file():
@@ -257,13 +275,12 @@ def parquet_columns(path: str | os.PathLike[str], schema: Schema) -> list[NDArra
         raise DataValidationError(f"cannot read Parquet file {where}: {exc}") from None
     order = match_header([str(c) for c in table.column_names], schema, where)
     arrays = []
-    for j, pos in enumerate(order):
+    masks: list[NDArray[np.bool_] | None] = []
+    for pos in order:
         chunked = table.column(pos)
+        mask = None
         if chunked.null_count:
             mask = np.asarray(chunked.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-            row = int(np.argmax(mask))
-            raise DataValidationError(
-                f"{where}: column {schema.names[j]!r}: a value is missing (rule: no missing "
-                "values)" + debug_detail(f"row {row}"))
+        masks.append(mask)
         arrays.append(np.asarray(chunked.to_numpy(zero_copy_only=False)))
-    return arrays
+    return arrays, masks

@@ -25,7 +25,19 @@ Matching of values to categories follows :mod:`dpcg.data.dataset`: text columns 
 label strings exactly; integer and floating columns match the labels that are decimal
 integers (``"3"`` matches ``3`` and ``3.0``), so a numeric value with no integer label is
 outside the declared categories. Boolean, date and nested types are ``type`` errors for
-every kind of column.
+every kind of column. A text value that is not a declared label but an integer written
+as a float (``"1.0"``) matches the integer label (``"1"``), as in memory
+(:func:`dpcg.data.dataset.integral_label`).
+
+Missing values (:class:`~dpcg.data.schema.MissingPolicy`): for a column whose policy
+accepts them, a cell is missing when it is NULL, NaN, one of the column's missing tokens
+(:meth:`~dpcg.data.schema.Schema.missing_rule`; a numeric token also matches that number
+in a numeric column of a continuous declaration), exactly as the in-memory loaders read
+it; the ``null`` rule is then not checked and the other rules look at the present cells
+only. :func:`loaded_code_columns` gives the code of every discrete column of the
+*loaded* schema (:meth:`~dpcg.data.schema.Schema.loaded`): a missing category, an
+imputed label, an indicator column, the bins of a binned continuous column. The engines
+never delete rows (``n`` stays public): a ``drop_rows`` policy is refused.
 """
 
 from __future__ import annotations
@@ -36,7 +48,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from dpcg.data.schema import Categorical, Column, Continuous, Ordinal, Schema
+from dpcg.data.schema import (
+    Categorical,
+    Column,
+    Continuous,
+    MissingPolicy,
+    Ordinal,
+    Schema,
+)
 from dpcg.errors import DataValidationError
 
 __all__ = [
@@ -46,6 +65,8 @@ __all__ = [
     "Violation",
     "classify_type",
     "code_expression",
+    "loaded_code_columns",
+    "missing_expression",
     "quote_ident",
     "raise_violations",
     "validation_plan",
@@ -90,6 +111,10 @@ def _string_literal(text: str, dialect: Dialect) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+#: A decimal integer in canonical form (the form :func:`integral_label` produces).
+_CANONICAL_INT = "0|-?[1-9][0-9]*"
+
+
 def _integer_label(label: str) -> int | None:
     if re.fullmatch(r"[+-]?\d+", label):
         return int(label)
@@ -112,7 +137,16 @@ def code_expression(
             f"WHEN {_string_literal(label, dialect)} THEN {code}"
             for code, label in enumerate(labels)
         )
-        return f"(CASE {col} {whens} END)"
+        integral = [(code, label) for code, label in enumerate(labels)
+                    if re.fullmatch(_CANONICAL_INT, label)]
+        if not integral:
+            return f"(CASE {col} {whens} END)"
+        # "1.0" (not a declared label) reads as the integer label "1", as in memory
+        alt = (f"regexp_extract({col}, "
+               f"{_string_literal('^(' + _CANONICAL_INT + ')[.]0+$', dialect)}, 1)")
+        inner = " ".join(f"WHEN {_string_literal(label, dialect)} THEN {code}"
+                         for code, label in integral)
+        return f"(CASE {col} {whens} ELSE (CASE {alt} {inner} END) END)"
     if source_type in ("integer", "float"):
         numeric = [(code, _integer_label(label)) for code, label in enumerate(labels)]
         if all(value == code for code, value in numeric):
@@ -138,6 +172,15 @@ def _finite(expr: str, dialect: Dialect) -> str:
     if dialect == "duckdb":
         return f"isfinite({expr})"
     return f"(NOT isnan({expr}) AND abs({expr}) != double('infinity'))"
+
+
+def _is_nan(expr: str, dialect: Dialect) -> str:
+    """SQL "``expr`` is NaN". DuckDB (2.0.1) folds ``isnan(x)`` to false from a Parquet
+    column's min/max statistics, which leave NaN out; "not finite and not infinite" is
+    evaluated on the values (tests/data/test_missing_engines.py)."""
+    if dialect == "duckdb":
+        return f"(NOT isfinite({expr}) AND NOT isinf({expr}))"
+    return f"isnan({expr})"
 
 
 def _as_double(expr: str, source_type: TypeClass, dialect: Dialect) -> str:
@@ -186,10 +229,16 @@ def validation_plan(
     catalogue facts). Columns of the source that the schema does not declare are ignored
     (a warehouse table may carry more columns than the analysis uses).
     """
+    deleting = schema.deletes_rows
+    if deleting:
+        raise DataValidationError(
+            f"column(s) {list(deleting)}: missing policy 'drop_rows' deletes rows, which "
+            "makes n depend on the data; the table engines never delete rows (rule: n is "
+            "public): declare 'impute' (with an 'indicator') or 'category' instead")
     catalogue: list[Violation] = []
     checks: list[tuple[str, str, str]] = []
     types: dict[str, TypeClass] = {}
-    for column in schema:
+    for j, column in enumerate(schema):
         if column.name not in source_types:
             catalogue.append(Violation(column.name, "missing_column", where))
             continue
@@ -198,33 +247,136 @@ def validation_plan(
         if tclass == "other":
             catalogue.append(Violation(column.name, "type", where))
             continue
-        checks.extend(_row_checks(column, tclass, dialect))
+        tokens, policy = schema.missing_rule(j)
+        missing = missing_expression(column, tokens, policy, tclass, dialect)
+        checks.extend(_row_checks(column, tclass, dialect, missing))
     return ValidationPlan(tuple(catalogue), tuple(checks), types)
 
 
-def _row_checks(column: Column, tclass: TypeClass, dialect: Dialect) -> list[tuple[str, str, str]]:
+def missing_expression(
+    column: Column,
+    tokens: frozenset[str],
+    policy: MissingPolicy | None,
+    source_type: TypeClass,
+    dialect: Dialect,
+) -> str | None:
+    """SQL boolean (never NULL): "this cell is missing", for a column whose policy accepts
+    missing cells; ``None`` for a column without one (``refuse``). The same cells as in
+    memory: NULL; NaN; a token text (text columns); a number equal to a numeric token
+    (numeric columns; for a discrete column, an integer token such as ``"-1"``)."""
+    if policy is None or not policy.active:
+        return None
+    col = quote_ident(column.name, dialect)
+    parts = [f"{col} IS NULL"]
+    numbers = sorted({v for v in (_number(t) for t in tokens) if v is not None})
+    if source_type == "text":
+        if tokens:
+            listed = ", ".join(_string_literal(t, dialect) for t in sorted(tokens))
+            parts.append(f"{col} IN ({listed})")
+        if isinstance(column, Continuous):
+            value = _as_double(col, source_type, dialect)
+            parts.append(_is_nan(value, dialect))
+            if numbers:
+                parts.append(f"{value} IN ({', '.join(_bound(v) for v in numbers)})")
+    else:
+        value = f"CAST({col} AS DOUBLE)"
+        if source_type == "float":
+            parts.append(_is_nan(value, dialect))
+        if not isinstance(column, Continuous):
+            numbers = [v for v in numbers if v == int(v)]
+        if numbers:
+            parts.append(f"{value} IN ({', '.join(_bound(v) for v in numbers)})")
+    return f"COALESCE(({' OR '.join(parts)}), FALSE)"
+
+
+def _number(token: str) -> float | None:
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _row_checks(column: Column, tclass: TypeClass, dialect: Dialect,
+                missing: str | None = None) -> list[tuple[str, str, str]]:
     col = quote_ident(column.name, dialect)
     name = column.name
-    out = [(name, "null", f"bool_or({col} IS NULL)")]
+    present = "TRUE" if missing is None else f"NOT {missing}"
+    out = [] if missing is not None else [(name, "null", f"bool_or({col} IS NULL)")]
     if isinstance(column, Continuous):
         value = _as_double(col, tclass, dialect)
         if tclass == "text":
-            out.append((name, "type", f"bool_or({col} IS NOT NULL AND {value} IS NULL)"))
+            out.append((name, "type",
+                        f"bool_or({present} AND {col} IS NOT NULL AND {value} IS NULL)"))
         out.append(
-            (name, "non_finite", f"bool_or({value} IS NOT NULL AND NOT {_finite(value, dialect)})")
+            (name, "non_finite",
+             f"bool_or({present} AND {value} IS NOT NULL AND NOT {_finite(value, dialect)})")
         )
         out.append(
             (
                 name,
                 "bounds",
-                f"bool_or({value} IS NOT NULL AND {_finite(value, dialect)} AND "
+                f"bool_or({present} AND {value} IS NOT NULL AND {_finite(value, dialect)} AND "
                 f"({value} < {_bound(column.lower)} OR {value} > {_bound(column.upper)}))",
             )
         )
     else:
         code = code_expression(column, tclass, dialect)
-        out.append((name, "category", f"bool_or({col} IS NOT NULL AND {code} IS NULL)"))
+        out.append((name, "category",
+                    f"bool_or({present} AND {col} IS NOT NULL AND {code} IS NULL)"))
     return out
+
+
+def loaded_code_columns(
+    schema: Schema, source_types: Mapping[str, str], where: str, dialect: Dialect
+) -> dict[int, str]:
+    """The SQL code (``0..c-1``) of every discrete column of ``schema.loaded()``, by its
+    position there: declared categories, the missing category or the imputed label, the
+    0/1 indicator columns, and the bins of a binned continuous column (public edges from
+    the declared bounds; a value ``x`` is in bin ``k`` when ``edges[k] <= x <
+    edges[k + 1]``, as in memory). Run after :func:`validation_plan` passed."""
+    tclasses = validation_plan(schema, dict(source_types), where, dialect).types
+    out: dict[int, str] = {}
+    pos = 0
+    for j, column in enumerate(schema):
+        tokens, policy = schema.missing_rule(j)
+        tclass = tclasses[column.name]
+        missing = missing_expression(column, tokens, policy, tclass, dialect)
+        if isinstance(column, Continuous):
+            if column.bins is not None:
+                out[pos] = _bin_expression(column, tclass, dialect, missing, policy)
+        else:
+            code = code_expression(column, tclass, dialect)
+            if missing is not None and policy is not None and policy.policy != "drop_rows":
+                fill = column.cardinality if policy.policy == "category" \
+                    else column.labels.index(str(policy.value))
+                code = f"(CASE WHEN {missing} THEN {fill} ELSE {code} END)"
+            out[pos] = code
+        pos += 1
+        if policy is not None and policy.indicator is not None:
+            assert missing is not None
+            out[pos] = f"(CASE WHEN {missing} THEN 1 ELSE 0 END)"
+            pos += 1
+    return out
+
+
+def _bin_expression(column: Continuous, tclass: TypeClass, dialect: Dialect,
+                    missing: str | None, policy: MissingPolicy | None) -> str:
+    edges = column.edges
+    assert edges is not None
+    assert column.bins is not None
+    value = _as_double(quote_ident(column.name, dialect), tclass, dialect)
+    cases = " ".join(f"WHEN {value} < {_bound(e)} THEN {k}"
+                     for k, e in enumerate(edges[1:-1]))
+    head = ""
+    if missing is not None and policy is not None:
+        if policy.policy == "category":
+            head = f"WHEN {missing} THEN {column.bins} "
+        elif policy.policy == "impute":
+            assert isinstance(policy.value, int | float)
+            k = sum(1 for e in edges[1:-1] if e <= float(policy.value))
+            head = f"WHEN {missing} THEN {k} "
+    return f"(CASE {head}{cases} ELSE {column.bins - 1} END)"
 
 
 _RULE_TEXT = {

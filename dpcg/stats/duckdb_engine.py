@@ -230,8 +230,10 @@ class DuckDBEngine(GroupedEngine):
         if n is None:
             n = int(con.execute(f"SELECT count(*) FROM {raw_view}").fetchall()[0][0])
             scans += 1
+        # counted as loaded: missing categories, indicators and bins applied (the codes)
         engine = cls(
-            root, schema, n, codes_view, None, joint_limit=joint_limit, sets_per_scan=sets_per_scan
+            root, schema.loaded(), n, codes_view, None, joint_limit=joint_limit,
+            sets_per_scan=sets_per_scan,
         )
         engine.scans += scans
         return engine

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcg.data.schema import Categorical, Ordinal, Schema
-from dpcg.data.sql_validate import Dialect, Violation, code_expression, validation_plan
+from dpcg.data.schema import Schema
+from dpcg.data.sql_validate import Dialect, Violation, loaded_code_columns
 from dpcg.errors import StatisticInputError
 from dpcg.stats.contingency import MAX_ROWS, SparseStrataTable, StrataTable, keeps_sparse
 
@@ -422,13 +422,10 @@ def code_columns(
     schema: Schema, types: Mapping[str, str], where: str, dialect: Dialect
 ) -> dict[int, str]:
     """The SQL expression of each discrete column's codes (``0..c-1``), by column
-    position, for a source whose SQL types are ``types``."""
-    tclasses = validation_plan(schema, dict(types), where, dialect).types
-    return {
-        j: code_expression(column, tclasses[column.name], dialect)
-        for j, column in enumerate(schema)
-        if isinstance(column, Categorical | Ordinal)
-    }
+    position in ``schema.loaded()`` (the schema with its missing policies and bins
+    applied; ``schema`` itself when it has none), for a source whose SQL types are
+    ``types``."""
+    return loaded_code_columns(schema, types, where, dialect)
 
 
 def violations_of(

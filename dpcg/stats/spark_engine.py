@@ -245,7 +245,7 @@ class SparkEngine(GroupedEngine):
         code_sql = code_columns(schema, dict(raw.dtypes), where, "spark")
         return cls(
             spark,
-            schema,
+            schema.loaded(),  # counted as loaded: missing categories, indicators, bins
             n,
             numbered,
             _codes(raw, code_sql),

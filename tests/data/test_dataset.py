@@ -177,7 +177,7 @@ def test_clip_warning_does_not_depend_on_the_data() -> None:
     is applied, never how much: a count would be an uncharged counting query)."""
     schema = Schema([Continuous("x", -1.0, 1.0)])
     texts = []
-    for table in ([[0.0]], [[5.0]], [[5.0], [-7.0], [0.5]]):
+    for table in ([[0.0], [0.5]], [[5.0], [0.5]], [[5.0], [-7.0], [0.5]]):
         with unsafe_debug_errors(False), pytest.warns(DataClippingWarning) as rec:
             Dataset.from_numpy(np.array(table), schema, clip=True)
         texts.append(str(rec[0].message))
@@ -186,7 +186,7 @@ def test_clip_warning_does_not_depend_on_the_data() -> None:
     assert "2" not in texts[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        Dataset.from_numpy(np.array([[0.0]]), schema)
+        Dataset.from_numpy(np.array([[0.0], [0.5]]), schema)
 
 
 @pytest.mark.parametrize(

@@ -259,3 +259,78 @@ def test_committed_examples_are_current(stem: str, suffix: str, ordinal: list[st
     draft = draft_schema(EXAMPLES / f"{stem}{suffix}", ordinal=ordinal)
     committed = (EXAMPLES / f"{stem}.schema.draft.json").read_text(encoding="utf-8")
     assert draft.to_json() == committed
+
+
+# -- drafted missing policies and bins (issue 54 item 4) ----------------------------------
+
+
+def test_drafted_policies_load_the_file_with_blanks(tmp_path: Path) -> None:
+    """A column with blank/NA cells gets a reviewed-by-the-owner policy: a category for
+    a discrete column, impute + indicator for a continuous one; never drop_rows. The
+    drafted schema, declared as is, loads the file (whitespace-only cells included)."""
+    text = ("age,smoker,score,tag\n"
+            "31.5,yes,0.5,a\n,no,1.5,b\n45.2,,NA,\n52.1,yes,2.5, \n60.3,no,3.5,a\n")
+    path = _write(tmp_path, "blanks.csv", text)
+    draft = draft_schema(path)
+    cols = _columns(draft.to_dict())
+    assert cols["age"]["missing"] == {"policy": "impute", "value": 50,
+                                      "indicator": "age_missing"}
+    assert cols["smoker"]["missing"] == {"policy": "category", "label": "(missing)"}
+    score_missing: Any = cols["score"]["missing"]
+    tag_missing: Any = cols["tag"]["missing"]
+    assert score_missing["policy"] == "impute"
+    assert " " in tag_missing["tokens"]
+    assert set(draft.policy_columns) == {"age", "smoker", "score", "tag"}
+    header = draft.to_dict()[DRAFT_KEY]
+    assert header["missing_policies_to_review"] == list(draft.policy_columns)
+    assert "drop_rows" not in json.dumps(draft.to_dict()["columns"])
+    assert any("REVIEW" in n for n in header["notes"]["age"])
+    assert "drafted missing policies to review" in "\n".join(draft.terminal_lines())
+    data = load_table(path, draft.declared())
+    assert data.names == ("age", "age_missing", "smoker", "score", "score_missing", "tag")
+    np.testing.assert_array_equal(data.column("age_missing"), [0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(data.labels("smoker"), ["yes", "no", "(missing)", "yes",
+                                                          "no"])
+    assert data.n_public
+
+
+def test_committed_example_drafts_load_their_files() -> None:
+    for stem, suffix, ordinal in (("survey", ".csv", []), ("lab", ".csv", ["grade"]),
+                                  ("towns", ".tsv", [])):
+        draft = draft_schema(EXAMPLES / f"{stem}{suffix}", ordinal=ordinal)
+        if draft.todo_columns:
+            continue
+        assert load_table(EXAMPLES / f"{stem}{suffix}", draft.declared()).n > 1
+
+
+def test_bins_from_declared_bounds(tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    text = "x,y,c\n3.7,0.1,a\n97.2,,b\n50,0.3,a\n12,0.2,b\n"
+    path = _write(tmp_path, "b.csv", text)
+    draft = draft_schema(path, bins=4)
+    cols = _columns(draft.to_dict())
+    assert cols["x"] == {"name": "x", "type": "continuous", "lower": 0, "upper": 100,
+                         "bins": 4}
+    assert cols["y"]["bins"] == 4
+    assert cols["y"]["missing"] == {"policy": "category", "label": "(missing)"}
+    assert "bins" not in cols["c"]
+    assert any("never from data quantiles" in n for n in draft.to_dict()[DRAFT_KEY]["notes"]["x"])
+    data = load_table(path, draft.declared())
+    np.testing.assert_array_equal(data.labels("x"), ["[0, 25)", "[75, 100]", "[50, 75)",
+                                                     "[0, 25)"])
+    assert data.cardinalities == (4, 5, 2)  # x: 4 bins; y: 4 bins + missing
+    assert data.labels("y")[1] == "(missing)"
+    # the edges follow the bounds the owner declares, not the data
+    spec = draft.to_dict()
+    spec.pop(DRAFT_KEY)
+    spec["columns"][0]["lower"], spec["columns"][0]["upper"] = 0, 200
+    np.testing.assert_array_equal(load_table(path, Schema.from_dict(spec)).column("x"),
+                                  [0, 1, 1, 0])
+    with pytest.raises(SchemaError, match="bins"):
+        draft_schema(path, bins=1)
+    out = tmp_path / "s.json"
+    assert main(["schema", "draft", str(path), "--bins", "3", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["columns"][0]["bins"] == 3
+    capsys.readouterr()
+    assert main(["schema", "draft", str(path), "--bins", "0"]) == 2
+    assert "bins" in capsys.readouterr().err

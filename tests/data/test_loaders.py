@@ -64,7 +64,7 @@ def schemas(draw: st.DrawFn) -> Schema:
 def tables(draw: st.DrawFn) -> tuple[Schema, list[np.ndarray]]:
     """A schema and, per column, codes (discrete) or in-bounds floats (continuous)."""
     schema = draw(schemas())
-    n = draw(st.integers(1, 30))
+    n = draw(st.integers(2, 30))  # a loaded table has at least MIN_ROWS = 2 rows
     cols: list[np.ndarray] = []
     for col in schema:
         if isinstance(col, Continuous):
@@ -177,8 +177,8 @@ def test_csv_quoted_and_crlf(tmp_path: Path) -> None:
     schema = Schema([Categorical("a", ["x,y", 'q"'])])
     path = write(tmp_path, 'a\r\n"x,y"\r\n"q"""\r\n')
     np.testing.assert_array_equal(Dataset.from_csv(path, schema).codes[0], [0, 1])
-    plain = write(tmp_path, "colour,size,height\r\nred,L,2\r\n")
-    np.testing.assert_array_equal(Dataset.from_csv(plain, SCHEMA).column("size"), [2])
+    plain = write(tmp_path, "colour,size,height\r\nred,L,2\r\ngreen,S,1\r\n")
+    np.testing.assert_array_equal(Dataset.from_csv(plain, SCHEMA).column("size"), [2, 0])
 
 
 @pytest.mark.parametrize(
@@ -239,11 +239,11 @@ def test_csv_unreadable(tmp_path: Path) -> None:
 
 
 def test_load_table_dispatch(tmp_path: Path) -> None:
-    path = write(tmp_path, "colour,size,height\nred,S,1\n")
-    assert load_table(path, SCHEMA).n == 1
+    path = write(tmp_path, "colour,size,height\nred,S,1\ngreen,M,0\n")
+    assert load_table(path, SCHEMA).n == 2
     npy = tmp_path / "t.npy"
-    np.save(npy, np.array([["red", "M", "0.5"]]))
-    np.testing.assert_array_equal(load_table(npy, SCHEMA).column("size"), [1])
+    np.save(npy, np.array([["red", "M", "0.5"], ["red", "L", "1"]]))
+    np.testing.assert_array_equal(load_table(npy, SCHEMA).column("size"), [1, 2])
     with pytest.raises(DataValidationError, match="format"):
         load_table(tmp_path / "t.xlsx", SCHEMA)
 
