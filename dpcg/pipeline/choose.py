@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dpcg.data.schema import Schema
-from dpcg.errors import AlgorithmError
+from dpcg.errors import AlgorithmError, CITestError
 
 __all__ = ["DISCRETE_AUTO", "AutoChoice", "choose_auto", "default_test", "schema_kind"]
 
@@ -22,9 +22,9 @@ DISCRETE_AUTO: tuple[str, str | None] = ("laplace-pc", "kendall-split")
 #: rank-correlation matrix, every test post-processing (docs/privacy/algorithm-cov-pc.md);
 #: used when registered.
 CONTINUOUS_AUTO: tuple[str, str | None] = ("cov-pc", None)
-#: Non-private PC's default test by schema kind; ``mixed`` is the first registered test
-#: declared for mixed data.
-NONPRIVATE_TESTS = {"discrete": "g2", "continuous": "fisherz"}
+#: Non-private PC's default test by schema kind (``dg-lrt``: the degenerate-Gaussian
+#: likelihood-ratio test, docs/continuous.md).
+NONPRIVATE_TESTS = {"discrete": "g2", "continuous": "fisherz", "mixed": "dg-lrt"}
 
 
 def schema_kind(schema: Schema) -> str:
@@ -39,13 +39,12 @@ def schema_kind(schema: Schema) -> str:
 def default_test(kind: str) -> str:
     """Non-private PC's test when the user names none: G^2 on discrete schemas, Fisher-z
     on continuous ones, the registered mixed test on mixed ones."""
-    from dpcg.citests.registry import tests
+    from dpcg.citests.registry import get_test
 
-    if kind in NONPRIVATE_TESTS:
-        return NONPRIVATE_TESTS[kind]
-    for name, spec in tests().items():
-        if not spec.private and spec.data == "mixed":
-            return name
+    try:
+        return get_test(NONPRIVATE_TESTS[kind]).name
+    except (KeyError, CITestError):
+        pass
     raise AlgorithmError("test: the schema has discrete and continuous columns and no "
                          "registered test takes mixed data; discretise the continuous "
                          "columns (`dpcg schema draft --bins K`) or choose --test")
