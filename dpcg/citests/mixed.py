@@ -72,6 +72,11 @@ Index = NDArray[np.intp]
 CHUNK = 16_384
 #: Eigenvalues below ``RANK_TOL`` times the largest are treated as zero (rank of a block).
 RANK_TOL = 1e-10
+#: Largest embedded width, counted from the declared schema (``c - 1`` per discrete
+#: column, 1 per continuous one): the covariance is ``D x D`` floats.
+MAX_EMBEDDED = 2048
+#: Largest number of floats in one embedded row chunk (``chunk x D``).
+MAX_CHUNK_FLOATS = 2**24
 
 
 @dataclass(frozen=True)
@@ -87,9 +92,24 @@ class EmbeddedCovariance:
     n: int
 
 
+def _check_width(dataset: Dataset) -> None:
+    """Refuse a schema whose declared embedding is wider than :data:`MAX_EMBEDDED`
+    (public information only: the declared cardinalities), naming the widest columns."""
+    widths = [(int(c.cardinality) - 1 if c.cardinality is not None else 1, c.name)
+              for c in dataset.schema]
+    if sum(w for w, _ in widths) > MAX_EMBEDDED:
+        widest = [name for _, name in sorted(widths, key=lambda t: -t[0])[:3]]
+        raise CITestError(
+            f"the dg-lrt test embeds each discrete column as one indicator per declared "
+            f"category but one; with columns {widest} the embedding is wider than "
+            f"{MAX_EMBEDDED} columns (rule: at most {MAX_EMBEDDED}; drop identifier "
+            "columns or merge categories)")
+
+
 def _column_plan(dataset: Dataset) -> tuple[list[tuple[int, str, Any]], int]:
     """Per column ``(offset, kind, detail)``: ``("cont", (mean, sd))`` or
     ``("disc", kept_codes)``; and the total embedded width."""
+    _check_width(dataset)
     plan: list[tuple[int, str, Any]] = []
     width = 0
     for j, col in enumerate(dataset.schema):
@@ -145,6 +165,7 @@ def embedded_covariance(dataset: Dataset, *, chunk: int = CHUNK) -> EmbeddedCova
         raise CITestError(f"chunk must be a positive int, got {chunk!r}")
     plan, width = _column_plan(dataset)
     n = dataset.n
+    chunk = max(1, min(chunk, MAX_CHUNK_FLOATS // max(width, 1)))
     total = np.zeros(width, dtype=np.float64)
     cross = np.zeros((width, width), dtype=np.float64)
     for lo in range(0, n, chunk):

@@ -206,3 +206,17 @@ def test_pc_on_mixed_network_python_and_cli(tmp_path: Path) -> None:
                  "--test", "dg-lrt", "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["test"] == "dg-lrt"
+
+
+def test_identifier_column_is_refused_by_declared_width() -> None:
+    """A categorical column with one category per row (an identifier) would embed to
+    ``n - 1`` columns: refused from the declared schema, naming the column."""
+    n = 3000
+    g = np.random.default_rng(1)
+    ident = np.arange(n)
+    schema = Schema([Categorical("id", [str(i) for i in range(n)]), Continuous("x", -9, 9)])
+    ds = Dataset.from_columns([ident, np.clip(g.standard_normal(n), -9, 9)], schema,
+                              encoded=True)
+    with pytest.raises(CITestError, match="'id'") as info:
+        DegenerateGaussianTest(ds)
+    assert "rule" in str(info.value)
