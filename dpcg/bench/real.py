@@ -82,6 +82,8 @@ SACHS_TARGET = "cdt/data/resources/cyto_full_target.csv"
 #: Declared public bounds of every protein (the cytometers' four-decade scale).
 SACHS_BOUNDS = (0.0, 10_000.0)
 ALPHA = 0.05
+#: The null study's ``k``-th row count uses data seeds ``null_seed + NULL_STRIDE k + r``.
+NULL_STRIDE = 100_000
 
 
 # ------------------------------------------------------------------ data
@@ -141,37 +143,19 @@ def load_sachs(wheel: Path) -> SachsTable:
     return SachsTable(dataset, truth, values, Path(wheel), digest)
 
 
-def null_mixed(n: int, rng: np.random.Generator) -> Dataset:
-    """A null mixed table: ``X`` (continuous) ``_||_ Y`` (3 states) given ``Z`` (3 states)
-    and ``W`` (continuous); ``E[X | Z, W]`` is linear in the embedding (dg-lrt's
-    assumption) while ``Y`` depends on ``Z`` and ``W`` through a softmax."""
-    from dpcg.data import Categorical
-
-    z = rng.integers(0, 3, n)
-    w = np.clip(rng.standard_normal(n), -5, 5)
-    logits = np.array([[0.0, 1.0, -1.0], [1.0, 0.0, 0.5], [-0.5, 0.5, 1.0]])[z] \
-        + np.outer(w, [0.0, 0.8, -0.8])
-    prob = np.exp(logits)
-    prob /= prob.sum(axis=1, keepdims=True)
-    y = (rng.random(n)[:, None] > np.cumsum(prob, axis=1)).sum(axis=1)
-    x = np.clip(np.array([-0.7, 0.2, 0.5])[z] + 0.6 * w + rng.standard_normal(n), -10, 10)
-    schema = Schema([Continuous("X", -10, 10), Categorical("Y", ["a", "b", "c"]),
-                     Categorical("Z", ["0", "1", "2"]), Continuous("W", -5, 5)])
-    return Dataset.from_columns([x, np.minimum(y, 2), z, w], schema, encoded=True)
-
-
 def null_rejection_rate(n: int, reps: int, seed: int, alpha: float = ALPHA
                         ) -> tuple[float, float, float]:
-    """dg-lrt's rejection rate of ``X _||_ Y | {Z, W}`` over ``reps`` null tables, and the
-    binomial 99 % band around ``alpha``."""
+    """dg-lrt's rejection rate of ``X _||_ Y | {Z, W}`` over ``reps`` null tables
+    (:func:`dpcg.datasets.mixed_network.null_mixed_table`, seeds ``seed .. seed + reps -
+    1``), and the binomial 99 % band around ``alpha``."""
     from scipy.stats import binom
 
     from dpcg.citests.mixed import DegenerateGaussianTest
+    from dpcg.datasets.mixed_network import null_mixed_table
 
-    rng = np.random.default_rng(seed)
     hits = 0
-    for _ in range(reps):
-        res = DegenerateGaussianTest(null_mixed(n, rng), alpha).test(0, 1, (2, 3))
+    for r in range(reps):
+        res = DegenerateGaussianTest(null_mixed_table(n, seed + r), alpha).test(0, 1, (2, 3))
         hits += not res.independent
     lo = float(binom.ppf(0.005, reps, alpha)) / reps
     hi = float(binom.ppf(0.995, reps, alpha)) / reps
@@ -406,7 +390,8 @@ def run_suite(cfg: Config, log: Any = None) -> Results:
                 say(f"{table} {algo}/{test} eps {eps}: {prow.status} {prow.f1}")
     for k, n in enumerate(cfg.null_ns):
         t0 = time.perf_counter()
-        rate, lo, hi = null_rejection_rate(n, cfg.null_reps, cfg.null_seed + k, cfg.alpha)
+        rate, lo, hi = null_rejection_rate(n, cfg.null_reps, cfg.null_seed + NULL_STRIDE * k,
+                                           cfg.alpha)
         out.null.append({"n": n, "reps": cfg.null_reps, "rate": rate, "band": [lo, hi],
                          "in_band": lo <= rate <= hi, "seconds": time.perf_counter() - t0})
         say(f"null n={n}: rate {rate:.3f} band [{lo:.3f}, {hi:.3f}]")
@@ -486,7 +471,9 @@ def markdown(cfg: Config, res: Results, command: str) -> str:
     if res.null:
         lines += ["", "**Level of dg-lrt on null mixed data** (`X` continuous, `Y` 3 states, "
                   "`S = {Z (3 states), W (continuous)}`, `E[X | S]` linear in the embedding, "
-                  f"`Y | S` softmax; seeds from {cfg.null_seed}):", "",
+                  "`Y | S` softmax; `dpcg.datasets.mixed_network.null_mixed_table`, "
+                  f"data seeds {cfg.null_seed} + {NULL_STRIDE:,} k + r for the k-th row "
+                  "count and repetition r):", "",
                   "| n | repetitions | rejection rate | 99 % band | in band | seconds |",
                   "|---|---|---|---|---|---|"]
         for nr in res.null:

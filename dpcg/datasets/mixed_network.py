@@ -56,6 +56,7 @@ __all__ = [
     "MixedNode",
     "MixedSpec",
     "mixed_network",
+    "null_mixed_table",
     "parse_mixed_spec",
 ]
 
@@ -400,3 +401,26 @@ def mixed_network(spec: MixedSpec | str) -> MixedNetwork:
             pilot_disc[j] = np.minimum((u[:, None] >= cum).sum(axis=1), c - 1).astype(np.intp)
         nodes[j] = node
     return MixedNetwork(sp, tuple(nodes[i] for i in range(p)), tuple(int(i) for i in order))
+
+
+def null_mixed_table(n: int, seed: int) -> Dataset:
+    """A null mixed table for level studies of mixed CI tests: columns ``X``
+    (continuous), ``Y`` (3 states), ``Z`` (3 states), ``W`` (continuous) with
+    ``X _||_ Y | {Z, W}``. ``X = a[Z] + 0.6 W + e`` (so ``E[X | Z, W]`` is linear in the
+    one-hot/Gaussian embedding) and ``Y ~ softmax(B[Z] + u W)``; ``W ~ N(0, 1)`` clipped
+    to its declared bounds ``[-5, 5]``, ``X`` to ``[-10, 10]``."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
+        raise DataValidationError(f"null mixed table: rows must be a positive int, got {n!r}")
+    rng = _rng(seed)
+    z = rng.integers(0, 3, int(n))
+    w = np.clip(rng.standard_normal(int(n)), -5, 5)
+    logits = np.array([[0.0, 1.0, -1.0], [1.0, 0.0, 0.5], [-0.5, 0.5, 1.0]])[z] \
+        + np.outer(w, [0.0, 0.8, -0.8])
+    prob = np.exp(logits)
+    prob /= prob.sum(axis=1, keepdims=True)
+    y = np.minimum((rng.random(int(n))[:, None] > np.cumsum(prob, axis=1)).sum(axis=1), 2)
+    x = np.clip(np.array([-0.7, 0.2, 0.5])[z] + 0.6 * w + rng.standard_normal(int(n)),
+                -10, 10)
+    schema = Schema([Continuous("X", -10, 10), Categorical("Y", ["a", "b", "c"]),
+                     Categorical("Z", ["0", "1", "2"]), Continuous("W", -5, 5)])
+    return Dataset.from_columns([x, y, z, w], schema, encoded=True)

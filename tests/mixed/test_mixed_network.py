@@ -11,7 +11,12 @@ import pytest
 
 from dpcg.cli import main
 from dpcg.data import Continuous, Dataset, Schema
-from dpcg.datasets.mixed_network import MixedSpec, mixed_network, parse_mixed_spec
+from dpcg.datasets.mixed_network import (
+    MixedSpec,
+    mixed_network,
+    null_mixed_table,
+    parse_mixed_spec,
+)
 from dpcg.errors import DataValidationError
 
 
@@ -147,3 +152,13 @@ def test_cli_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         assert main(argv) != 0
         assert rule in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_null_mixed_table() -> None:
+    a, b = null_mixed_table(2000, 7), null_mixed_table(2000, 7)
+    for j in range(4):
+        np.testing.assert_array_equal(a.column(j), b.column(j))
+    assert a.names == ("X", "Y", "Z", "W")
+    assert [c.is_discrete for c in a.schema] == [False, True, True, False]
+    with pytest.raises(DataValidationError):
+        null_mixed_table(0, 1)
