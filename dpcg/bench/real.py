@@ -21,9 +21,9 @@
 2. **Generated mixed networks** (:mod:`dpcg.datasets.mixed_network`; ``--nodes``,
    default 20, 50, 100; half continuous; ``--rows``, default 100,000): non-private PC with
    ``dg-lrt`` and the private candidates that fit a mixed schema.
-3. **Level of dg-lrt on null mixed data** at ``--null-ns`` (default 10^3, 10^4, 10^5):
+3. **Level and power of dg-lrt on mixed data** at ``--null-ns`` (default 10^3, 10^4, 10^5):
    the rejection rate over ``--null-reps`` data sets against the binomial 99 % band
-   around ``alpha``.
+   around ``alpha``, and the power against effects ``beta`` of 0.05 and 0.2.
 
 Each private run executes in a child process stopped after ``--timeout`` seconds (the
 issue's target is 10 s per run); a configuration whose first seed is stopped is not
@@ -143,6 +143,22 @@ def load_sachs(wheel: Path) -> SachsTable:
     return SachsTable(dataset, truth, values, Path(wheel), digest)
 
 
+def rejection_rate(n: int, reps: int, seed: int, alpha: float = ALPHA, beta: float = 0.0
+                   ) -> float:
+    """dg-lrt's rejection rate of ``X _||_ Y | {Z, W}`` over ``reps`` tables of
+    :func:`dpcg.datasets.mixed_network.null_mixed_table` with effect ``beta`` (data
+    seeds ``seed .. seed + reps - 1``)."""
+    from dpcg.citests.mixed import DegenerateGaussianTest
+    from dpcg.datasets.mixed_network import null_mixed_table
+
+    hits = 0
+    for r in range(reps):
+        res = DegenerateGaussianTest(null_mixed_table(n, seed + r, beta), alpha).test(
+            0, 1, (2, 3))
+        hits += not res.independent
+    return hits / reps
+
+
 def null_rejection_rate(n: int, reps: int, seed: int, alpha: float = ALPHA
                         ) -> tuple[float, float, float]:
     """dg-lrt's rejection rate of ``X _||_ Y | {Z, W}`` over ``reps`` null tables
@@ -150,16 +166,10 @@ def null_rejection_rate(n: int, reps: int, seed: int, alpha: float = ALPHA
     1``), and the binomial 99 % band around ``alpha``."""
     from scipy.stats import binom
 
-    from dpcg.citests.mixed import DegenerateGaussianTest
-    from dpcg.datasets.mixed_network import null_mixed_table
-
-    hits = 0
-    for r in range(reps):
-        res = DegenerateGaussianTest(null_mixed_table(n, seed + r), alpha).test(0, 1, (2, 3))
-        hits += not res.independent
+    rate = rejection_rate(n, reps, seed, alpha)
     lo = float(binom.ppf(0.005, reps, alpha)) / reps
     hi = float(binom.ppf(0.995, reps, alpha)) / reps
-    return hits / reps, lo, hi
+    return rate, lo, hi
 
 
 # ------------------------------------------------------------------ rows
@@ -329,6 +339,8 @@ class Config:
     null_ns: tuple[int, ...] = (1_000, 10_000, 100_000)
     null_reps: int = 200
     null_seed: int = 20261203
+    #: Effects ``beta`` of the power columns of the level study.
+    betas: tuple[float, ...] = (0.05, 0.2)
     skip_sachs: bool = False
 
 
@@ -390,10 +402,13 @@ def run_suite(cfg: Config, log: Any = None) -> Results:
                 say(f"{table} {algo}/{test} eps {eps}: {prow.status} {prow.f1}")
     for k, n in enumerate(cfg.null_ns):
         t0 = time.perf_counter()
-        rate, lo, hi = null_rejection_rate(n, cfg.null_reps, cfg.null_seed + NULL_STRIDE * k,
-                                           cfg.alpha)
+        seed = cfg.null_seed + NULL_STRIDE * k
+        rate, lo, hi = null_rejection_rate(n, cfg.null_reps, seed, cfg.alpha)
+        power = {b: rejection_rate(n, cfg.null_reps, seed + NULL_STRIDE // 2, cfg.alpha, b)
+                 for b in cfg.betas}
         out.null.append({"n": n, "reps": cfg.null_reps, "rate": rate, "band": [lo, hi],
-                         "in_band": lo <= rate <= hi, "seconds": time.perf_counter() - t0})
+                         "in_band": lo <= rate <= hi, "power": power,
+                         "seconds": time.perf_counter() - t0})
         say(f"null n={n}: rate {rate:.3f} band [{lo:.3f}, {hi:.3f}]")
     out.seconds = time.perf_counter() - t_start
     return out
@@ -469,17 +484,22 @@ def markdown(cfg: Config, res: Results, command: str) -> str:
                      f"| {_fmt(r.precision, 2)} | {_fmt(r.recall, 2)} | {edges} | "
                      f"{_fmt(r.seconds, 1)} | {_fmt(r.cpu, 1)} | {r.status} |")
     if res.null:
-        lines += ["", "**Level of dg-lrt on null mixed data** (`X` continuous, `Y` 3 states, "
+        lines += ["", "**Level and power of dg-lrt on mixed data** (`X` continuous, `Y` 3 states, "
                   "`S = {Z (3 states), W (continuous)}`, `E[X | S]` linear in the embedding, "
                   "`Y | S` softmax; `dpcg.datasets.mixed_network.null_mixed_table`, "
                   f"data seeds {cfg.null_seed} + {NULL_STRIDE:,} k + r for the k-th row "
                   "count and repetition r):", "",
-                  "| n | repetitions | rejection rate | 99 % band | in band | seconds |",
-                  "|---|---|---|---|---|---|"]
+                  "| n | repetitions | rejection rate | 99 % band | in band | "
+                  + " | ".join(f"power, beta {b:g}" for b in cfg.betas) + " | seconds |",
+                  "|---|---|---|---|---|" + "---|" * len(cfg.betas) + "---|"]
         for nr in res.null:
+            power = " | ".join(f"{nr['power'][b]:.3f}" for b in cfg.betas)
             lines.append(f"| {nr['n']:,} | {nr['reps']} | {nr['rate']:.3f} | "
                          f"[{nr['band'][0]:.3f}, {nr['band'][1]:.3f}] | "
-                         f"{'yes' if nr['in_band'] else 'NO'} | {nr['seconds']:.1f} |")
+                         f"{'yes' if nr['in_band'] else 'NO'} | {power} | "
+                         f"{nr['seconds']:.1f} |")
+        lines += ["", "Power: the same tables with `X = ... + beta 1{Y = c}` (data seeds "
+                  f"shifted by {NULL_STRIDE // 2:,})."]
     return "\n".join(lines) + "\n"
 
 

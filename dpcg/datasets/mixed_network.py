@@ -403,12 +403,13 @@ def mixed_network(spec: MixedSpec | str) -> MixedNetwork:
     return MixedNetwork(sp, tuple(nodes[i] for i in range(p)), tuple(int(i) for i in order))
 
 
-def null_mixed_table(n: int, seed: int) -> Dataset:
-    """A null mixed table for level studies of mixed CI tests: columns ``X``
-    (continuous), ``Y`` (3 states), ``Z`` (3 states), ``W`` (continuous) with
-    ``X _||_ Y | {Z, W}``. ``X = a[Z] + 0.6 W + e`` (so ``E[X | Z, W]`` is linear in the
-    one-hot/Gaussian embedding) and ``Y ~ softmax(B[Z] + u W)``; ``W ~ N(0, 1)`` clipped
-    to its declared bounds ``[-5, 5]``, ``X`` to ``[-10, 10]``."""
+def null_mixed_table(n: int, seed: int, beta: float = 0.0) -> Dataset:
+    """A mixed table for level and power studies of mixed CI tests: columns ``X``
+    (continuous), ``Y`` (3 states), ``Z`` (3 states), ``W`` (continuous).
+    ``X = a[Z] + 0.6 W + beta 1{Y = 2} + e`` and ``Y ~ softmax(B[Z] + u W)``, so
+    ``X _||_ Y | {Z, W}`` iff ``beta = 0`` (the null; ``E[X | Z, W]`` is then linear in the
+    one-hot/Gaussian embedding). ``W ~ N(0, 1)`` clipped to its declared bounds
+    ``[-5, 5]``, ``X`` to ``[-10, 10]``."""
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
         raise DataValidationError(f"null mixed table: rows must be a positive int, got {n!r}")
     rng = _rng(seed)
@@ -419,8 +420,8 @@ def null_mixed_table(n: int, seed: int) -> Dataset:
     prob = np.exp(logits)
     prob /= prob.sum(axis=1, keepdims=True)
     y = np.minimum((rng.random(int(n))[:, None] > np.cumsum(prob, axis=1)).sum(axis=1), 2)
-    x = np.clip(np.array([-0.7, 0.2, 0.5])[z] + 0.6 * w + rng.standard_normal(int(n)),
-                -10, 10)
+    x = np.clip(np.array([-0.7, 0.2, 0.5])[z] + 0.6 * w + float(beta) * (y == 2)
+                + rng.standard_normal(int(n)), -10, 10)
     schema = Schema([Continuous("X", -10, 10), Categorical("Y", ["a", "b", "c"]),
                      Categorical("Z", ["0", "1", "2"]), Continuous("W", -5, 5)])
     return Dataset.from_columns([x, y, z, w], schema, encoded=True)
