@@ -6,6 +6,8 @@ Examples::
     dpcg datasets list
     dpcg datasets show asia
     dpcg datasets random --nodes 50 --max-parents 3 --cardinality 2-5 --seed 1 --out r.bif
+    dpcg datasets random --nodes 20 --seed 1 --continuous-share 0.5 --rows 100000 \
+        --out mixed.csv        # + mixed.schema.json and mixed.truth.json (true DAG)
     dpcg discover --dataset random:nodes=50,max_parents=3,card=2-5,seed=1,conc=1 --test g2
     dpcg datasets sample alarm --rows 100000 --out alarm.csv   # seed 0; alarm.schema.json
     dpcg discover --data alarm.csv --schema alarm.schema.json --test g2 --out result.json
@@ -82,7 +84,9 @@ def register(subparsers: Any) -> None:
                     "K parents per node, cardinalities uniform in LO..HI, Dirichlet(A) CPT "
                     "rows), deterministic from the seed. Prints the dataset name to use with "
                     "--dataset (and in `datasets show|sample`) and a summary; --out also "
-                    "writes the network as BIF.")
+                    "writes the network as BIF. With --continuous-share F: a mixed network "
+                    "(a share F of continuous nodes) sampled to the CSV --out, with its "
+                    "schema (FILE.schema.json) and true DAG (FILE.truth.json).")
     p_random.add_argument("--nodes", type=int, required=True, metavar="P",
                           help="number of nodes")
     p_random.add_argument("--max-parents", type=int, default=3, metavar="K",
@@ -95,7 +99,28 @@ def register(subparsers: Any) -> None:
                           help="Dirichlet concentration of the CPT rows: small = strong "
                                "dependences, large = weak (default 1)")
     p_random.add_argument("--out", type=Path, metavar="FILE",
-                          help="also write the network as BIF (.bif, or gzip if FILE ends in .gz)")
+                          help="also write the network as BIF (.bif, or gzip if FILE ends in "
+                               ".gz); with --continuous-share, the sampled CSV")
+    p_random.add_argument("--continuous-share", type=float, default=None, metavar="F",
+                          help="generate a MIXED network instead: a share F in [0, 1] of "
+                               "continuous nodes (linear and non-linear conditional means "
+                               "shifted by categorical parents; discrete nodes with a "
+                               "softmax link), sampled to --out CSV with its schema "
+                               "(declared bounds [-B, B] from the design) and true DAG")
+    p_random.add_argument("--rows", type=int, default=SAMPLE_ROWS, metavar="N",
+                          help=f"mixed networks: rows to sample (default {SAMPLE_ROWS})")
+    p_random.add_argument("--sample-seed", type=int, default=0, metavar="S",
+                          help="mixed networks: seed of the sample (default 0)")
+    p_random.add_argument("--nonlinear", type=float, default=0.5, metavar="Q",
+                          help="mixed networks: probability that a continuous parent enters "
+                               "a continuous child through a non-linear link (default 0.5)")
+    p_random.add_argument("--strength", type=float, default=1.0, metavar="K",
+                          help="mixed networks: standard deviation of the softmax effects on "
+                               "discrete nodes (larger = stronger; default 1; "
+                               "--concentration is for discrete networks)")
+    p_random.add_argument("--bound", type=float, default=5.0, metavar="B",
+                          help="mixed networks: declared bounds [-B, B] of every continuous "
+                               "node (unit variance by design; default 5)")
     p_random.add_argument("--json", action="store_true", help="print the summary as JSON")
     p_random.set_defaults(func=_random)
 
@@ -205,6 +230,8 @@ def _random(args: argparse.Namespace) -> int:
         raise DataValidationError(
             f"--cardinality must be LO-HI or one integer (e.g. 2-5), got {args.cardinality!r}"
         ) from None
+    if args.continuous_share is not None:
+        return _random_mixed(args, lo, hi)
     spec = RandomSpec(nodes=args.nodes, max_parents=args.max_parents, card_lo=lo, card_hi=hi,
                       seed=args.seed, conc=args.concentration)
     net = load_network(spec.name)
@@ -235,4 +262,48 @@ def _random(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}")
     print(f"use it as: dpcg discover --dataset {net.name} ...  "
           f"(or dpcg datasets show|sample {net.name})")
+    return 0
+
+
+def _random_mixed(args: argparse.Namespace, lo: int, hi: int) -> int:
+    """``dpcg datasets random --continuous-share F``: a generated mixed network sampled to
+    a CSV, its declared schema beside it and its true DAG as JSON
+    (:mod:`dpcg.datasets.mixed_network`)."""
+    from dpcg.datasets.mixed_network import MixedSpec, mixed_network
+
+    if args.out is None:
+        raise DataValidationError("--continuous-share writes a sample: give --out FILE.csv")
+    if args.rows < 1:
+        raise DataValidationError(f"--rows must be a positive integer, got {args.rows}")
+    if str(args.out).lower().endswith((".bif", ".bif.gz")):
+        raise DataValidationError("--continuous-share: a mixed network has no BIF form; "
+                                  "--out names the CSV sample")
+    spec = MixedSpec(nodes=args.nodes, continuous_share=args.continuous_share,
+                     max_parents=args.max_parents, card_lo=lo, card_hi=hi,
+                     nonlinear=args.nonlinear, strength=args.strength,
+                     seed=args.seed, bound=args.bound)
+    net = mixed_network(spec)
+    t0 = time.perf_counter()
+    data = net.sample(args.rows, args.sample_seed)
+    data.to_csv(args.out)
+    schema_out = schema_path_for(args.out)
+    data.schema.to_json(schema_out)
+    truth_out = args.out.with_name(args.out.stem + ".truth.json")
+    truth = {"name": net.name, "nodes": list(net.names), "continuous": list(net.continuous),
+             "edges": [list(e) for e in net.dag_edges], "rows": args.rows,
+             "sample_seed": args.sample_seed}
+    truth_out.write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    summary = {"name": net.name, "nodes": len(net.names), "edges": len(net.dag_edges),
+               "continuous": len(net.continuous), "csv": str(args.out),
+               "schema": str(schema_out), "truth": str(truth_out),
+               "seconds": round(time.perf_counter() - t0, 3)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(net.name)
+    print(f"{summary['nodes']} nodes ({summary['continuous']} continuous), "
+          f"{summary['edges']} edges; wrote {args.rows} rows (sample seed "
+          f"{args.sample_seed}) to {args.out}, the schema to {schema_out} and the true DAG "
+          f"to {truth_out}")
+    print(f"use it as: dpcg discover --data {args.out} --schema {schema_out} --test dg-lrt")
     return 0
