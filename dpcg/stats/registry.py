@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,7 +48,6 @@ from dpcg.stats.spearman import (
 )
 
 #: Root of the repository (proof notes are given relative to it).
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 Sensitivity = Callable[..., float]
 Statistic = Callable[..., float]
@@ -100,9 +98,6 @@ class StatisticSpec:
         xa = np.asarray(x)
         s = np.zeros(xa.shape, dtype=np.int64) if strata is None else np.asarray(strata)
         return float(self.statistic(xa, np.asarray(y), s, **self._public(public)))
-
-    def proof_path(self) -> Path:
-        return REPO_ROOT / self.proof_note
 
 
 _REGISTRY: dict[tuple[str, Relation], StatisticSpec] = {}
