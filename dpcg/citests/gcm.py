@@ -240,6 +240,12 @@ def check_groups(groups: object, n: int) -> int:
     return g
 
 
+def default_groups(n: int) -> int:
+    """The default number of groups for ``n`` rows (public): ``min(20, n // 2)``, at
+    least 2 (:func:`check_groups` refuses fewer than 4 rows)."""
+    return max(2, min(DEFAULT_GROUPS, int(n) // 2))
+
+
 def grouped_lambda(n: int) -> float:
     """Grouped PrivGCM's default ridge parameter, a function of the public ``n`` only:
     ``0.03 min(1, (10,000 / n)^0.7)`` (at least ``LAMBDA_FLOOR``): 0.03 up to

@@ -133,6 +133,7 @@ def test_grouped_release_is_charged_with_the_sharp_constant() -> None:
     assert t.sensitivity == c_lambda_sharp(grouped_lambda(400))
     assert t.dimension == DEFAULT_GROUPS
     res = t.test(0, 1, (2, 3))
+    assert res.pvalue is not None
     assert 0.0 <= res.pvalue <= 1.0
     (entry,) = rec.entries
     assert "20 group sums" in entry.purpose
