@@ -174,3 +174,13 @@ def test_non_private_statistic_holds_its_level(noise: str) -> None:
                         None, 1.0, groups=DEFAULT_GROUPS, regression="rff")
         rejections += t.statistic(t.exact(0, 1, (2,))).pvalue <= 0.05
     assert lo <= rejections <= hi, (rejections, lo, hi)
+
+
+def test_grouped_sensitivity_audit_row_stays_below_the_sharp_constant() -> None:
+    """The audit row "grouped PrivGCM group sums" (audits.sensitivity.gcm_grouped_audit)
+    searches the group sums' L1 change against c_lambda_sharp and finds no violation."""
+    from audits.sensitivity import Effort, gcm_grouped_audit
+
+    r = gcm_grouped_audit(Effort(restarts=1, steps=40), seed=3)
+    assert not r.violated
+    assert 0.0 < r.max_ratio <= 1.0
