@@ -209,6 +209,10 @@ def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]
                 # lam = 1 (not the default rule, which gives 0.34 here): the smallest
                 # c_lam of the range in use, where Theorem 1 is relatively tightest
                 cache[key] = PrivGCMTest(np.asarray(values).T, bounds, None, EPS, lam=1.0)
+            elif kind == "gcm-grouped":
+                # grouped release, 10 sums, c*_lam at lam = 1 (7.5 instead of 12)
+                cache[key] = PrivGCMTest(np.asarray(values).T, bounds, None, EPS, lam=1.0,
+                                         bandwidth=0.5, groups=10)
             else:
                 model = GaussianModelX.from_arrays(
                     np.zeros(3), np.array([[1.0, 0.0, 0.6], [0.0, 1.0, -0.5],
@@ -222,10 +226,10 @@ def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]
         out = np.empty(n, dtype=np.float64)
         for i, s in enumerate(seeds):
             test.session = Session(Budget(EPS), seed=int(s))
-            if kind != "gcm":
+            if not kind.startswith("gcm"):
                 test.generator = None  # the CRT resamples from the session's generator
             r = test.test(0, 1, (2,))
-            out[i] = r.statistic if kind == "gcm" else r.pvalue
+            out[i] = r.statistic if kind.startswith("gcm") else r.pvalue
         return out
 
     return run
@@ -238,6 +242,8 @@ def ci_test_items() -> list[Any]:
     return [
         EmpiricalItem("algorithm", f"PrivGCM test (eps={EPS:g}, noisy statistic)",
                       ci_test_sampler("gcm"), pair, EPS, scale=-1.0),
+        EmpiricalItem("algorithm", f"grouped PrivGCM test (eps={EPS:g}, 10 sums, noisy "
+                      "statistic)", ci_test_sampler("gcm-grouped"), pair, EPS, scale=-1.0),
         EmpiricalItem("algorithm", f"PrivCRT test (eps={EPS:g}, m=19, p-value)",
                       ci_test_sampler("crt"), pair, EPS, scale=-1.0),
     ]

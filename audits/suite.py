@@ -533,6 +533,14 @@ def _sensitivity_rows(profile: Profile, seed: int, result: SuiteResult,
         bad.violated, "defect: KernelRidge(alpha=a) fits with lam = a/n but the "
         f"sensitivity is c_lambda(a); worst: {bad.witness}", dt,
     ))
+    progress("sensitivity: grouped PrivGCM group sums")
+    t0 = time.perf_counter()
+    grp = sens.gcm_grouped_audit(profile.sensitivity, seed + 9)
+    result.rows.append(Row(
+        "statistic", "grouped PrivGCM group sums (replace-one, L1)", "sensitivity",
+        "c_lambda_sharp(lam)", grp.max_gap, "search", grp.max_ratio, grp.evaluations, False,
+        grp.violated, f"worst: {grp.witness}", time.perf_counter() - t0,
+    ))
     progress("sensitivity: PrivGCM residual products, random-Fourier-feature ridge")
     t0 = time.perf_counter()
     rff = sens.gcm_rff_audit(profile.sensitivity, seed + 8)

@@ -21,6 +21,11 @@ beside the non-private GCM and CRT, type-I error under ``beta = 0`` and power un
 ``beta > 0`` per ``n``, and PrivGCM's power predicted from the exact residual products;
 written to ``docs/benchmarks/continuous-power.md`` with a plot.
 
+``--unit-power`` runs instead grouped PrivGCM (issue 60) on the unit-noise model
+(:func:`dpcg.datasets.sem.unit_noise`): power vs ``beta`` at ``n`` 2,000 and 10,000, power
+vs ``n`` at ``beta = 1``, for PrivGCM and PrivCRT at ``eps`` 1 and 2 and the non-private
+GCM and CRT, and the type-I error of PrivGCM and of its non-private statistic on the
+unit, heteroscedastic and sd-0.3 models; written to ``docs/benchmarks/continuous-unit.md``.
 ``--gcm-tuning`` runs instead the non-private GCM with regressions tuned by generalised
 cross-validation against fixed ones (type-I error over ``n``, ``d``, ``a``; power; PC on
 random SEMs), written to ``docs/benchmarks/continuous-gcm.md``.
@@ -1020,6 +1025,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--gcm-tuning", action="store_true",
                    help="run only the non-private GCM with GCV-tuned against fixed "
                         "regressions (docs/benchmarks/continuous-gcm.md)")
+    p.add_argument("--unit-power", action="store_true",
+                   help="run only grouped PrivGCM / PrivCRT / GCM on the unit-noise model: "
+                        "power vs beta and vs n, type-I error on three models "
+                        "(docs/benchmarks/continuous-unit.md)")
+    p.add_argument("--unit-reps-mid", type=int,
+                   help="--unit-power: repetitions per power cell above n = 3,000 up to 10,000")
+    p.add_argument("--unit-reps-null-mid", type=int,
+                   help="--unit-power: repetitions per type-I cell above 3,000 up to 10,000")
+    p.add_argument("--unit-reps-large", type=int,
+                   help="--unit-power: repetitions per power cell above n = 10,000")
+    p.add_argument("--unit-reps-null-large", type=int,
+                   help="--unit-power: repetitions per type-I cell above n = 10,000")
     p.add_argument("--curve-ns", type=_ints, help="comma-separated n of the power curve")
     p.add_argument("--curve-reps", type=int, help="repetitions per power-curve cell")
     p.add_argument("--curve-betas", type=_floats, help="comma-separated beta > 0 of the curve")
@@ -1098,6 +1115,8 @@ def _main_tuning(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.unit_power:
+        return _main_unit(args)
     if args.power_curve:
         return _main_curve(args)
     if args.gcm_tuning:
@@ -1132,5 +1151,265 @@ def _main(args: argparse.Namespace) -> int:
     if not args.no_docs:
 
         write_section("continuous", md)
+    print(md)
+    return 0
+
+
+# ---------------------------------------------------------------------------------
+# Issue 60: grouped PrivGCM on the unit-noise model (power and type-I error)
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class UnitConfig:
+    """Grids of ``--unit-power`` (docs/benchmarks/continuous-unit.md)."""
+
+    beta_ns: tuple[int, ...] = (2000, 10000)
+    betas: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0)
+    curve_ns: tuple[int, ...] = (1000, 3000, 10000, 30000, 100000)
+    curve_beta: float = 1.0
+    epsilons: tuple[float, ...] = (1.0, 2.0)
+    null_ns: tuple[int, ...] = (2000, 10000, 100000)
+    null_models: tuple[str, ...] = ("unit", "hetero", "sd03")
+    null_epsilons: tuple[float, ...] = (1.0, 2.0, 8.0)
+    reps: int = 500  # per power cell up to n = 3,000
+    reps_mid: int = 200  # per power cell above 3,000 up to 10,000
+    reps_large: int = 50  # per power cell above n = 10,000
+    reps_null: int = 500  # per type-I cell up to n = 3,000
+    reps_null_mid: int = 300  # per type-I cell above 3,000 up to 10,000
+    reps_null_large: int = 40  # per type-I cell above n = 10,000
+
+    def power_reps(self, n: int) -> int:
+        return self.reps if n <= 3000 else self.reps_mid if n <= 10_000 else self.reps_large
+
+    def null_reps(self, n: int) -> int:
+        return (self.reps_null if n <= 3000 else self.reps_null_mid if n <= 10_000
+                else self.reps_null_large)
+    features: int = 200
+    feature_seed: int = 0
+    a: float = 2.0
+    groups: int = 20
+    lam_gcm: float = 1e-5  # the non-private GCM with a good fit
+    lam_crt: float = 10.0
+    crt_bandwidth: float = 0.1
+    residual_bound: float = 0.6  # public clip of PrivCRT's scaled X residuals (unit sd ~ 0.22)
+    m: int = 19
+    seed: int = 20261203
+
+
+def _unit_factors(zs: FloatArr, specs: Sequence[tuple[float, float]], uc: UnitConfig
+                  ) -> dict[tuple[float, float], RFFFactor]:
+    """RFF factors of one Z for several ``(bandwidth, lam)`` (``Phi`` shared per bandwidth)."""
+    import scipy.linalg
+
+    n = zs.shape[0]
+    out: dict[tuple[float, float], RFFFactor] = {}
+    for h in sorted({h for h, _ in specs}):
+        freqs = rff_frequencies(zs.shape[1], uc.features, h, uc.feature_seed)
+        phi = rff_map(zs, freqs)
+        gram = phi.T @ phi
+        for hh, lam in specs:
+            if hh != h:
+                continue
+            g = gram.copy()
+            g[np.diag_indices_from(g)] += n * lam
+            cho = scipy.linalg.cho_factor(g, lower=True, overwrite_a=True, check_finite=False)
+            out[(h, lam)] = RFFFactor(phi=phi, freqs=freqs, cho=cho, n=n, lam=lam, bandwidth=h)
+    return out
+
+
+def unit_rep(model: str, n: int, beta: float, rep: int, epsilons: Sequence[float],
+             uc: UnitConfig, crt: bool = True) -> dict[str, bool]:
+    """One data set of ``model`` (``unit``, ``hetero``: :func:`unit_noise`; ``sd03``:
+    :func:`shah_peters`), ``d = 1``: the rejections of grouped PrivGCM at every eps (its
+    default rule), of its non-private statistic at the same settings (``np-same``: the
+    t-test of the exact group sums), of the non-private GCM with a good fit, and of
+    PrivCRT / CRT (unit noise only)."""
+    from dpcg.citests.gcm import (
+        c_lambda_sharp,
+        group_sums,
+        grouped_bandwidth,
+        grouped_lambda,
+        grouped_statistic,
+    )
+    from dpcg.datasets.sem import UnitNoiseSampler, unit_noise, unit_noise_bounds
+
+    offset = {"unit": 0, "hetero": 1, "sd03": 2}[model]
+    seed = (uc.seed * 1_000_003 + rep * 7919 + n * 31 + int(beta * 1009)
+            + 17 * offset) % (2**32)
+    if model == "sd03":
+        ds = shah_peters(n, 1, uc.a, beta, seed)
+        bounds = np.asarray(shah_peters_bounds(1, beta))
+    else:
+        ds = unit_noise(n, 1, uc.a, beta, seed, noise="unit" if model == "unit" else "hetero")
+        bounds = np.asarray(unit_noise_bounds(n, 1))
+    scaled = rescale(ds.values, bounds[:, 0], bounds[:, 1])
+    xs, ys, zs = scaled[0], scaled[1], scaled[2:].T
+    lam, h = grouped_lambda(n), grouped_bandwidth(1)
+    do_crt = crt and model == "unit"
+    specs = [(h, lam), (h, uc.lam_gcm)] + ([(uc.crt_bandwidth, uc.lam_crt)] if do_crt else [])
+    facs = _unit_factors(zs, specs, uc)
+    xy = np.stack([xs, ys], axis=1)
+    session = _session(seed, total_eps=2.0 * sum(epsilons))
+    out: dict[str, bool] = {}
+    r = facs[(h, uc.lam_gcm)].residuals(xy)
+    out["gcm"] = gcm_statistic(r[:, 0] * r[:, 1]).pvalue <= ALPHA
+    r = facs[(h, lam)].residuals(xy)
+    sums = group_sums(r[:, 0] * r[:, 1], uc.groups)
+    out["np-same"] = grouped_statistic(sums).pvalue <= ALPHA
+    for e in epsilons:
+        noisy = session.release(_laplace(e, c_lambda_sharp(lam)), lambda: sums,
+                                purpose=f"bench grouped PrivGCM (rff, D={uc.features}, "
+                                        f"lam={lam:g}, {uc.groups} group sums)")
+        out[f"privgcm@{e:g}"] = grouped_statistic(np.asarray(noisy)).pvalue <= ALPHA
+    if do_crt:
+        ry = facs[(uc.crt_bandwidth, uc.lam_crt)].residuals(ys)
+        g = session.auxiliary_generator()
+        zraw = ds.values[2:].T
+        sampler = UnitNoiseSampler(uc.a)
+        mu = sampler.conditional_mean(zraw)
+        draws = np.clip(sampler.sample(zraw, uc.m, g), bounds[0, 0], bounds[0, 1])
+        scale = 2.0 / (bounds[0, 1] - bounds[0, 0])
+        rx = (np.vstack([ds.values[0][None, :], draws]) - mu[None, :]) * scale
+        q = np.abs(crt_statistics(rx, ry, uc.residual_bound))
+        out["crt"] = crt_pvalue(q) <= ALPHA
+        dt = crt_sensitivity(uc.residual_bound, uc.lam_crt, n)
+        for e in epsilons:
+            idx = int(session.release(_rnm(e), lambda: rank_scores(q, dt),
+                                      purpose=f"bench PrivCRT (rff, D={uc.features})"))
+            out[f"privcrt@{e:g}"] = (idx + 1) / (uc.m + 1) <= ALPHA
+    return out
+
+
+def wilson(k: int, reps: int, z: float = Z_CRIT) -> tuple[float, float]:
+    """Wilson 95 % interval of a rejection rate ``k / reps``."""
+    p = k / reps
+    den = 1.0 + z * z / reps
+    mid = (p + z * z / (2 * reps)) / den
+    half = z * math.sqrt(p * (1 - p) / reps + z * z / (4 * reps * reps)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def _unit_cell(model: str, n: int, beta: float, reps: int, epsilons: Sequence[float],
+               uc: UnitConfig, crt: bool) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for rep in range(reps):
+        for k, v in unit_rep(model, n, beta, rep, epsilons, uc, crt).items():
+            counts[k] = counts.get(k, 0) + int(v)
+    return counts
+
+
+def run_unit_power(uc: UnitConfig, log: Callable[[str], None]) -> str:
+    """Power vs beta, power vs n and type-I error of grouped PrivGCM (markdown)."""
+    from dpcg.citests.gcm import c_lambda_sharp, grouped_lambda
+
+    t0 = time.perf_counter()
+    eps_cols = [f"privgcm@{e:g}" for e in uc.epsilons] + [f"privcrt@{e:g}" for e in uc.epsilons]
+    cols = [*eps_cols, "np-same", "gcm", "crt"]
+    heads = ([f"PrivGCM eps {e:g}" for e in uc.epsilons]
+             + [f"PrivCRT eps {e:g}" for e in uc.epsilons]
+             + ["np-same", "GCM (lam 1e-5)", "CRT"])
+
+    def fmt(k: int | None, reps: int) -> str:
+        if k is None:
+            return "-"
+        lo, hi = wilson(k, reps)
+        return f"{k / reps:.2f} [{lo:.2f}, {hi:.2f}]"
+
+    lines = [
+        "# Grouped PrivGCM on the unit-noise model (issue 60)", "",
+        "`dpcg bench continuous --unit-power` (one command; the grids and repetitions are "
+        "options). Model: `unit_noise(n, d=1, a=2, beta)` (`Z ~ N(0,1)`, "
+        "`X = f_a(Z) + N(0,1)`, `Y = f_a(Z) + beta X + N(0,1)`, every column clipped to "
+        "`+-1.5 sqrt(log n)`); `hetero`: noise sd `sqrt(1/4 + Z^2)`; `sd03`: the Shah-Peters "
+        "model with noise sd 0.3 (`shah_peters`). Regressions: ridge on "
+        f"{uc.features} random Fourier features (public seed {uc.feature_seed}). "
+        f"PrivGCM: grouped release, {uc.groups} group sums, default rule "
+        "`lam = 0.03 min(1, (1e4/n)^0.7)`, bandwidth 0.1, sensitivity `c*_lam` "
+        "(docs/privacy/privgcm.md, \"Grouped release\"). `np-same`: the same t-test on the "
+        "exact (noise-free) group sums at the same settings. GCM: non-private, `lam = 1e-5`. "
+        f"PrivCRT / CRT: model-X law `N(f_a(Z), 1)` (draws clipped like X), m = {uc.m}, "
+        f"`lam = {uc.lam_crt:g}`, residual clip {uc.residual_bound:g}. alpha = 0.05; cells: "
+        "rejection rate [Wilson 95 % interval].", ""]
+    lines += ["## Power vs beta", ""]
+    for n in uc.beta_ns:
+        reps = uc.power_reps(n)
+        lam = grouped_lambda(n)
+        lines += [f"n = {n:,} (lam {lam:.4g}, c* {c_lambda_sharp(lam):.1f}"
+                  f", {reps} repetitions)", "", "| beta | " + " | ".join(heads) + " |",
+                  "|---" * (len(heads) + 1) + "|"]
+        for beta in uc.betas:
+            c = _unit_cell("unit", n, beta, reps, uc.epsilons, uc, True)
+            lines.append(f"| {beta:g} | " + " | ".join(fmt(c.get(k), reps) for k in cols) + " |")
+            log(f"unit power n={n} beta={beta}: {c} ({time.perf_counter() - t0:.0f} s)")
+        lines.append("")
+    lines += [f"## Power vs n (beta = {uc.curve_beta:g})", "",
+              "| n | reps | " + " | ".join(heads) + " |", "|---" * (len(heads) + 2) + "|"]
+    for n in uc.curve_ns:
+        reps = uc.power_reps(n)
+        c = _unit_cell("unit", n, uc.curve_beta, reps, uc.epsilons, uc, True)
+        lines.append(f"| {n:,} | {reps} | " + " | ".join(fmt(c.get(k), reps) for k in cols)
+                     + " |")
+        log(f"unit curve n={n}: {c} ({time.perf_counter() - t0:.0f} s)")
+    null_cols = [f"privgcm@{e:g}" for e in uc.null_epsilons] + ["np-same", "gcm"]
+    null_heads = [f"PrivGCM eps {e:g}" for e in uc.null_epsilons] + ["np-same",
+                                                                     "GCM (lam 1e-5)"]
+    lines += ["", "## Type-I error (beta = 0)", "",
+              "In band: inside the central 99 % binomial band of alpha for that many "
+              "repetitions (marked `*` when outside).", "",
+              "| model | n | reps | band | " + " | ".join(null_heads) + " |",
+              "|---" * (len(null_heads) + 4) + "|"]
+    for model in uc.null_models:
+        for n in uc.null_ns:
+            reps = uc.null_reps(n)
+            lo, hi = band(reps)
+            c = _unit_cell(model, n, 0.0, reps, uc.null_epsilons, uc, False)
+
+            def cell(k: str, c: dict[str, int] = c, reps: int = reps, lo: float = lo,
+                     hi: float = hi) -> str:
+                rate = c.get(k, 0) / reps
+                return f"{rate:.3f}" + ("" if lo <= rate <= hi else " *")
+
+            lines.append(f"| {model} | {n:,} | {reps} | [{lo:.3f}, {hi:.3f}] | "
+                         + " | ".join(cell(k) for k in null_cols) + " |")
+            log(f"null {model} n={n}: {c} ({time.perf_counter() - t0:.0f} s)")
+    lines += ["", f"Total time: {time.perf_counter() - t0:.0f} s on "
+              f"{machine_description()} (at `nice -n 10`, shared with other jobs)."]
+    return "\n".join(lines) + "\n"
+
+
+def _main_unit(args: argparse.Namespace) -> int:
+    uc = UnitConfig()
+    if args.quick:
+        uc = UnitConfig(beta_ns=(2000,), betas=(0.0, 2.0), curve_ns=(1000, 10000),
+                        null_ns=(2000,), null_models=("unit",), reps=20, reps_mid=20,
+                        reps_large=10, reps_null=40, reps_null_mid=40, reps_null_large=10)
+    if args.curve_ns is not None:
+        uc.curve_ns = args.curve_ns
+    if args.curve_reps is not None:
+        uc.reps = args.curve_reps
+    if args.reps_null is not None:
+        uc.reps_null = args.reps_null
+    if args.curve_epsilons is not None:
+        uc.epsilons = args.curve_epsilons
+    if args.features is not None:
+        uc.features = args.features
+    if args.betas is not None:
+        uc.betas = args.betas
+    for name in ("unit_reps_mid", "unit_reps_large", "unit_reps_null_mid",
+                 "unit_reps_null_large"):
+        v = getattr(args, name, None)
+        if v is not None:
+            setattr(uc, name.removeprefix("unit_"), v)
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    md = run_unit_power(uc, log)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(md)
+    if not args.no_docs:
+        write_section("continuous-unit", md)
     print(md)
     return 0

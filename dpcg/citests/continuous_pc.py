@@ -22,7 +22,13 @@ import numpy as np
 from accounting.session import Session
 from dpcg.citests.base import CITest
 from dpcg.citests.crt import DEFAULT_CRT_LAMBDA, GaussianModelX, PrivCRTTest
-from dpcg.citests.gcm import DEFAULT_BANDWIDTH, GCMTest, PrivGCMTest
+from dpcg.citests.gcm import (
+    DEFAULT_BANDWIDTH,
+    DEFAULT_GROUPS,
+    GCMTest,
+    PrivGCMTest,
+    default_groups,
+)
 from dpcg.citests.registry import TestContext, TestSpec, option, register_test
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Continuous
@@ -71,7 +77,7 @@ def build_private_test(
     test_epsilon: float,
     *,
     alpha: float = 0.05,
-    bandwidth: float = DEFAULT_BANDWIDTH,
+    bandwidth: float | None = None,
     lam: float | None = None,
     model: GaussianModelX | None = None,
     m: int | None = None,
@@ -79,21 +85,30 @@ def build_private_test(
     regression: str = "krr",
     features: int | None = None,
     feature_seed: int | None = None,
+    groups: int | None = None,
 ) -> PrivGCMTest | PrivCRTTest:
-    """The CI tester ``test`` on ``dataset`` charging ``test_epsilon`` per test."""
+    """The CI tester ``test`` on ``dataset`` charging ``test_epsilon`` per test.
+
+    PrivGCM releases ``groups`` group sums (default ``default_groups(n)``, i.e.
+    ``min(20, n // 2)``; ``0``: the paper's release of all ``n`` products);
+    ``bandwidth=None`` is the test's default (PrivGCM: its public rule; PrivCRT:
+    ``DEFAULT_BANDWIDTH``)."""
     _check_dataset(dataset)
     if test == "privgcm":
         return PrivGCMTest(dataset.values, _bounds(dataset), session, test_epsilon,
                            bandwidth=bandwidth, lam=lam,
                            alpha=alpha, names=dataset.names, regression=regression,
-                           features=features, feature_seed=feature_seed)
+                           features=features, feature_seed=feature_seed,
+                           groups=(default_groups(dataset.n) if groups is None
+                                   else None if groups == 0 else groups))
     if test == "privcrt":
         if model is None:
             raise CITestError(
                 "privcrt needs the public model-X law of the variables (model= / --model-x)"
             )
         return PrivCRTTest(dataset.values, _bounds(dataset), session, test_epsilon, model,
-                           m=m, residual_bound=residual_bound, bandwidth=bandwidth,
+                           m=m, residual_bound=residual_bound,
+                           bandwidth=DEFAULT_BANDWIDTH if bandwidth is None else bandwidth,
                            lam=DEFAULT_CRT_LAMBDA if lam is None else lam, alpha=alpha,
                            names=dataset.names, regression=regression, features=features,
                            feature_seed=feature_seed)
@@ -123,13 +138,13 @@ class KernelOptions:
     bandwidth: float | None = option(
         None, type=float,
         help=f"public Gaussian kernel bandwidth on the [-1, 1] scale of Z "
-             f"(default: privgcm, privcrt {DEFAULT_BANDWIDTH}; gcm chosen per regression "
-             f"by GCV)")
+             f"(default: privgcm 0.1 sqrt(|S|) with --groups, else {DEFAULT_BANDWIDTH}; "
+             f"privcrt {DEFAULT_BANDWIDTH}; gcm chosen per regression by GCV)")
     lam: float | None = option(
         None, type=float,
         help="public KRR ridge lam >= 1e-3 (default: gcm chosen per regression by GCV "
-             "on a grid from 1e-7 to 1; privgcm privgcm_lambda(n, eps), which falls like "
-             "n^-1/4; privcrt 10)")
+             "on a grid from 1e-7 to 1; privgcm 0.03 min(1, (1e4/n)^0.7) with --groups, "
+             "privgcm_lambda(n, eps) with --groups 0; privcrt 10)")
     regression: str | None = option(
         None, type=str, metavar="krr|rff",
         help="krr: exact kernel ridge, O(n^3) (default); rff: ridge on random Fourier "
@@ -142,6 +157,11 @@ class KernelOptions:
         None, type=int,
         help=f"rff only: public seed of the Fourier frequencies (a hyper-parameter, "
              f"never from the data; default {DEFAULT_FEATURE_SEED})")
+    groups: int | None = option(
+        None, type=int, metavar="G",
+        help=f"privgcm only: release the sums of the residual products over G public row "
+             f"groups (default min({DEFAULT_GROUPS}, n // 2)); 0: the paper's release of "
+             f"all n products")
 
     def __post_init__(self) -> None:
         _check_positive("bandwidth", self.bandwidth)
@@ -156,6 +176,11 @@ class KernelOptions:
             check_features(self.features)
         if self.feature_seed is not None:
             check_feature_seed(self.feature_seed)
+        if self.groups is not None and (
+                isinstance(self.groups, bool) or not isinstance(self.groups, int)
+                or self.groups < 0 or self.groups == 1):
+            raise CITestError(f"groups: expected 0 or an integer >= 2, got {self.groups!r}")
+
 
     @property
     def regression_or_default(self) -> str:
@@ -188,6 +213,8 @@ class PrivCRTOptions(KernelOptions):
         _check_positive("residual_bound", self.residual_bound)
         if self.model is not None and self.model_x is not None:
             raise CITestError("model_x: give the model-X law once (model or model_x)")
+        if self.groups is not None:
+            raise CITestError("groups: applies to --test privgcm only")
 
 
 def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
@@ -204,13 +231,16 @@ def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
             regression=options.regression_or_default, features=options.features,
             feature_seed=options.feature_seed)
     return build_private_test(dataset, test, session, test_epsilon, alpha=alpha,
-                              bandwidth=options.bandwidth_or_default, lam=options.lam,
+                              bandwidth=options.bandwidth, lam=options.lam,
                               regression=options.regression_or_default,
-                              features=options.features, feature_seed=options.feature_seed)
+                              features=options.features, feature_seed=options.feature_seed,
+                              groups=options.groups)
 
 
 def _build_gcm(ctx: TestContext[KernelOptions]) -> CITest:
     _check_dataset(ctx.dataset)
+    if ctx.options.groups is not None:
+        raise CITestError("groups: applies to --test privgcm only")
     return GCMTest(ctx.dataset.values, _bounds(ctx.dataset), alpha=ctx.alpha,
                    names=ctx.dataset.names, bandwidth=ctx.options.bandwidth,
                    lam=ctx.options.lam, regression=ctx.options.regression_or_default,
@@ -219,7 +249,8 @@ def _build_gcm(ctx: TestContext[KernelOptions]) -> CITest:
 
 register_test(TestSpec(
     name="privgcm", options=KernelOptions, private=True, data="continuous",
-    description="PrivGCM (Kalemaj et al.): KRR residual products + vector Laplace"))
+    description="PrivGCM (Kalemaj et al.): KRR residual products (G group sums by "
+                "default) + vector Laplace"))
 register_test(TestSpec(
     name="privcrt", options=PrivCRTOptions, private=True, data="continuous",
     description="PrivCRT (Kalemaj et al.): model-X CRT rank by Report Noisy Max; "

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import ndtr
+from scipy.special import ndtr, stdtr
 
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.ridge_cv import (
@@ -79,6 +79,17 @@ DEFAULT_RKHS_NORM = 1.0
 #: Largest null drift of PrivGCM's statistic that :func:`privgcm_lambda` allows: a
 #: standard normal shifted by 0.1 leaves ``|T| > 1.96`` with probability 0.051.
 DEFAULT_NULL_DRIFT = 0.1
+#: Default number of public row groups of grouped PrivGCM (``groups=``): row ``i`` is in
+#: group ``i mod G``; the release is the ``G`` group sums of the residual products.
+DEFAULT_GROUPS = 20
+#: Grouped PrivGCM's default bandwidth per ``sqrt(d)`` on the ``[-1, 1]`` scale of Z
+#: (:func:`grouped_bandwidth`; docs/privacy/privgcm.md, "Grouped release").
+GROUPED_BANDWIDTH = 0.1
+#: Grouped PrivGCM's default ridge: ``lam = GROUPED_LAMBDA_MAX min(1, (GROUPED_LAMBDA_N /
+#: n)^GROUPED_LAMBDA_RATE)`` (:func:`grouped_lambda`).
+GROUPED_LAMBDA_MAX = 0.03
+GROUPED_LAMBDA_N = 10_000
+GROUPED_LAMBDA_RATE = 0.7
 
 
 # ---------------------------------------------------------------------------------
@@ -204,6 +215,75 @@ def c_lambda(lam: float) -> float:
     against the paper's 24)."""
     a = 1.0 + 1.0 / math.sqrt(lam)
     return 2.0 * a * a + min(4.0 * a * a / lam, 2.0 * a / math.sqrt(lam))
+
+
+def c_lambda_sharp(lam: float) -> float:
+    """Theorem 1 with Lemma A' (``|r_i| <= a* = 1 + 1/(2 sqrt(lam))``):
+    ``2 a*^2 + min(4 a*^2 / lam, 2 a* / sqrt(lam))``, the L1 sensitivity of the
+    residual-product vector (and of any vector of sums over disjoint groups of it) used
+    by grouped PrivGCM (docs/privacy/privgcm.md, "Grouped release"). Never larger than
+    :func:`c_lambda` (about half of it for ``lam <= 0.1``); the legacy vector release
+    keeps :func:`c_lambda` so that its seeded outputs do not change."""
+    a = 1.0 + 0.5 / math.sqrt(lam)
+    return 2.0 * a * a + min(4.0 * a * a / lam, 2.0 * a / math.sqrt(lam))
+
+
+def check_groups(groups: object, n: int) -> int:
+    """A public number of row groups ``G``: an int with ``2 <= G`` and ``2 G <= n``."""
+    if isinstance(groups, bool) or not isinstance(groups, int | np.integer):
+        raise CITestError(f"groups must be an integer >= 2, got {groups!r}")
+    g = int(groups)
+    if g < 2:
+        raise CITestError(f"groups={g} must be >= 2 (the statistic needs a spread)")
+    if 2 * g > n:
+        raise CITestError(f"groups={g}: need at least 2 rows per group (n={n} is public)")
+    return g
+
+
+def default_groups(n: int) -> int:
+    """The default number of groups for ``n`` rows (public): ``min(20, n // 2)``, at
+    least 2 (:func:`check_groups` refuses fewer than 4 rows)."""
+    return max(2, min(DEFAULT_GROUPS, int(n) // 2))
+
+
+def grouped_lambda(n: int) -> float:
+    """Grouped PrivGCM's default ridge parameter, a function of the public ``n`` only:
+    ``0.03 min(1, (10,000 / n)^0.7)`` (at least ``LAMBDA_FLOOR``): 0.03 up to
+    ``n = 10,000``, 0.0060 at ``n = 100,000``. The shrinkage bias of the fits grows like
+    ``lam^1.3-1.5`` (measured on a grid of models: docs/privacy/privgcm.md, "Grouped
+    release"), so ``sqrt(n) bias`` stays roughly level, while the noise of the group sums
+    (``~ 1/lam``) grows like ``n^0.7``, slower than the signal (``~ n``)."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise CITestError(f"n={n!r}: expected a positive integer")
+    scale = min(1.0, float((GROUPED_LAMBDA_N / int(n)) ** GROUPED_LAMBDA_RATE))
+    return max(LAMBDA_FLOOR, GROUPED_LAMBDA_MAX * scale)
+
+
+def grouped_bandwidth(d: int) -> float:
+    """Grouped PrivGCM's default bandwidth for ``d`` conditioning variables (a schema
+    fact): ``0.1 sqrt(d)`` on the ``[-1, 1]`` scale of Z (0.1 with ``d = 0``, unused)."""
+    return GROUPED_BANDWIDTH * math.sqrt(max(int(d), 1))
+
+
+def group_sums(products: NDArray[np.floating], groups: int) -> FloatArray:
+    """Sums of ``products`` over the public groups ``i mod groups`` (length ``groups``)."""
+    r = np.asarray(products, dtype=np.float64)
+    out = np.bincount(np.arange(r.shape[0]) % groups, weights=r, minlength=groups)
+    return np.asarray(out, dtype=np.float64)
+
+
+def grouped_statistic(sums: NDArray[np.floating]) -> GCMStatistic:
+    """One-sample t statistic of ``G`` (noisy or exact) group sums,
+    ``sqrt(G) mean / sd`` (``sd`` with ``G - 1`` degrees of freedom), and its two-sided
+    Student-t p-value with ``G - 1`` degrees of freedom; a zero ``sd`` gives ``T = 0``."""
+    s = np.asarray(sums, dtype=np.float64)
+    g = s.shape[0]
+    mean = float(s.mean())
+    var = float(np.sum((s - mean) ** 2)) / (g - 1)
+    if not var > 0.0:
+        return GCMStatistic(0.0, 1.0)
+    t = math.sqrt(g) * mean / math.sqrt(var)
+    return GCMStatistic(t, float(2.0 * stdtr(g - 1, -abs(t))))
 
 
 def null_drift_bound(lam: float, n: int, epsilon: float,
@@ -513,14 +593,27 @@ class GCMTest:
 
 
 class PrivGCMTest:
-    """PrivGCM: every test releases the residual-product vector through the session's
-    vector Laplace mechanism (L1 sensitivity ``c_lambda(lam)``, ``epsilon`` per test).
+    """PrivGCM: every test releases residual products through the session's vector
+    Laplace mechanism (``epsilon`` per test).
+
+    Two releases (docs/privacy/privgcm.md):
+
+    * ``groups=None`` (the paper's Alg. 1, kept unchanged): the ``n`` residual products,
+      L1 sensitivity :func:`c_lambda`; ``T = sqrt(n) mean / sd`` of the noisy vector
+      against a standard normal. ``lam=None`` is :func:`privgcm_lambda` of the public
+      ``n`` and ``epsilon``; ``bandwidth=None`` is ``DEFAULT_BANDWIDTH``.
+    * ``groups=G`` (grouped release): the ``G`` sums of the products over the public
+      row groups ``i mod G``, L1 sensitivity :func:`c_lambda_sharp` (no larger than the
+      vector's; the sums are a contraction of it); the statistic is the t statistic of
+      the ``G`` noisy sums against Student's t with ``G - 1`` degrees of freedom. Its
+      noise is ``sqrt(n / G)`` times smaller relative to the signal, so the ridge can be
+      light enough to fit: ``lam=None`` is :func:`grouped_lambda` of ``n``,
+      ``bandwidth=None`` is :func:`grouped_bandwidth` of each test's ``|S|``.
 
     ``names`` defaults to ``X0..X{p-1}``; the decision is ``p > alpha``. The regression
     is KRR (default) or, with ``regression="rff"``, the ridge on ``features`` random
     Fourier features whose frequencies come from the public ``feature_seed``; the
-    sensitivity ``c_lambda(lam)`` is the same (docs/privacy/privgcm.md). ``lam=None``
-    (the default) is :func:`privgcm_lambda` of the public ``n`` and ``epsilon``.
+    sensitivity is the same for both.
     """
 
     def __init__(
@@ -530,27 +623,54 @@ class PrivGCMTest:
         session: Session | None,
         epsilon: float,
         *,
-        bandwidth: float = DEFAULT_BANDWIDTH,
+        bandwidth: float | None = None,
         lam: float | None = None,
         alpha: float = 0.05,
         names: Sequence[str] | None = None,
         regression: str = "krr",
         features: int | None = None,
         feature_seed: int | None = None,
+        groups: int | None = None,
     ) -> None:
         self.alpha = check_alpha(alpha)
         self.epsilon = check_epsilon(epsilon)
         self.data = ContinuousData.build(values, bounds, names)
+        self.groups = None if groups is None else check_groups(groups, self.data.n)
         if lam is None:
-            lam = privgcm_lambda(self.data.n, self.epsilon)
-        self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
-                                     feature_seed=feature_seed)
+            lam = (privgcm_lambda(self.data.n, self.epsilon) if self.groups is None
+                   else grouped_lambda(self.data.n))
+        self._bandwidth = bandwidth
+        self._ridge_args = (regression, lam, features, feature_seed)
+        base = DEFAULT_BANDWIDTH if self.groups is None else grouped_bandwidth(1)
+        self.krr: Ridge = make_ridge(regression, base if bandwidth is None else bandwidth,
+                                     lam, features=features, feature_seed=feature_seed)
+        self._ridges: dict[int, Ridge] = {}
         self.session = session
-        self._factors = _factor_cache(self.data, self.krr)
+        self._factors: _SetCache[RidgeFactor] = _SetCache(
+            self.data, lambda zs: self.ridge(0 if zs is None else zs.shape[1]).factor(
+                zs, n=self.data.n), 8)
+
+    def ridge(self, d: int) -> Ridge:
+        """The ridge of a test with ``d`` conditioning variables: ``self.krr`` unless the
+        bandwidth is the grouped default (:func:`grouped_bandwidth` of ``d``)."""
+        if self.groups is None or self._bandwidth is not None or d <= 1:
+            return self.krr
+        hit = self._ridges.get(d)
+        if hit is None:
+            regression, lam, features, feature_seed = self._ridge_args
+            hit = make_ridge(regression, grouped_bandwidth(d), lam, features=features,
+                             feature_seed=feature_seed)
+            self._ridges[d] = hit
+        return hit
 
     @property
     def sensitivity(self) -> float:
-        return c_lambda(self.krr.lam)
+        return c_lambda(self.krr.lam) if self.groups is None else c_lambda_sharp(self.krr.lam)
+
+    @property
+    def dimension(self) -> int:
+        """Length of one test's release (public): ``n``, or ``G`` when grouped."""
+        return self.data.n if self.groups is None else self.groups
 
     def mechanism(self) -> Any:
         from accounting.mechanisms import Laplace
@@ -559,28 +679,42 @@ class PrivGCMTest:
 
     def preflight(self) -> None:
         """Build a test's mechanism and its noise grid for the release's dimension (the
-        ``n`` residual products; public): a per-test epsilon the sampler cannot
-        represent is an error here, before anything is reserved or admitted (the
-        mechanism alone checks one dimension only)."""
+        ``n`` residual products or the ``G`` group sums; public): a per-test epsilon the
+        sampler cannot represent is an error here, before anything is reserved or
+        admitted (the mechanism alone checks one dimension only)."""
         mech = self.mechanism()
         if mech.sampler == "discrete":
-            mech.grid(self.data.n)
+            mech.grid(self.dimension)
+
+    def exact(self, x: int, y: int, S: tuple[int, ...]) -> FloatArray:
+        """The exact (non-private) vector this test would release: the ``n`` products, or
+        their ``G`` group sums. For validity checks only; never released."""
+        xi, yi, Si = validate_query(x, y, S, self.data.p)
+        fac = self._factors.get(Si)
+        prod = residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
+        return prod if self.groups is None else group_sums(prod, self.groups)
+
+    def statistic(self, released: NDArray[np.floating]) -> GCMStatistic:
+        """The test's statistic of a released (or exact) vector (post-processing)."""
+        return gcm_statistic(released) if self.groups is None else grouped_statistic(released)
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         xi, yi, Si = validate_query(x, y, S, self.data.p)
         mech = self.mechanism()
         names = self.data.names
+        ridge = self.ridge(len(Si))
 
         def compute() -> FloatArray:
-            fac = self._factors.get(Si)
-            return residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
+            return self.exact(xi, yi, Si)
 
+        grouped = "" if self.groups is None else f", {self.groups} group sums"
+        kind = "residual products" if self.groups is None else "residual-product group sums"
         purpose = (
-            f"PrivGCM residual products {names[xi]} _||_ {names[yi]} | "
-            f"{{{', '.join(names[s] for s in Si)}}} (lam={self.krr.lam}, "
-            f"bandwidth={self.krr.bandwidth}{_ridge_suffix(self.krr)})"
+            f"PrivGCM {kind} {names[xi]} _||_ {names[yi]} | "
+            f"{{{', '.join(names[s] for s in Si)}}} (lam={ridge.lam}, "
+            f"bandwidth={ridge.bandwidth}{_ridge_suffix(ridge)}{grouped})"
         )
         noisy = np.asarray(require_session(self.session).release(mech, compute, purpose=purpose),
                            dtype=np.float64)
-        st = gcm_statistic(noisy)
+        st = self.statistic(noisy)
         return CIResult(st.pvalue > self.alpha, st.statistic, st.pvalue)

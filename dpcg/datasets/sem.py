@@ -18,6 +18,9 @@ drawn, from the model alone) and clips the sampled values to them. The result is
     variable has variance close to 1.
 
   Bounds are ``[-bound, bound]`` (default 5, i.e. five standard deviations).
+* ``unit_noise(n, d, a, beta, seed, c=1.5, noise="unit"|"hetero")``: the same with
+  unit noise and declared bounds ``c sqrt(log n)``, the model of Kalemaj et al.'s
+  experiments (``"hetero"``: noise sd ``sqrt(1/4 + Z_1^2)``, a misspecified law).
 * ``shah_peters(n, d, a, beta, seed)``: the CI benchmark of Shah and Peters (2020), as
   used by Kalemaj et al.: ``Z ~ N(0, I_d)``, ``X = f_a(Z_1) + 0.3 e_X``,
   ``Y = f_a(Z_1) + beta X + 0.3 e_Y`` with ``f_a(z) = exp(-z^2/2) sin(a z)``. ``a`` is the
@@ -265,3 +268,75 @@ class ShahPetersSampler:
 
 def shah_peters_sampler(a: float) -> ShahPetersSampler:
     return ShahPetersSampler(float(a))
+
+
+# ---------------------------------------------------------------------------------
+# The paper's unit-noise model (Kalemaj et al., Sec. 5) with bounds c sqrt(log n)
+# ---------------------------------------------------------------------------------
+
+#: Default constant ``c`` of the unit-noise model's declared bounds ``c sqrt(log n)``.
+UNIT_BOUND_C = 1.5
+#: Noise kinds of :func:`unit_noise`: ``"unit"`` (N(0, 1)) or ``"hetero"``
+#: (N(0, 1/4 + Z_1^2), a misspecified, heteroscedastic law for the GCM's fits).
+UNIT_NOISE_KINDS = ("unit", "hetero")
+
+
+def unit_noise_bound(n: int, c: float = UNIT_BOUND_C) -> float:
+    """The declared bound ``c sqrt(log n)`` of every column of :func:`unit_noise` (a
+    function of the public ``n`` and the model's constant ``c``; at least ``c``)."""
+    rows = _check_n(n)
+    if isinstance(c, bool) or not isinstance(c, int | float) or not (
+            math.isfinite(c) and c > 0):
+        raise DpcgError(f"c={c!r} must be a finite number > 0")
+    return float(c) * math.sqrt(max(math.log(rows), 1.0))
+
+
+def unit_noise_bounds(n: int, d: int, c: float = UNIT_BOUND_C) -> list[tuple[float, float]]:
+    """Declared bounds ``(x, y, z_1..z_d)``: ``+-c sqrt(log n)`` for every column."""
+    b = unit_noise_bound(n, c)
+    return [(-b, b)] * (2 + d)
+
+
+def unit_noise(
+    n: int, d: int, a: float, beta: float, seed: int | np.random.Generator, *,
+    c: float = UNIT_BOUND_C, noise: str = "unit",
+) -> Dataset:
+    """The Shah-Peters model with unit noise, as in Kalemaj et al.'s experiments:
+    ``Z ~ N(0, I_d)``, ``X = f_a(Z_1) + e_X``, ``Y = f_a(Z_1) + beta X + e_Y`` with
+    ``e ~ N(0, 1)`` (``noise="hetero"``: ``e ~ N(0, 1/4 + Z_1^2)``), every column clipped
+    to the declared ``+-c sqrt(log n)`` (:func:`unit_noise_bound`). Clipping ``Y`` keeps
+    ``X _||_ Y | Z`` at ``beta = 0`` (a function of ``Y``) and only weakens the signal
+    otherwise. Columns ``X, Y, Z1..Zd``."""
+    rows = _check_n(n)
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise DpcgError(f"d must be an int >= 1, got {d!r}")
+    if noise not in UNIT_NOISE_KINDS:
+        raise DpcgError(f"noise={noise!r}: choose one of {UNIT_NOISE_KINDS}")
+    bounds = unit_noise_bounds(rows, d, c)
+    g = _rng(seed)
+    Z = g.standard_normal((d, rows))
+    fz = f_a(Z[0], a)
+    sd = 1.0 if noise == "unit" else np.sqrt(0.25 + Z[0] * Z[0])
+    X = fz + sd * g.standard_normal(rows)
+    Y = fz + beta * X + sd * g.standard_normal(rows)
+    cols = [X, Y, *Z]
+    clipped = [np.clip(col, lo, hi) for col, (lo, hi) in zip(cols, bounds, strict=True)]
+    names = ["X", "Y", *(f"Z{i + 1}" for i in range(d))]
+    schema = Schema([Continuous(nm, lo, hi) for nm, (lo, hi) in zip(names, bounds, strict=True)])
+    return Dataset.from_numpy(np.stack(clipped, axis=1), schema)
+
+
+@dataclass(frozen=True)
+class UnitNoiseSampler:
+    """The model-X law ``X | Z ~ N(f_a(Z_1), 1)`` of :func:`unit_noise` (unit noise),
+    before clipping to the declared bounds (PrivCRT's resamples are clipped by the test)."""
+
+    a: float
+
+    def conditional_mean(self, z: FloatArray) -> FloatArray:
+        return f_a(np.asarray(z, dtype=np.float64)[:, 0], self.a)
+
+    def sample(self, z: FloatArray, m: int, rng: np.random.Generator) -> FloatArray:
+        mu = self.conditional_mean(z)
+        out: FloatArray = mu[None, :] + rng.standard_normal((m, mu.shape[0]))
+        return out

@@ -14,10 +14,13 @@ CLI::
     dpcg discover ... --algorithm private-ci-pc --test privcrt --model-x law.json
 
 Every CI test is one self-contained private release (PrivGCM: a vector Laplace release of
-the residual products; PrivCRT: one Report-Noisy-Max release of a rank), charged by the
-session before the data is touched. The total ``epsilon`` is split over a **public** plan
-of ``K`` tests (``split_epsilon``; default ``K`` from the number of variables as for
-Laplace-PC); the basic filter enforces the total under fully adaptive composition, and
+the residual products' group sums; PrivCRT: one Report-Noisy-Max release of a rank),
+charged by the session before the data is touched. By default (``budget_split`` "levels")
+each level of PC gets a share of what is left and splits it over the tests that level can
+still ask (:class:`LevelPlannedCITest`; never below the per-test floor ``epsilon / K``, ``K``
+the former default plan size), so no budget is held for tests that cannot run; with
+``plan_size`` or ``test_epsilon`` the total is split over a **public** plan of ``K`` tests
+(``split_epsilon``). The basic filter enforces the total under fully adaptive composition, and
 when it refuses, PC stops and returns the graph so far (``budget_exhausted``). Pure
 epsilon-DP: ``delta`` is 0. Like every private algorithm it is recorded in the durable
 ledger by default (:mod:`dpcg.private.ledger`). Proof notes:
@@ -28,27 +31,43 @@ composition under the filter (``docs/privacy/costs-and-filter.md``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from accounting.costs import split_epsilon
+from accounting.errors import BudgetExceededError
 from accounting.session import Session
+from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.continuous_pc import TESTS, KernelOptions, private_test_for
 from dpcg.citests.crt import GaussianModelX, PrivCRTTest
 from dpcg.citests.gcm import PrivGCMTest, check_epsilon
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, CITestError
 from dpcg.pc.background import BackgroundKnowledge
+from dpcg.pc.engine import pair_test_count
 from dpcg.private.common import PlanSizeParams
 from dpcg.private.contract import RunSettings, ScoreCache
 from dpcg.private.ledger import IN_MEMORY, LedgerTarget
-from dpcg.private.planning import default_plan_size
+from dpcg.private.planning import default_plan_size, planned_depth
 from dpcg.private.registry import register_algorithm
 from dpcg.private.run import PrivateResult, Progress, discover_private
 
-__all__ = ["ALGORITHM", "ContinuousSource", "PrivateCIPC", "PrivateCIPCParams",
-           "PrivateCIPlan", "private_pc_continuous"]
+__all__ = ["ALGORITHM", "LEVELS_PLANNED_DEPTH", "ContinuousSource", "LevelPlannedCITest",
+           "PrivateCIPC", "PrivateCIPCParams", "PrivateCIPlan", "private_pc_continuous"]
+
+#: Levels the default per-level plan provisions for when ``max_depth`` is not given
+#: (public; :func:`dpcg.private.laplace_pc.level_slots`).
+LEVELS_PLANNED_DEPTH = 2
+
+
+def level_slots(level: int, depth: int) -> int:
+    """Level ``l`` gets ``1/level_slots`` of what is left: ``D - l + 2`` up to the planned
+    depth ``D``, 2 past it (Laplace-PC's rule, :func:`dpcg.private.laplace_pc.level_slots`,
+    restated here so that loading this plugin loads no other)."""
+    return depth - level + 2 if level <= depth else 2
 
 
 @dataclass(frozen=True)
@@ -69,24 +88,37 @@ class ContinuousSource:
 
 @dataclass(frozen=True)
 class PrivateCIPlan:
-    """``K`` tests of ``test_epsilon`` each, and the tester validated before charging."""
+    """The public plan and the tester validated before charging.
+
+    ``budget_split="tests"`` (``plan_size`` or ``test_epsilon`` given): ``K`` tests of
+    ``test_epsilon`` each. ``budget_split="levels"`` (the default): each level of PC
+    gets a share of what is left and splits it over the tests that level can still ask
+    (:class:`LevelPlannedCITest`); ``test_epsilon`` is then the smallest per-test epsilon
+    the run may use (``total / default_plan_size(p)``, checked by the pre-flight), and
+    ``plan_size`` the number of tests that floor would allow."""
 
     rule: str
     plan_size: int
     test_epsilon: float
     max_depth: int | None
     probe: PrivGCMTest | PrivCRTTest
+    budget_split: str = "tests"
+    depth: int = 0
+    levels: list[dict[str, Any]] = field(default_factory=list)
 
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {
             "rule": self.rule, "test": self.probe_name, "plan_size": self.plan_size,
             "test_epsilon": self.test_epsilon, "bandwidth": self.probe.krr.bandwidth,
             "lam": self.probe.krr.lam, "alpha": self.probe.alpha,
-            "max_depth": self.max_depth}
+            "max_depth": self.max_depth, "budget_split": self.budget_split}
+        if self.budget_split == "levels":
+            out["horizon"] = self.depth
         if isinstance(self.probe, PrivCRTTest):
             out.update({"m": self.probe.m, "residual_bound": self.probe.residual_bound})
         else:
             out["sensitivity_c_lambda"] = self.probe.sensitivity
+            out["groups"] = self.probe.groups
         return out
 
     @property
@@ -99,7 +131,8 @@ class PrivateCIPC:
 
     name = "private-ci-pc"
     description = ("PC-stable where every test is a private continuous CI test (privgcm, "
-                   "privcrt); total --epsilon split over a public plan of K tests")
+                   "privcrt); total --epsilon split per level over the tests each level can "
+                   "ask, or over a public plan of K tests")
     params = PrivateCIPCParams
     tests: tuple[str, ...] = TESTS
     default_test = "privgcm"
@@ -129,30 +162,125 @@ class PrivateCIPC:
                                  f"composition of Laplace / Report-Noisy-Max tests); got "
                                  f"delta={settings.delta!r}, leave it 0")
         eps = check_epsilon(settings.epsilon)
-        if params.test_epsilon is not None:
+        p = len(source.dataset.names)
+        levels = params.test_epsilon is None and params.plan_size is None
+        if levels:
+            # the floor: the per-test epsilon of the former default plan (public)
+            k = default_plan_size(p)
+            per_test = float(split_epsilon(eps, k))
+        elif params.test_epsilon is not None:
             per_test = check_epsilon(params.test_epsilon)
             if per_test > eps:
                 raise AlgorithmError(f"test_epsilon={per_test} exceeds the total "
                                      f"epsilon={eps}")
             k = math.floor(eps / per_test)
         else:
-            k = default_plan_size(len(source.dataset.names)) if params.plan_size is None \
-                else params.plan_size
+            k = params.plan_size if params.plan_size is not None else default_plan_size(p)
             per_test = float(split_epsilon(eps, k))
         # Validate the tester (bounds, values, bandwidth, lam, m, ...) before charging.
         probe = private_test_for(source.dataset, source.test, source.options, None,
                                  per_test, source.alpha)
         probe.preflight()  # a per-test epsilon its sampler cannot represent fails here
-        return PrivateCIPlan("basic", k, per_test, settings.max_depth, probe)
+        if not levels:
+            return PrivateCIPlan("basic", k, per_test, settings.max_depth, probe)
+        depth = planned_depth(p, settings.max_depth, LEVELS_PLANNED_DEPTH)
+        return PrivateCIPlan("basic", k, per_test, settings.max_depth, probe,
+                             budget_split="levels", depth=depth)
 
     def tester(self, plan: PrivateCIPlan, source: ContinuousSource,
-               session: Session) -> PrivGCMTest | PrivCRTTest:
+               session: Session) -> PrivGCMTest | PrivCRTTest | LevelPlannedCITest:
         plan.probe.session = session
+        if plan.budget_split == "levels":
+            return LevelPlannedCITest(plan, session)
         return plan.probe
 
-    def usage(self, tester: PrivGCMTest | PrivCRTTest) -> Mapping[str, object]:
+    def usage(self, tester: PrivGCMTest | PrivCRTTest | LevelPlannedCITest
+              ) -> Mapping[str, object]:
         session = tester.session
-        return {"releases": 0 if session is None else session.releases}
+        out: dict[str, object] = {"releases": 0 if session is None else session.releases}
+        if isinstance(tester, LevelPlannedCITest):
+            out["used_levels"] = list(tester.levels)
+        return out
+
+
+class LevelPlannedCITest:
+    """private-ci-pc's default tester: PrivGCM / PrivCRT with a per-level budget.
+
+    When PC starts level ``l`` (:class:`dpcg.pc.engine.LevelListener`) the level gets
+    ``1/level_slots(l, D)`` of what the filter has left, or all of it when no later level
+    can ask a test (no pair of the frozen adjacency has ``l + 1`` other neighbours on
+    either side, or ``l`` is ``max_depth``). Each test of the level gets what the level has
+    left divided by the most tests the level can still ask (every open pair's candidate
+    sets not yet asked, :func:`dpcg.pc.engine.pair_test_count`), never less than the
+    plan's floor ``test_epsilon`` (pre-flighted); when even the floor is not left, PC
+    stops (``BudgetExceededError``, the graph so far is returned). A level therefore
+    never holds more budget than the tests it can run. Everything here is a function of
+    public facts and of released answers (the adjacency, which pairs were found
+    independent), so choosing each test's epsilon this way is adaptive composition,
+    which the basic filter bounds (docs/privacy/costs-and-filter.md)."""
+
+    def __init__(self, plan: PrivateCIPlan, session: Session) -> None:
+        self.plan = plan
+        self.inner = plan.probe
+        self.inner.session = session
+        self.levels: list[dict[str, Any]] = []
+        self.exhaustion_note: str | None = None
+        self._left: dict[tuple[int, int], int] = {}
+        self._level_left = Fraction(0)
+        self._level = 0
+
+    @property
+    def session(self) -> Session | None:
+        return self.inner.session
+
+    def _remaining(self) -> Fraction:
+        session = self.inner.session
+        assert session is not None
+        rem = session.remaining().epsilon
+        assert rem is not None
+        return Fraction(rem)
+
+    def start_level(self, level: int, adjacency: Sequence[frozenset[int]],
+                    pairs: Sequence[tuple[int, int]]) -> None:
+        self._level = level
+        self._left = {(min(x, y), max(x, y)): pair_test_count(level, adjacency, x, y)
+                      for x, y in pairs}
+        tests = sum(self._left.values())
+        deeper = any(len(adjacency[x] - {y}) > level or len(adjacency[y] - {x}) > level
+                     for x, y in pairs)
+        last = not deeper or (self.plan.max_depth is not None
+                              and level >= self.plan.max_depth)
+        rem = self._remaining()
+        self._level_left = rem if last else rem / level_slots(level, self.plan.depth)
+        self.levels.append({"level": level, "pairs": len(pairs), "tests_bound": tests,
+                            "share": float(self._level_left), "last": last, "tests": 0})
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        xi, yi, Si = validate_query(x, y, S, self.inner.data.p)
+        key = (min(xi, yi), max(xi, yi))
+        bound = max(sum(self._left.values()), 1)
+        floor = Fraction(self.plan.test_epsilon)
+        share = min(self._level_left, self._remaining()) / bound
+        eps = max(share, floor)
+        if eps > self._remaining():
+            self.exhaustion_note = (f"the budget is used up at level {self._level}: less "
+                                    f"than the per-test floor {self.plan.test_epsilon:g} "
+                                    "is left")
+            raise BudgetExceededError(f"private-ci-pc: {self.exhaustion_note}")
+        value = float(eps)
+        if Fraction(value) > eps:  # round down: never ask for more than the share
+            value = math.nextafter(value, 0.0)
+        self.inner.epsilon = value
+        out = self.inner.test(xi, yi, Si)
+        self._level_left = max(self._level_left - Fraction(value), Fraction(0))
+        left = self._left.get(key, 0) - 1
+        if out.independent or left <= 0:
+            self._left.pop(key, None)
+        else:
+            self._left[key] = left
+        if self.levels:
+            self.levels[-1]["tests"] += 1
+        return out
 
 
 ALGORITHM = register_algorithm(PrivateCIPC())
@@ -171,6 +299,7 @@ def private_pc_continuous(
     model: GaussianModelX | None = None,
     m: int | None = None,
     residual_bound: float | None = None,
+    groups: int | None = None,
     seed: int | None = None,
     ledger: str | Path | LedgerTarget | None = None,
     dataset_id: str | None = None,
@@ -180,13 +309,15 @@ def private_pc_continuous(
 ) -> PrivateResult:
     """PC-stable with PrivGCM / PrivCRT on a continuous dataset (see the module docstring).
 
-    ``bandwidth``, ``lam`` (both tests) and ``model``, ``m``, ``residual_bound`` (privcrt
-    only; an error for privgcm) are the test's options; ``seed`` seeds the noise;
+    ``bandwidth``, ``lam`` (both tests), ``groups`` (privgcm only; default 20, 0 for the
+    paper's release of all ``n`` products) and ``model``, ``m``, ``residual_bound``
+    (privcrt only; an error for privgcm) are the test's options; ``seed`` seeds the noise;
     ``ledger``/``dataset_id`` record the run (default: in memory). Every input is
     validated before the session opens, so bad input spends nothing.
     """
     given = {k: v for k, v in (("bandwidth", bandwidth), ("lam", lam), ("model", model),
-                               ("crt_resamples", m), ("residual_bound", residual_bound))
+                               ("crt_resamples", m), ("residual_bound", residual_bound),
+                               ("groups", groups))
              if v is not None}
     if isinstance(ledger, LedgerTarget):
         target = ledger

@@ -70,6 +70,7 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.rho_per_test": PUBLIC, "plan.rho_total": PUBLIC, "plan.sensitivity*": PUBLIC,
     "plan.bandwidth": PUBLIC, "plan.lam": PUBLIC, "plan.m": PUBLIC, "plan.n": PUBLIC,
     "plan.residual_bound": PUBLIC, "plan.mechanism": PUBLIC, "plan.cutoff": PUBLIC,
+    "plan.groups": PUBLIC,  # privgcm: an option, else the constant DEFAULT_GROUPS
     "plan.tweak": PUBLIC, "plan.beta1": PUBLIC, "plan.beta2": PUBLIC,
     "plan.coin_epsilon": PUBLIC, "plan.epsilon_*": PUBLIC, "plan.epsilon_per_level[]": PUBLIC,
     "plan.horizon": PUBLIC, "plan.positive": PUBLIC, "plan.subsample_rate": PUBLIC,
