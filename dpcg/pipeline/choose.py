@@ -28,7 +28,9 @@ NONPRIVATE_TESTS = {"discrete": "g2", "continuous": "fisherz", "mixed": "dg-lrt"
 
 
 def schema_kind(schema: Schema) -> str:
-    """``discrete``, ``continuous`` or ``mixed`` (public: the declared column kinds)."""
+    """``discrete``, ``continuous`` or ``mixed`` (public: the declared column kinds, as
+    loaded: a binned continuous column is ordinal)."""
+    schema = schema.loaded()
     if schema.is_discrete:
         return "discrete"
     if schema.is_continuous:

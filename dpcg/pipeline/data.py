@@ -142,7 +142,7 @@ def _in_memory(req: DiscoverRequest) -> Resolved:
                                       "a pandas DataFrame, a NumPy array or a Dataset")
         declared = load_schema(schema, private=private) if schema is not None else \
             draft_schema(path, min_count=1).declared()
-        ds = load_table(path, declared, clip=req.clip)
+        ds = load_table(path, declared, clip=req.clip, allow_row_deletion=not private)
         info: dict[str, Any] = {"source": "file", "path": str(path), "rows": int(ds.n)}
         if req.spelling == "cli" and isinstance(schema, str | os.PathLike):
             info["schema"] = str(schema)
@@ -151,7 +151,7 @@ def _in_memory(req: DiscoverRequest) -> Resolved:
         frame: Any = data
         if schema is not None:
             ds = Dataset.from_pandas(frame, load_schema(schema, private=private),
-                                     clip=req.clip)
+                                     clip=req.clip, allow_row_deletion=not private)
         else:
             names = [str(c) for c in frame.columns]
             cells = [np.asarray(frame[c].astype(str).to_numpy(), dtype=str)
@@ -161,7 +161,8 @@ def _in_memory(req: DiscoverRequest) -> Resolved:
         return Resolved(ds, {"source": "dataframe", "rows": int(ds.n)})
     if isinstance(data, np.ndarray):
         if schema is not None:
-            ds = Dataset.from_numpy(data, load_schema(schema, private=private), clip=req.clip)
+            ds = Dataset.from_numpy(data, load_schema(schema, private=private), clip=req.clip,
+                                    allow_row_deletion=not private)
             return Resolved(ds, {"source": "array", "rows": int(ds.n)})
         if data.ndim != 2:
             raise DataValidationError(f"data: expected a 2-D (n, p) array, got shape "
@@ -285,7 +286,22 @@ def _on_engine(req: DiscoverRequest, engine: object) -> Resolved:
 def resolve(req: DiscoverRequest, *, private_discrete: bool) -> Resolved:
     """THE resolution of ``req``'s data (module docstring). ``private_discrete``: the run
     is a private algorithm of the discrete family (the only private runs the table
-    engines serve)."""
+    engines serve). A private run's data must have a public ``n`` (no listwise
+    deletion); every source has at least :data:`~dpcg.data.MIN_ROWS` rows."""
+    resolved = _resolve(req, private_discrete)
+    from dpcg.data import MIN_ROWS
+    from dpcg.data.checks import require_public_n
+
+    source = resolved.source
+    if req.private and isinstance(source, Dataset):
+        require_public_n(source)
+    if int(source.n) < MIN_ROWS:  # n is public (declared size under replace-one)
+        raise DataValidationError(f"data: fewer than {MIN_ROWS} rows (rule: a CI test needs "
+                                  "at least two rows)")
+    return resolved
+
+
+def _resolve(req: DiscoverRequest, private_discrete: bool) -> Resolved:
     engine = _engine_name(req, private_discrete)
     if engine in (None, DEFAULT_ENGINE):
         if engine == DEFAULT_ENGINE and not isinstance(req.data, TableEngine):

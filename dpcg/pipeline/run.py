@@ -226,6 +226,12 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
         from dpcg.data.dataset import Dataset
 
         if isinstance(resolved.source, Dataset):
+            if not resolved.source.is_discrete:
+                # a constant or identifier column breaks a continuous test; refused by
+                # name. Computed from the data: non-private runs only (threat model).
+                from dpcg.data.checks import refuse_degenerate
+
+                refuse_degenerate(resolved.source)
             tester = choice.test.make(TestContext(resolved.source, float(req.alpha),
                                                   choice.test_options, resolved.truth))
         else:  # a table engine: counted where the data live

@@ -136,6 +136,8 @@ def _e(value: object) -> str:
 
 
 def _fmt(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, str) and "/" in value:
@@ -143,14 +145,48 @@ def _fmt(value: object) -> str:
             return f"{float(Fraction(value)):.6g}"
         except (ValueError, ZeroDivisionError):
             return value
-    if isinstance(value, dict | list):
+    if isinstance(value, list):
+        return ", ".join(_fmt(v) for v in value) or "—"
+    if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
     return "—" if value is None else str(value)
 
 
+def _cell(value: object) -> str:
+    """A table cell's HTML: a nested mapping as a nested table, never raw JSON."""
+    if isinstance(value, Mapping):
+        return _kv_table(value)
+    return _e(_fmt(value))
+
+
 def _kv_table(data: Mapping[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(_fmt(v))}</td></tr>" for k, v in data.items())
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_cell(v)}</td></tr>" for k, v in data.items())
     return f'<table class="kv">{rows}</table>'
+
+
+def _note_claim(path: Path) -> str:
+    """The opening of a proof note (its title and first paragraphs, up to the second
+    heading), so that the report says what each note claims even where the link cannot
+    be followed."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith("#") and i > 0:
+            break
+        out.append(line)
+    return "\n".join(out).strip()
+
+
+def _note_item(name: str, file: str, exists: bool, base: str, docs: Path | None) -> str:
+    """One proof note: a relative link and its claim, embedded, when the note is in this
+    checkout; its place in the source distribution otherwise (never a dead link)."""
+    if docs is None or not exists:
+        return (f"<li>{_e(name)}: <code>docs/privacy/{_e(file)}</code> of the dpcg source "
+                "distribution</li>")
+    claim = _note_claim(docs / file)
+    return (f'<li><a href="{_e(base + "/" + file)}">{_e(name)}</a>'
+            f"<details><summary>what it claims</summary><pre>{_e(claim)}</pre></details>"
+            "</li>")
 
 
 def _guarantee_html(result: Result) -> str:
@@ -245,10 +281,7 @@ def render_report(result: Result, section: LedgerSection | None = None, *,
         mechanisms = [str(k) for k in doc["mechanisms"]]
     notes = proof_notes(mechanisms, result.algorithm if result.guarantee else None, docs)
     base = docs_href.rstrip("/")
-    note_items = "".join(
-        f'<li><a href="{_e(base + "/" + f)}">{_e(name)}</a>'
-        f"{'' if exists or docs is None else ' (not found in this checkout)'}</li>"
-        for name, f, exists in notes)
+    note_items = "".join(_note_item(name, f, exists, base, docs) for name, f, exists in notes)
     sections = [
         f"<h1>Run report: {_e(title)}</h1>",
         f'<p class="sub">Result file <code>{_e(result.path)}</code>'
