@@ -107,6 +107,14 @@ def _network(req: DiscoverRequest, spec: NetworkSpec) -> Resolved:
         raise DataValidationError(f"{req.name('schema')} only applies to "
                                   f"{req.name('data')} (a network sample has its schema)")
     info: dict[str, Any]
+    from dpcg.datasets.mixed_network import MIXED_PREFIX, mixed_network
+
+    if spec.name.startswith(MIXED_PREFIX):  # a generated mixed network (public recipe)
+        mixed = mixed_network(spec.name)
+        info = {"source": "bundled", "dataset": mixed.name, "rows": spec.rows,
+                "seed": spec.seed}
+        arcs = tuple((str(a), str(b)) for a, b in mixed.dag_edges)
+        return Resolved(mixed.sample(spec.rows, spec.seed), info, (mixed.names, arcs))
     if is_bif_path(spec.name):
         net, file_id = load_bif_file(spec.name)
         info = {"source": "bif", "dataset": spec.name, "id": file_id, "rows": spec.rows,

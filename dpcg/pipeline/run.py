@@ -140,6 +140,10 @@ def _declared_kind(req: DiscoverRequest) -> tuple[str | None, int | None]:
     if isinstance(data, Dataset | TableEngine):
         return _kind_of(data), int(data.n)
     if isinstance(data, NetworkSpec):
+        from dpcg.datasets.mixed_network import MIXED_PREFIX
+
+        if data.name.startswith(MIXED_PREFIX):
+            return None, data.rows  # its kind is known once its schema is built
         return "discrete", data.rows
     if req.schema is not None:
         return schema_kind(load_schema(req.schema, private=req.private)), None
