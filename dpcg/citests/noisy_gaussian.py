@@ -1,0 +1,263 @@
+"""Gaussian CI tests on a released (noisy) second-moment matrix: every test after the one
+release is post-processing (``cov-pc``, :mod:`dpcg.private.cov_pc`).
+
+* :func:`score_matrix` maps a dataset to the ``n x q`` score matrix of
+  :mod:`dpcg.stats.suffstat` (``route="pearson"``: declared bounds; ``route="rank"``:
+  midranks, no bounds), with a :class:`ScoreLayout` saying which score columns belong to
+  which variable (a nominal variable of ``K > 2`` categories has ``K - 1`` indicator
+  columns; any other variable one) and which are continuous. Bad values (NaN, inf,
+  outside the declared bounds or categories) are refused here, before anything is
+  charged, naming the column and the rule, never a value or a row.
+* :class:`NoisyMomentTest` turns the released vector into a correlation matrix
+  (Pearson route: means and second moments -> covariance -> correlation; rank route:
+  tie-corrected Spearman correlations, mapped to the Gaussian-copula correlation
+  ``2 sin(pi r / 6)`` for pairs of continuous columns), projects it onto the
+  positive-definite matrices (eigenvalues floored at :data:`EIGEN_FLOOR`, unit diagonal
+  restored), and tests ``X _||_ Y | S`` by the partial correlations of X's and Y's
+  score columns given all the others (the precision matrix's ``X x Y`` block is zero
+  under conditional independence of jointly Gaussian scores).
+
+The null distribution accounts for the release noise: the statistic's covariance is
+the Fisher sampling covariance ``kappa / (n - s - 1) (R_X kron R_Y)`` (``s`` score
+columns in the test, ``kappa = pi^2/9`` for copula-mapped Spearman entries, else 1)
+**plus** the release-noise covariance, estimated from ``draws`` replicates of the
+whole post-processing applied to ``released + N(0, sigma^2 I)`` (a parametric
+bootstrap from the PUBLIC noise scale ``sigma``; its randomness is not privacy noise
+and uses only the released vector). The Wald statistic ``r^T V^-1 r`` is referred to
+``chi^2`` with ``k_X k_Y`` degrees of freedom. ``sigma = 0`` (no release) gives the
+non-private test ``--test copula``. Proof note: ``docs/privacy/algorithm-cov-pc.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcg.citests.base import CIResult, validate_query
+from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test
+from dpcg.data.dataset import Dataset
+from dpcg.data.schema import Categorical, Continuous, Ordinal
+from dpcg.errors import CITestError, DataValidationError
+from dpcg.stats.suffstat import moment_matrix, moment_vector, pearson_scores, rank_scores
+
+Floats = NDArray[np.float64]
+
+__all__ = ["EIGEN_FLOOR", "ROUTES", "NoisyMomentTest", "ScoreLayout", "correlation_from_moments",
+           "score_matrix"]
+
+ROUTES = ("rank", "pearson")
+#: Smallest eigenvalue kept by the positive-definite projection (a public constant).
+EIGEN_FLOOR = 1e-3
+#: Variance inflation of a Gaussian-copula correlation ``2 sin(pi r_s / 6)`` estimated
+#: from Spearman's ``r_s`` at independence: ``(pi / 3)^2`` (``Var r_s = 1/(n - 1)``).
+COPULA_KAPPA = math.pi ** 2 / 9.0
+
+
+@dataclass(frozen=True)
+class ScoreLayout:
+    """Score columns of each variable and which score columns are continuous."""
+
+    blocks: tuple[tuple[int, ...], ...]
+    continuous: tuple[bool, ...]
+
+    @property
+    def q(self) -> int:
+        return len(self.continuous)
+
+
+def _finite_in_bounds(values: Floats, col: Continuous) -> None:
+    v = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        raise DataValidationError(f"column {col.name!r}: continuous values must be finite "
+                                  "numbers (rule: no NaN or infinite values)")
+    if np.any(v < col.lower) or np.any(v > col.upper):
+        raise DataValidationError(f"column {col.name!r}: a value is outside the declared "
+                                  f"bounds [{col.lower!r}, {col.upper!r}] (rule: continuous "
+                                  "values lie within their bounds)")
+
+
+def _codes(values: NDArray[np.generic], name: str, k: int) -> NDArray[np.int64]:
+    c = np.asarray(values)
+    if c.dtype.kind not in "iu" or (c.size and (int(c.min()) < 0 or int(c.max()) >= k)):
+        raise DataValidationError(f"column {name!r}: codes must lie in the declared "
+                                  f"categories [0, {k}) (rule: declared categories only)")
+    return c.astype(np.int64)
+
+
+def score_matrix(dataset: Dataset, route: str) -> tuple[Floats, ScoreLayout]:
+    """The ``n x q`` score matrix of ``dataset`` for ``route`` and its layout."""
+    if route not in ROUTES:
+        raise CITestError(f"route: choose one of {ROUTES}, got {route!r}")
+    if dataset.n < 4:
+        raise CITestError("cov-pc needs at least 4 rows (n is public)")
+    cols: list[Floats] = []
+    bounds: list[tuple[float, float]] = []
+    blocks: list[tuple[int, ...]] = []
+    cont: list[bool] = []
+    for j, col in enumerate(dataset.schema.columns):
+        raw = dataset.column(j)
+        start = len(cols)
+        if isinstance(col, Continuous):
+            _finite_in_bounds(raw, col)
+            cols.append(np.asarray(raw, dtype=np.float64))
+            bounds.append((col.lower, col.upper))
+            cont.append(True)
+        elif isinstance(col, Ordinal) or (isinstance(col, Categorical)
+                                          and col.cardinality <= 2):
+            k = int(col.cardinality)
+            codes = _codes(raw, col.name, k)
+            cols.append(codes.astype(np.float64))
+            bounds.append((0.0, float(max(k - 1, 1))))
+            cont.append(False)
+        elif isinstance(col, Categorical):
+            k = int(col.cardinality)
+            codes = _codes(raw, col.name, k)
+            for level in range(k - 1):  # the last category is the reference
+                cols.append((codes == level).astype(np.float64))
+                bounds.append((0.0, 1.0))
+                cont.append(False)
+        else:  # pragma: no cover - every schema column kind is handled above
+            raise CITestError(f"column {col.name!r}: unsupported column kind")
+        blocks.append(tuple(range(start, len(cols))))
+    layout = ScoreLayout(tuple(blocks), tuple(cont))
+    if route == "pearson":
+        return pearson_scores(cols, bounds), layout
+    return rank_scores(np.column_stack(cols)), layout
+
+
+def correlation_from_moments(moments: Floats, layout: ScoreLayout, route: str,
+                             floor: float) -> Floats:
+    """Correlation matrix (batched over leading axes) from a (noisy) moment vector:
+    variances floored at ``floor``, entries clipped to ``[-1, 1]``, copula map on pairs
+    of continuous columns (rank route), then projected onto the positive-definite
+    matrices with unit diagonal. Post-processing of the release only."""
+    q = layout.q
+    with_means = route == "pearson"
+    g = moment_matrix(moments, q, with_means)
+    if with_means:
+        m = g[..., 0, 1:]
+        cov = g[..., 1:, 1:] - m[..., :, None] * m[..., None, :]
+    else:
+        cov = g
+    d = np.sqrt(np.maximum(np.diagonal(cov, axis1=-2, axis2=-1), floor))
+    c = np.clip(cov / (d[..., :, None] * d[..., None, :]), -1.0, 1.0)
+    if route == "rank":
+        cc = np.asarray(layout.continuous)
+        both = cc[:, None] & cc[None, :]
+        c = np.where(both, 2.0 * np.sin(math.pi * c / 6.0), c)
+    idx = np.arange(q)
+    c[..., idx, idx] = 1.0
+    w, v = np.linalg.eigh(c)
+    w = np.maximum(w, EIGEN_FLOOR)
+    c = (v * w[..., None, :]) @ np.swapaxes(v, -1, -2)
+    s = np.sqrt(np.diagonal(c, axis1=-2, axis2=-1))
+    c = c / (s[..., :, None] * s[..., None, :])
+    c[..., idx, idx] = 1.0
+    out: Floats = c
+    return out
+
+
+def _partials(sub: Floats, kx: int, ky: int) -> tuple[Floats, Floats]:
+    """Partial correlations of the first ``kx`` columns with the next ``ky`` given all
+    others (batched), and the precision matrix."""
+    prec = np.linalg.inv(sub)
+    diag = np.sqrt(np.diagonal(prec, axis1=-2, axis2=-1))
+    block = prec[..., :kx, kx:kx + ky]
+    r = -block / (diag[..., :kx, None] * diag[..., None, kx:kx + ky])
+    return r.reshape(*r.shape[:-2], kx * ky), prec
+
+
+class NoisyMomentTest:
+    """The CI tester of one released moment vector (see the module docstring).
+
+    ``released``: the (noisy) :func:`dpcg.stats.suffstat.moment_vector`; ``sigma``: the
+    public standard deviation of the release noise per coordinate (0: exact, no
+    replicates); ``draws``: bootstrap replicates of the noise; ``rng``: NON-privacy
+    randomness for the replicates (e.g. ``Session.auxiliary_generator()``).
+    """
+
+    def __init__(self, released: Floats, layout: ScoreLayout, n: int, route: str,
+                 sigma: float, *, alpha: float = 0.05, draws: int = 200,
+                 rng: np.random.Generator | None = None,
+                 names: tuple[str, ...] | None = None) -> None:
+        if route not in ROUTES:
+            raise CITestError(f"route: choose one of {ROUTES}, got {route!r}")
+        if not (isinstance(sigma, int | float) and math.isfinite(sigma) and sigma >= 0):
+            raise CITestError(f"sigma: expected a finite number >= 0, got {sigma!r}")
+        if isinstance(draws, bool) or not isinstance(draws, int) or draws < (
+                2 if sigma > 0 else 0):
+            raise CITestError(f"draws: expected an integer >= 2, got {draws!r}")
+        if not 0 < alpha < 1:
+            raise CITestError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+        self.layout = layout
+        self.n = int(n)
+        self.route = route
+        self.sigma = float(sigma)
+        self.alpha = float(alpha)
+        self.names = names
+        vec = np.asarray(released, dtype=np.float64)
+        # a variance below the release noise is noise: floor it there (public)
+        floor = max(self.sigma, 1e-9)
+        self.correlation = correlation_from_moments(vec, layout, route, floor)
+        self.replicates: Floats | None = None
+        if self.sigma > 0:
+            gen = rng if rng is not None else np.random.default_rng()
+            noise = gen.normal(0.0, self.sigma, size=(draws, vec.size))
+            self.replicates = correlation_from_moments(vec[None, :] + noise, layout, route,
+                                                       floor)
+        cc = np.asarray(layout.continuous)
+        self._kappa = np.where(cc, math.sqrt(COPULA_KAPPA), 1.0) if route == "rank" \
+            else np.ones(layout.q)
+
+    def _cols(self, v: int) -> list[int]:
+        return list(self.layout.blocks[v])
+
+    def partial(self, x: int, y: int, S: tuple[int, ...]) -> Floats:
+        """The partial correlations of X's with Y's score columns given the rest."""
+        xs, ys = self._cols(x), self._cols(y)
+        idx = xs + ys + [c for s in S for c in self._cols(s)]
+        r, _ = _partials(self.correlation[np.ix_(idx, idx)], len(xs), len(ys))
+        return r
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        x, y, S = validate_query(x, y, S, len(self.layout.blocks))
+        xs, ys = self._cols(x), self._cols(y)
+        kx, ky = len(xs), len(ys)
+        idx = xs + ys + [c for s in S for c in self._cols(s)]
+        ix = np.ix_(idx, idx)
+        r, prec = _partials(self.correlation[ix], kx, ky)
+        dx = np.sqrt(np.diag(prec))
+        rx = prec[:kx, :kx] / np.outer(dx[:kx], dx[:kx])
+        ry = prec[kx:kx + ky, kx:kx + ky] / np.outer(dx[kx:kx + ky], dx[kx:kx + ky])
+        scale = np.kron(self._kappa[xs], self._kappa[ys])
+        n_eff = max(self.n - len(idx) - 1, 1)
+        cov = np.kron(rx, ry) * np.outer(scale, scale) / n_eff
+        if self.replicates is not None:
+            reps, _ = _partials(self.replicates[:, idx][:, :, idx], kx, ky)
+            cov = cov + np.atleast_2d(np.cov(reps, rowvar=False))
+        k = kx * ky
+        if k == 1:
+            z = float(r[0]) / math.sqrt(float(cov[0, 0]))
+            stat = z * z
+            pvalue = math.erfc(abs(z) / math.sqrt(2.0))
+        else:
+            from scipy.special import chdtrc
+
+            stat = float(r @ np.linalg.solve(cov, r))
+            pvalue = float(chdtrc(k, stat))
+        return CIResult(pvalue > self.alpha, stat, pvalue)
+
+
+def _build_copula(ctx: TestContext[NoOptions]) -> NoisyMomentTest:
+    scores, layout = score_matrix(ctx.dataset, "rank")
+    return NoisyMomentTest(moment_vector(scores, False), layout, ctx.dataset.n, "rank", 0.0,
+                           alpha=ctx.alpha, draws=0, names=ctx.dataset.names)
+
+
+register_test(TestSpec(
+    name="copula", options=NoOptions, build=_build_copula, data="any",
+    description="Gaussian-copula test from the Spearman matrix (midranks; nominal columns "
+                "one-hot); any schema (non-private reference of cov-pc --test cov-rank)"))
