@@ -130,23 +130,30 @@ def score_matrix(dataset: Dataset, route: str) -> tuple[Floats, ScoreLayout]:
 
 def correlation_from_moments(moments: Floats, layout: ScoreLayout, route: str,
                              floor: float) -> Floats:
-    """Correlation matrix (batched over leading axes) from a (noisy) moment vector:
-    variances floored at ``floor``, entries clipped to ``[-1, 1]``, copula map on pairs
-    of continuous columns (rank route), then projected onto the positive-definite
-    matrices with unit diagonal. Post-processing of the release only."""
-    q = layout.q
-    with_means = route == "pearson"
-    g = moment_matrix(moments, q, with_means)
-    if with_means:
+    """The projected correlation matrix of a whole (noisy) moment vector (see
+    :func:`correlation_of_matrix`). Post-processing of the release only."""
+    g = moment_matrix(moments, layout.q, route == "pearson")
+    return correlation_of_matrix(g, np.asarray(layout.continuous), route, floor)
+
+
+def correlation_of_matrix(g: Floats, continuous: NDArray[np.bool_], route: str,
+                          floor: float) -> Floats:
+    """Correlation matrix (batched over leading axes) of a symmetric (noisy) moment
+    matrix ``g`` (Pearson route: ``k + 1`` rows, the first the means; rank route: ``k``):
+    variances floored at ``floor``, entries clipped to ``[-1, 1]``, copula map
+    ``2 sin(pi r / 6)`` on pairs of continuous columns (rank route), then projected onto
+    the positive-definite matrices (eigenvalues floored at :data:`EIGEN_FLOOR`) with unit
+    diagonal."""
+    if route == "pearson":
         m = g[..., 0, 1:]
         cov = g[..., 1:, 1:] - m[..., :, None] * m[..., None, :]
     else:
         cov = g
+    q = cov.shape[-1]
     d = np.sqrt(np.maximum(np.diagonal(cov, axis1=-2, axis2=-1), floor))
     c = np.clip(cov / (d[..., :, None] * d[..., None, :]), -1.0, 1.0)
     if route == "rank":
-        cc = np.asarray(layout.continuous)
-        both = cc[:, None] & cc[None, :]
+        both = continuous[:, None] & continuous[None, :]
         c = np.where(both, 2.0 * np.sin(math.pi * c / 6.0), c)
     idx = np.arange(q)
     c[..., idx, idx] = 1.0
@@ -174,9 +181,17 @@ class NoisyMomentTest:
     """The CI tester of one released moment vector (see the module docstring).
 
     ``released``: the (noisy) :func:`dpcg.stats.suffstat.moment_vector`; ``sigma``: the
-    public standard deviation of the release noise per coordinate (0: exact, no
-    replicates); ``draws``: bootstrap replicates of the noise; ``rng``: NON-privacy
+    public standard deviation of the release noise per coordinate (0: exact, the
+    analytic chi-square null); ``draws``: null replicates per test; ``rng``: NON-privacy
     randomness for the replicates (e.g. ``Session.auxiliary_generator()``).
+
+    Each test works on the sub-matrix of the moments of X's, Y's and S's score columns:
+    the point estimate is the partial correlations of the projected correlation of that
+    sub-matrix. Its null law (``sigma > 0``) is simulated: the sub-matrix is moved to the
+    nearest null (the ``X x Y`` correlation block replaced by ``C_XZ C_ZZ^-1 C_ZY``, the
+    other moments kept), ``draws`` replicates of the public release noise are added and
+    the same post-processing is applied, and the Fisher sampling draw is added; the
+    p-value is the rank of the observed Wald statistic among the replicates'.
     """
 
     def __init__(self, released: Floats, layout: ScoreLayout, n: int, route: str,
@@ -197,57 +212,103 @@ class NoisyMomentTest:
         self.route = route
         self.sigma = float(sigma)
         self.alpha = float(alpha)
+        self.draws = draws
         self.names = names
+        self.rng = rng if rng is not None else np.random.default_rng()
         vec = np.asarray(released, dtype=np.float64)
+        self.moments = moment_matrix(vec, layout.q, route == "pearson")
         # a variance below the release noise is noise: floor it there (public)
-        floor = max(self.sigma, 1e-9)
-        self.correlation = correlation_from_moments(vec, layout, route, floor)
-        self.replicates: Floats | None = None
-        if self.sigma > 0:
-            gen = rng if rng is not None else np.random.default_rng()
-            noise = gen.normal(0.0, self.sigma, size=(draws, vec.size))
-            self.replicates = correlation_from_moments(vec[None, :] + noise, layout, route,
-                                                       floor)
-        cc = np.asarray(layout.continuous)
-        self._kappa = np.where(cc, math.sqrt(COPULA_KAPPA), 1.0) if route == "rank" \
-            else np.ones(layout.q)
+        self.floor = max(self.sigma, 1e-9)
+        self._cont = np.asarray(layout.continuous)
+        self.correlation = correlation_of_matrix(self.moments, self._cont, route, self.floor)
+        self._kappa = np.where(self._cont, math.sqrt(COPULA_KAPPA), 1.0) \
+            if route == "rank" else np.ones(layout.q)
 
     def _cols(self, v: int) -> list[int]:
         return list(self.layout.blocks[v])
 
     def partial(self, x: int, y: int, S: tuple[int, ...]) -> Floats:
-        """The partial correlations of X's with Y's score columns given the rest."""
+        """The partial correlations of X's with Y's score columns given the rest (from
+        the whole projected correlation matrix)."""
         xs, ys = self._cols(x), self._cols(y)
         idx = xs + ys + [c for s in S for c in self._cols(s)]
         r, _ = _partials(self.correlation[np.ix_(idx, idx)], len(xs), len(ys))
         return r
+
+    def _sub(self, idx: list[int]) -> Floats:
+        rows = [0, *(1 + i for i in idx)] if self.route == "pearson" else idx
+        out: Floats = self.moments[np.ix_(rows, rows)]
+        return out
+
+    def _null_moments(self, sub: Floats, c: Floats, kx: int, ky: int,
+                      cont: NDArray[np.bool_]) -> Floats:
+        """``sub`` with its ``X x Y`` moments set to those of the nearest null."""
+        s = c.shape[0]
+        xs, ys, zs = np.arange(kx), np.arange(kx, kx + ky), np.arange(kx + ky, s)
+        if zs.size:
+            rho0 = c[np.ix_(xs, zs)] @ np.linalg.solve(c[np.ix_(zs, zs)], c[np.ix_(zs, ys)])
+        else:
+            rho0 = np.zeros((kx, ky))
+        if self.route == "rank":
+            both = cont[xs][:, None] & cont[ys][None, :]
+            rho0 = np.where(both, 6.0 / math.pi * np.arcsin(np.clip(rho0 / 2.0, -0.5, 0.5)),
+                            rho0)
+        g0 = sub.copy()
+        off = 1 if self.route == "pearson" else 0
+        if off:
+            m = sub[0, 1:]
+            var = np.diag(sub)[1:] - m * m
+        else:
+            m = np.zeros(s)
+            var = np.diag(sub).copy()
+        d = np.sqrt(np.maximum(var, self.floor))
+        block = rho0 * np.outer(d[xs], d[ys]) + np.outer(m[xs], m[ys])
+        g0[np.ix_(off + xs, off + ys)] = block
+        g0[np.ix_(off + ys, off + xs)] = block.T
+        return g0
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         x, y, S = validate_query(x, y, S, len(self.layout.blocks))
         xs, ys = self._cols(x), self._cols(y)
         kx, ky = len(xs), len(ys)
         idx = xs + ys + [c for s in S for c in self._cols(s)]
-        ix = np.ix_(idx, idx)
-        r, prec = _partials(self.correlation[ix], kx, ky)
+        cont = self._cont[idx]
+        sub = self._sub(idx)
+        c = correlation_of_matrix(sub, cont, self.route, self.floor)
+        r, prec = _partials(c, kx, ky)
         dx = np.sqrt(np.diag(prec))
         rx = prec[:kx, :kx] / np.outer(dx[:kx], dx[:kx])
         ry = prec[kx:kx + ky, kx:kx + ky] / np.outer(dx[kx:kx + ky], dx[kx:kx + ky])
         scale = np.kron(self._kappa[xs], self._kappa[ys])
         n_eff = max(self.n - len(idx) - 1, 1)
-        cov = np.kron(rx, ry) * np.outer(scale, scale) / n_eff
-        if self.replicates is not None:
-            reps, _ = _partials(self.replicates[:, idx][:, :, idx], kx, ky)
-            cov = cov + np.atleast_2d(np.cov(reps, rowvar=False))
+        samp = np.kron(rx, ry) * np.outer(scale, scale) / n_eff
         k = kx * ky
-        if k == 1:
-            z = float(r[0]) / math.sqrt(float(cov[0, 0]))
-            stat = z * z
-            pvalue = math.erfc(abs(z) / math.sqrt(2.0))
-        else:
-            from scipy.special import chdtrc
+        if self.sigma == 0:
+            stat = float(r @ np.linalg.solve(samp, r))
+            if k == 1:
+                pvalue = math.erfc(math.sqrt(stat / 2.0))
+            else:
+                from scipy.special import chdtrc
 
-            stat = float(r @ np.linalg.solve(cov, r))
-            pvalue = float(chdtrc(k, stat))
+                pvalue = float(chdtrc(k, stat))
+            return CIResult(pvalue > self.alpha, stat, pvalue)
+        g0 = self._null_moments(sub, c, kx, ky, cont)
+        size = g0.shape[0]
+        iu = np.triu_indices(size)
+        noise = np.zeros((self.draws, size, size))
+        e = self.rng.normal(0.0, self.sigma, size=(self.draws, iu[0].size))
+        if self.route == "pearson":
+            e[:, 0] = 0.0  # the constant (0, 0) entry is not released
+        noise[:, iu[0], iu[1]] = e
+        noise[:, iu[1], iu[0]] = e
+        reps, _ = _partials(correlation_of_matrix(g0[None] + noise, cont, self.route,
+                                                  self.floor), kx, ky)
+        v = np.atleast_2d(np.cov(reps, rowvar=False)) + samp
+        reps = reps + self.rng.standard_normal((self.draws, k)) @ np.linalg.cholesky(samp).T
+        vinv = np.linalg.inv(v)
+        stat = float(r @ vinv @ r)
+        null = np.einsum("bi,ij,bj->b", reps, vinv, reps)
+        pvalue = float((1 + np.count_nonzero(null >= stat)) / (self.draws + 1))
         return CIResult(pvalue > self.alpha, stat, pvalue)
 
 
