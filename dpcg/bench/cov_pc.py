@@ -200,8 +200,8 @@ def sachs_table(wheel: str, epsilons: tuple[float, ...] = (1.0, 5.0),
         for eps in epsilons:
             for seed in seeds:
                 t0 = time.perf_counter()
-                res = cov_pc(ds, epsilon=eps, delta=1e-6, test=test, seed=seed)
-                found = _skeleton(res.pc.cpdag.to_json())
+                priv = cov_pc(ds, epsilon=eps, delta=1e-6, test=test, seed=seed)
+                found = _skeleton(priv.pc.cpdag.to_json())
                 rows.append({"method": f"cov-pc --test {test}", "epsilon": eps,
                              "seed": seed, "f1": skeleton_f1(found, truth),
                              "edges": len(found), "seconds": time.perf_counter() - t0})

@@ -170,11 +170,13 @@ def correlation_of_matrix(g: Floats, continuous: NDArray[np.bool_], route: str,
 def _partials(sub: Floats, kx: int, ky: int) -> tuple[Floats, Floats]:
     """Partial correlations of the first ``kx`` columns with the next ``ky`` given all
     others (batched), and the precision matrix."""
-    prec = np.linalg.inv(sub)
+    prec = np.asarray(np.linalg.inv(sub), dtype=np.float64)
     diag = np.sqrt(np.diagonal(prec, axis1=-2, axis2=-1))
     block = prec[..., :kx, kx:kx + ky]
-    r = -block / (diag[..., :kx, None] * diag[..., None, kx:kx + ky])
-    return r.reshape(*r.shape[:-2], kx * ky), prec
+    r = np.asarray(-block / (diag[..., :kx, None] * diag[..., None, kx:kx + ky]),
+                   dtype=np.float64)
+    out: Floats = prec
+    return r.reshape(*r.shape[:-2], kx * ky), out
 
 
 class NoisyMomentTest:
@@ -242,18 +244,21 @@ class NoisyMomentTest:
 
     def _null_moments(self, sub: Floats, c: Floats, kx: int, ky: int,
                       cont: NDArray[np.bool_]) -> Floats:
-        """``sub`` with its ``X x Y`` moments set to those of the nearest null."""
+        """The moments of the nearest null: the projected correlation ``c`` of ``sub``
+        with its ``X x Y`` block replaced by ``C_XZ C_ZZ^-1 C_ZY`` (copula map undone),
+        at ``sub``'s (floored) variances and means."""
         s = c.shape[0]
         xs, ys, zs = np.arange(kx), np.arange(kx, kx + ky), np.arange(kx + ky, s)
         if zs.size:
             rho0 = c[np.ix_(xs, zs)] @ np.linalg.solve(c[np.ix_(zs, zs)], c[np.ix_(zs, ys)])
         else:
             rho0 = np.zeros((kx, ky))
+        c0 = c.copy()
+        c0[np.ix_(xs, ys)] = rho0
+        c0[np.ix_(ys, xs)] = rho0.T
         if self.route == "rank":
-            both = cont[xs][:, None] & cont[ys][None, :]
-            rho0 = np.where(both, 6.0 / math.pi * np.arcsin(np.clip(rho0 / 2.0, -0.5, 0.5)),
-                            rho0)
-        g0 = sub.copy()
+            both = cont[:, None] & cont[None, :]
+            c0 = np.where(both, 6.0 / math.pi * np.arcsin(np.clip(c0 / 2.0, -0.5, 0.5)), c0)
         off = 1 if self.route == "pearson" else 0
         if off:
             m = sub[0, 1:]
@@ -262,9 +267,9 @@ class NoisyMomentTest:
             m = np.zeros(s)
             var = np.diag(sub).copy()
         d = np.sqrt(np.maximum(var, self.floor))
-        block = rho0 * np.outer(d[xs], d[ys]) + np.outer(m[xs], m[ys])
-        g0[np.ix_(off + xs, off + ys)] = block
-        g0[np.ix_(off + ys, off + xs)] = block.T
+        g0 = sub.copy()
+        inner = c0 * np.outer(d, d) + np.outer(m, m)
+        g0[off:, off:] = inner
         return g0
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
