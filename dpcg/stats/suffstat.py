@@ -37,8 +37,8 @@ from dpcg.errors import StatisticInputError
 Floats = NDArray[np.float64]
 
 __all__ = ["moment_matrix", "moment_vector", "pearson_moment_sensitivity",
-           "pearson_scores", "rank_moment_sensitivity", "rank_scores",
-           "unit_scale", "upper_size"]
+           "pearson_scores", "rank_entry_sensitivity", "rank_moment_sensitivity",
+           "rank_scores", "register_moment_specs", "unit_scale", "upper_size"]
 
 
 def unit_scale(values: Floats, lower: float, upper: float) -> Floats:
@@ -140,3 +140,80 @@ def rank_moment_sensitivity(n: int, q: int) -> float:
     off = math.sqrt(q * (q - 1) / 2.0) * (n * n // 4) + q * half2
     diag2 = q * (n * (n - 1) / 4.0) ** 2
     return math.sqrt(off * off + diag2) / (n * half2)
+
+
+# ---------------------------------------------------------------------------------
+# Registry specs (one coordinate of each moment vector, on the audits' canonical input)
+# ---------------------------------------------------------------------------------
+
+
+def rank_entry_sensitivity(n: int) -> float:
+    """Replace-one bound of ONE off-diagonal coordinate ``T_jl / (n L^2)`` of the rank
+    moment vector: ``(floor(n^2/4) + 2 L^2) / (n L^2)`` (Lemma 2's per-coordinate step:
+    the two rank-shift sums are at most ``floor(n^2/4)/2`` each, the replaced row's own
+    product moves by at most ``2 L^2``)."""
+    n, _ = _check_n_q(n, 1)
+    half2 = ((n - 1) / 2.0) ** 2
+    return ((n * n // 4) + 2.0 * half2) / (n * half2)
+
+
+def _canonical_columns(x: NDArray[np.integer], y: NDArray[np.integer],
+                       strata: NDArray[np.integer]) -> Floats:
+    return np.column_stack([np.asarray(v, dtype=np.float64) for v in (x, y, strata)])
+
+
+def _stat_rank_entry(x: NDArray[np.integer], y: NDArray[np.integer],
+                     strata: NDArray[np.integer], **_: float) -> float:
+    u = rank_scores(_canonical_columns(x, y, strata))
+    return float(u[:, 0] @ u[:, 1]) / u.shape[0]
+
+
+def _sens_rank_entry(*, n: float) -> float:
+    return rank_entry_sensitivity(int(n))
+
+
+def _stat_pearson_entry(x: NDArray[np.integer], y: NDArray[np.integer],
+                        strata: NDArray[np.integer], *, cx: float, cy: float,
+                        **_: float) -> float:
+    ux = unit_scale(np.asarray(x, dtype=np.float64), 0.0, max(float(cx) - 1.0, 1.0))
+    uy = unit_scale(np.asarray(y, dtype=np.float64), 0.0, max(float(cy) - 1.0, 1.0))
+    return float(ux @ uy) / ux.size
+
+
+def _sens_pearson_entry(*, n: float, cx: float, cy: float) -> float:
+    return 2.0 / _check_n_q(int(n), 1)[0]
+
+
+def register_moment_specs() -> None:
+    """Register the per-coordinate specs (idempotent). The L2 bounds of the whole
+    vectors are searched by ``audits.sensitivity.moment_l2_audit``."""
+    from accounting.relations import Relation
+    from dpcg.stats.registry import StatisticSpec, get, register
+
+    specs = (
+        StatisticSpec(
+            name="rank-moment-entry", relation=Relation.REPLACE_ONE,
+            sensitivity=_sens_rank_entry,
+            assumptions="One off-diagonal coordinate (1/n) sum_i u_ix u_iy of cov-pc's rank "
+            "moment vector, u = centred midranks / ((n-1)/2) of each column (ties allowed; "
+            "the canonical x, y, strata codes are three columns); n public. Bound "
+            "(floor(n^2/4) + (n-1)^2/2) / (n ((n-1)/2)^2) ~ 6/n.",
+            proof_note="docs/privacy/statistics-moment-matrix.md",
+            statistic=_stat_rank_entry, public_params=("n",)),
+        StatisticSpec(
+            name="pearson-moment-entry", relation=Relation.REPLACE_ONE,
+            sensitivity=_sens_pearson_entry,
+            assumptions="One coordinate (1/n) sum_i u_ix u_iy of cov-pc's Pearson moment "
+            "vector, codes mapped to [-1, 1] by their declared cardinalities (public); n "
+            "public. Bound 2/n.",
+            proof_note="docs/privacy/statistics-moment-matrix.md",
+            statistic=_stat_pearson_entry, public_params=("n", "cx", "cy")),
+    )
+    for spec in specs:
+        try:
+            get(spec.name, spec.relation)
+        except StatisticInputError:
+            register(spec)
+
+
+register_moment_specs()
