@@ -165,7 +165,7 @@ def _canonical_columns(x: NDArray[np.integer], y: NDArray[np.integer],
 def _stat_rank_entry(x: NDArray[np.integer], y: NDArray[np.integer],
                      strata: NDArray[np.integer], **_: float) -> float:
     u = rank_scores(_canonical_columns(x, y, strata))
-    return float(u[:, 0] @ u[:, 1]) / u.shape[0]
+    return float(u[:, 0] @ u[:, 1]) / float(u.shape[0])
 
 
 def _sens_rank_entry(*, n: float) -> float:
