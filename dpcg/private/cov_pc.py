@@ -111,7 +111,7 @@ class CovPlan:
 
     def describe(self) -> dict[str, object]:
         return {"rule": self.rule, "route": self.route, "releases_planned": 1,
-                "dimension": self.dimension, "l2_sensitivity": self.mechanism.l2_sensitivity,
+                "dimension": self.dimension, "sensitivity_l2": self.mechanism.l2_sensitivity,
                 "sigma": self.mechanism.sigma, "null_draws": self.draws,
                 "max_depth": self.max_depth}
 

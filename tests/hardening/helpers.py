@@ -13,7 +13,7 @@ from dpcg.cli import main
 from dpcg.datasets.sem import random_sem
 
 #: The six private algorithms of the registry (a test-only algorithm is not released).
-PRIVATE = ("curate", "em-pc", "laplace-pc", "priv-pc", "private-ci-pc", "svt-pc")
+PRIVATE = ("cov-pc", "curate", "em-pc", "laplace-pc", "priv-pc", "private-ci-pc", "svt-pc")
 
 
 @dataclass
@@ -42,7 +42,7 @@ def continuous_table(tmp: Path) -> tuple[Path, Path]:
 
 
 def source_args(name: str, tmp: Path) -> list[str]:
-    if name == "private-ci-pc":
+    if name in ("private-ci-pc", "cov-pc"):
         data, schema = continuous_table(tmp / "shared")
         return ["--data", str(data), "--schema", str(schema), "--dataset-id", "sem4"]
     return ["--dataset", "asia", "--rows", "2000"]
