@@ -46,6 +46,7 @@ from accounting.session import Session
 from dpcg.citests.noisy_gaussian import NoisyMomentTest, ScoreLayout, score_matrix
 from dpcg.citests.registry import NoOptions, TestSpec, option, register_test
 from dpcg.data.dataset import Dataset
+from dpcg.data.schema import Schema
 from dpcg.errors import AlgorithmError
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.private.contract import RunSettings, ScoreCache
@@ -59,7 +60,8 @@ from dpcg.stats.suffstat import (
     upper_size,
 )
 
-__all__ = ["ALGORITHM", "CovPC", "CovPCParams", "CovPlan", "CovSource", "cov_pc"]
+__all__ = ["ALGORITHM", "CovPC", "CovPCParams", "CovPlan", "CovSource", "auto_choice",
+           "cov_pc"]
 
 #: ``--test`` name -> route of :func:`dpcg.citests.noisy_gaussian.score_matrix`.
 ROUTE_OF = {"cov-rank": "rank", "cov-pearson": "pearson"}
@@ -176,6 +178,19 @@ class CovPC:
 
 
 ALGORITHM = register_algorithm(CovPC())
+
+
+def auto_choice(schema: Schema) -> tuple[str, str] | None:
+    """``(algorithm, test)`` for ``--algorithm auto`` on ``schema``: ``("cov-pc",
+    "cov-rank")`` when any column is continuous (continuous or mixed schemas: the rank
+    route needs no bounds and takes ordinal, binary and nominal columns), ``None`` for
+    an all-discrete schema (the discrete family decides). A function of the public
+    schema only."""
+    if not isinstance(schema, Schema):
+        raise AlgorithmError(f"schema: expected a Schema, got {type(schema).__name__}")
+    if schema.is_discrete:
+        return None
+    return ALGORITHM.name, ALGORITHM.default_test
 
 for _name, _route in ROUTE_OF.items():
     register_test(TestSpec(

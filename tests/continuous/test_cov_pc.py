@@ -217,3 +217,12 @@ def test_bad_values_spend_nothing(kind: str, fragment: str, test: str, tmp_path:
 def test_bad_draws_refused() -> None:
     with pytest.raises(AlgorithmError, match="null_draws"):
         cov_pc(_mixed(200), epsilon=1.0, null_draws=3)
+
+
+def test_auto_choice_reads_the_schema_only() -> None:
+    from dpcg.private.cov_pc import auto_choice
+
+    assert auto_choice(_mixed(50).schema) == ("cov-pc", "cov-rank")
+    assert auto_choice(Schema([Ordinal("a", ("0", "1")), Categorical("b", ("x", "y"))])) is None
+    with pytest.raises(AlgorithmError, match="schema"):
+        auto_choice("not a schema")  # type: ignore[arg-type]
