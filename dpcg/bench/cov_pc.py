@@ -8,13 +8,13 @@ tests on null data, and skeleton F1 on the Sachs flow-cytometry data.
   Sachs data read from the ``cdt`` 0.6.0 wheel (``pip download cdt==0.6.0 --no-deps``);
   the data is never copied into the package.
 
-Run ``python -m dpcg.bench.cov_pc type1`` or ``python -m dpcg.bench.cov_pc sachs WHEEL``.
+Run ``python -m dpcg.bench.cov_pc type1 [REPS]``, ``python -m dpcg.bench.cov_pc sachs
+WHEEL`` or ``python -m dpcg.bench.cov_pc scale P N``.
 """
 
 from __future__ import annotations
 
 import io
-import math
 import sys
 import time
 import zipfile
@@ -208,7 +208,35 @@ def sachs_table(wheel: str, epsilons: tuple[float, ...] = (1.0, 5.0),
     return rows
 
 
+def scale_run(p: int, n: int, *, epsilon: float = 1.0, seed: int = 0) -> dict[str, float]:
+    """cov-PC (rank route) on a random linear-Gaussian DAG of ``p`` nodes (edge
+    probability ``2/p`` in a fixed order, weights +-[0.5, 1]) with ``n`` rows:
+    CPU seconds, number of tests and skeleton F1."""
+    from dpcg.private.cov_pc import cov_pc
+
+    rng = np.random.default_rng(seed)
+    w = np.triu(rng.uniform(0.5, 1.0, (p, p)) * (rng.random((p, p)) < 2.0 / p)
+                * rng.choice([-1.0, 1.0], (p, p)), 1)
+    x = np.zeros((n, p))
+    for j in range(p):
+        x[:, j] = x @ w[:, j] + rng.standard_normal(n)
+    x = np.clip(x / x.std(axis=0), -BOUND, BOUND)
+    names = tuple(f"v{i}" for i in range(p))
+    truth = {frozenset((names[i], names[j])) for i in range(p) for j in range(p)
+             if w[i, j] != 0}
+    ds = Dataset.from_numpy(x, Schema(_cont(names)))
+    t0 = time.process_time()
+    res = cov_pc(ds, epsilon=epsilon, seed=seed)
+    cpu = time.process_time() - t0
+    found = _skeleton(res.pc.cpdag.to_json())
+    return {"p": p, "n": n, "cpu_seconds": cpu, "tests": len(res.pc.tests),
+            "f1": skeleton_f1(found, truth)}
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "scale":
+        print(scale_run(int(argv[1]), int(argv[2])))
+        return 0
     if argv and argv[0] == "sachs":
         for row in sachs_table(argv[1]):
             print(row)
@@ -230,5 +258,4 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 __all__ = ["DESIGNS", "Type1", "binomial_band", "null_rejections", "read_sachs",
-           "sachs_table", "skeleton_f1"]
-_ = math
+           "sachs_table", "scale_run", "skeleton_f1"]
