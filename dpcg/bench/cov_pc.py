@@ -87,8 +87,22 @@ def marginal_mixed(n: int, rng: np.random.Generator) -> tuple[Dataset, int, int,
                                  encoded=True), 0, 1, ())
 
 
+def binary_confounder(n: int, rng: np.random.Generator) -> tuple[Dataset, int, int,
+                                                                   tuple[int, ...]]:
+    """A binary ``Z`` shifts two continuous columns: ``X _||_ Y | Z`` (a continuous pair
+    conditioned on a discrete column, where the copula map and the rank scale meet)."""
+    z = rng.integers(0, 2, n)
+    x = np.clip(1.5 * z + rng.standard_normal(n), -BOUND, BOUND)
+    y = np.clip(-1.2 * z + rng.standard_normal(n), -BOUND, BOUND)
+    schema = Schema([Continuous("X", -BOUND, BOUND), Continuous("Y", -BOUND, BOUND),
+                     Categorical("Z", ("no", "yes"))])
+    return (Dataset.from_columns([x, y, z.astype(np.int64)], schema, encoded=True), 0, 1,
+            (2,))
+
+
 DESIGNS: dict[str, Design] = {"gaussian": gaussian_chain, "skewed": skewed_chain,
-                              "mixed": mixed_chain, "mixed-marginal": marginal_mixed}
+                              "mixed": mixed_chain, "mixed-marginal": marginal_mixed,
+                              "binary-confounder": binary_confounder}
 
 
 @dataclass(frozen=True)
@@ -244,7 +258,9 @@ def main(argv: list[str]) -> int:
     reps = int(argv[1]) if len(argv) > 1 else 200
     for design, test in (("gaussian", "cov-pearson"), ("gaussian", "cov-rank"),
                          ("skewed", "cov-rank"), ("mixed", "cov-rank"),
-                         ("mixed-marginal", "cov-rank"), ("mixed", "cov-pearson")):
+                         ("mixed-marginal", "cov-rank"), ("mixed", "cov-pearson"),
+                         ("binary-confounder", "cov-rank"),
+                         ("binary-confounder", "cov-pearson")):
         for n in (1_000, 10_000, 100_000):
             r = null_rejections(design, test, n, reps=reps, seed=n)
             lo, hi = binomial_band(reps)

@@ -223,8 +223,6 @@ class NoisyMomentTest:
         self.floor = max(self.sigma, 1e-9)
         self._cont = np.asarray(layout.continuous)
         self.correlation = correlation_of_matrix(self.moments, self._cont, route, self.floor)
-        self._kappa = np.where(self._cont, math.sqrt(COPULA_KAPPA), 1.0) \
-            if route == "rank" else np.ones(layout.q)
 
     def _cols(self, v: int) -> list[int]:
         return list(self.layout.blocks[v])
@@ -277,14 +275,20 @@ class NoisyMomentTest:
         xs, ys = self._cols(x), self._cols(y)
         kx, ky = len(xs), len(ys)
         idx = xs + ys + [c for s in S for c in self._cols(s)]
+        # the copula map only when every column of the test is continuous: a discrete
+        # column anywhere keeps the whole test on the rank (score) scale, where
+        # conditioning on binary / one-hot columns is exact (docs/continuous.md)
         cont = self._cont[idx]
+        if not cont.all():
+            cont = np.zeros_like(cont)
         sub = self._sub(idx)
         c = correlation_of_matrix(sub, cont, self.route, self.floor)
         r, prec = _partials(c, kx, ky)
         dx = np.sqrt(np.diag(prec))
         rx = prec[:kx, :kx] / np.outer(dx[:kx], dx[:kx])
         ry = prec[kx:kx + ky, kx:kx + ky] / np.outer(dx[kx:kx + ky], dx[kx:kx + ky])
-        scale = np.kron(self._kappa[xs], self._kappa[ys])
+        kappa = math.sqrt(COPULA_KAPPA) if self.route == "rank" and cont.all() else 1.0
+        scale = np.full(kx * ky, kappa)
         n_eff = max(self.n - len(idx) - 1, 1)
         samp = np.kron(rx, ry) * np.outer(scale, scale) / n_eff
         k = kx * ky
