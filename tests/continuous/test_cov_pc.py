@@ -121,7 +121,8 @@ REPS = 60
 @pytest.mark.parametrize("n", [1_000, 10_000, 100_000])
 @pytest.mark.parametrize(("design", "test"), [("gaussian", "cov-pearson"),
                                               ("skewed", "cov-rank"),
-                                              ("mixed", "cov-rank")])
+                                              ("mixed", "cov-rank"),
+                                              ("binary-confounder", "cov-rank")])
 def test_type1_error_in_band(design: str, test: str, n: int) -> None:
     """Validity at every n (never above the band); in the band once the release noise
     no longer dominates (n >= 1e4). At n = 1e3 and eps = 1 the simulated null of a
