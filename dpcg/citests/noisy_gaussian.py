@@ -11,7 +11,7 @@ release is post-processing (``cov-pc``, :mod:`dpcg.private.cov_pc`).
 * :class:`NoisyMomentTest` turns the released vector into a correlation matrix
   (Pearson route: means and second moments -> covariance -> correlation; rank route:
   tie-corrected Spearman correlations, mapped to the Gaussian-copula correlation
-  ``2 sin(pi r / 6)`` for pairs of continuous columns), projects it onto the
+  ``2 sin(pi r / 6)`` in a test whose columns are all continuous), projects it onto the
   positive-definite matrices (eigenvalues floored at :data:`EIGEN_FLOOR`, unit diagonal
   restored), and tests ``X _||_ Y | S`` by the partial correlations of X's and Y's
   score columns given all the others (the precision matrix's ``X x Y`` block is zero
@@ -141,7 +141,8 @@ def correlation_of_matrix(g: Floats, continuous: NDArray[np.bool_], route: str,
     """Correlation matrix (batched over leading axes) of a symmetric (noisy) moment
     matrix ``g`` (Pearson route: ``k + 1`` rows, the first the means; rank route: ``k``):
     variances floored at ``floor``, entries clipped to ``[-1, 1]``, copula map
-    ``2 sin(pi r / 6)`` on pairs of continuous columns (rank route), then projected onto
+    ``2 sin(pi r / 6)`` on pairs of columns flagged ``continuous`` (rank route; the
+    tester flags them only when all columns of its test are continuous), then projected onto
     the positive-definite matrices (eigenvalues floored at :data:`EIGEN_FLOOR`) with unit
     diagonal."""
     if route == "pearson":

@@ -20,7 +20,7 @@ from the released vector (:class:`dpcg.citests.noisy_gaussian.NoisyMomentTest`),
 is post-processing: the number of tests, their order and the depth cost nothing.
 
 * ``--test cov-rank`` (default): centred midranks scaled to ``[-1, 1]``, tie-corrected
-  Spearman matrix, Gaussian-copula map for continuous pairs. Needs no bounds; ordinal and
+  Spearman matrix, Gaussian-copula map in all-continuous tests. Needs no bounds; ordinal and
   binary columns enter with their ties, nominal columns of ``K > 2`` categories as
   ``K - 1`` indicators. Sensitivity :func:`dpcg.stats.suffstat.rank_moment_sensitivity`.
 * ``--test cov-pearson``: columns clipped to their declared bounds and scaled to
