@@ -133,6 +133,7 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
         out.extend(ci_test_items())
     except ImportError as exc:  # pragma: no cover - depends on the continuous room
         notes.append(f"PrivGCM / PrivCRT audits skipped: {exc}")
+    out.extend(cov_pc_items(full))
     return out
 
 
@@ -247,3 +248,87 @@ def ci_test_items() -> list[Any]:
         EmpiricalItem("algorithm", f"PrivCRT test (eps={EPS:g}, m=19, p-value)",
                       ci_test_sampler("crt"), pair, EPS, scale=-1.0),
     ]
+
+
+# ---------------------------------------------------------------------------------
+# cov-pc: one zCDP release of a moment vector, then PC as post-processing
+# ---------------------------------------------------------------------------------
+
+#: delta of the cov-pc audits (the run's declared (EPS, COV_DELTA) guarantee)
+COV_DELTA = 1e-6
+#: replicates of each test's simulated null in the audit runs (public; small = fast)
+COV_DRAWS = 20
+
+
+def cov_dataset(values: Any) -> Any:
+    """The (n, 3) array of :func:`continuous_pair` as a dataset with bounds [-1, 1]."""
+    from dpcg.data.dataset import Dataset
+    from dpcg.data.schema import Continuous, Schema
+
+    arr = np.asarray(values, dtype=np.float64)
+    schema = Schema([Continuous(c, -1.0, 1.0) for c in ("x", "y", "z")])
+    return Dataset.from_numpy(arr, schema)
+
+
+def cov_pc_sampler(test: str, output: str) -> Callable[[Any, int, np.random.Generator], Any]:
+    """``n`` runs of cov-pc (``test`` = ``cov-rank`` or ``cov-pearson``) at
+    ``(EPS, COV_DELTA)``, each in a fresh session with a fresh seed. ``output``:
+    ``"graph"`` (the CPDAG, coded as an integer) or ``"release"`` (the released moment
+    of x and y: the release itself, before any post-processing)."""
+    from accounting.costs import Budget
+    from accounting.session import Session
+    from dpcg.private.contract import RunSettings
+    from dpcg.private.cov_pc import ALGORITHM, CovPCParams, cov_pc
+
+    cache: dict[int, Any] = {}
+    codes: dict[str, int] = {}
+
+    def data(values: Any) -> Any:
+        key = id(values)
+        if key not in cache:
+            cache[key] = cov_dataset(values)
+        return cache[key]
+
+    def run(values: Any, n: int, rng: np.random.Generator) -> Any:
+        ds = data(values)
+        seeds = rng.integers(0, 2**63 - 1, size=n)
+        if output == "graph":
+            out = np.empty(n, dtype=np.int64)
+            for i, s in enumerate(seeds):
+                res = cov_pc(ds, epsilon=EPS, delta=COV_DELTA, test=test, seed=int(s),
+                             null_draws=COV_DRAWS)
+                key = json.dumps(res.pc.cpdag.to_json(), sort_keys=True, default=str)
+                out[i] = codes.setdefault(key, len(codes))
+            return out
+        settings = RunSettings(epsilon=EPS, delta=COV_DELTA, test=test)
+        source = ALGORITHM.source(ds, settings, None)
+        plan = ALGORITHM.plan(CovPCParams(null_draws=COV_DRAWS), settings, source)
+        vals = np.empty(n, dtype=np.float64)
+        off = 1 if test == "cov-pearson" else 0
+        for i, s in enumerate(seeds):
+            session = Session(Budget(EPS, COV_DELTA), rule="zcdp", seed=int(s))
+            tester = ALGORITHM.tester(plan, source, session)
+            vals[i] = tester.moments[off, off + 1]
+        return vals
+
+    return run
+
+
+def cov_pc_items(full: bool = True) -> list[Any]:
+    """cov-pc's release (the x-y moment; both profiles) and whole run (the CPDAG; full
+    profile only), both routes."""
+    from audits.suite import EmpiricalItem
+
+    pair = continuous_pair()
+    out = []
+    for test in ("cov-rank", "cov-pearson"):
+        out.append(EmpiricalItem(
+            "algorithm", f"cov-pc --test {test} (eps={EPS:g}, delta={COV_DELTA:g}, released "
+            "x-y moment)", cov_pc_sampler(test, "release"), pair, EPS,
+            declared_delta=COV_DELTA, scale=-1.0))
+        if not full:
+            continue
+        out.append(EmpiricalItem(
+            "algorithm", f"cov-pc --test {test} (eps={EPS:g}, delta={COV_DELTA:g}, whole run)",
+            cov_pc_sampler(test, "graph"), pair, EPS, declared_delta=COV_DELTA, scale=-1.0))
+    return out

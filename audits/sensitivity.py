@@ -465,6 +465,11 @@ CASES: dict[str, DiscreteCase] = {
                                   block_n=(3, 24)),
     "gcm-residual-product-sum": DiscreteCase(n_range=(3, 20), max_cx=4, max_cy=4, max_k=4,
                                              block_n=(3, 24)),
+    # cov-pc's moment vectors, one coordinate (dpcg.stats.suffstat); the whole vectors'
+    # L2 bounds: moment_l2_audit
+    "rank-moment-entry": DiscreteCase(n_range=(2, 30), max_cx=6, max_cy=6, max_k=6,
+                                      block_n=(2, 400)),
+    "pearson-moment-entry": DiscreteCase(n_range=(2, 30), max_cx=5, max_cy=5, max_k=4),
 }
 
 
@@ -511,7 +516,15 @@ def constructions(spec: Any) -> list[Pair]:
     name = spec.name
     r1 = Relation(spec.relation) is Relation.REPLACE_ONE
     out: list[Pair] = []
-    if name == "n-cmi" and r1:
+    if name == "pearson-moment-entry":
+        # every row at (1, 1) on the [-1, 1] scale; the last becomes (1, -1): the
+        # product moves from 1 to -1, i.e. by 2/n (the bound, attained)
+        for m in (10, 100):
+            before = _rows((m, 2, 2, 0))
+            out.append(_construction_pair(spec, before, (2, 0, 0),
+                                          None, f"construction: {m} rows at (1, 1)",
+                                          cards=(3, 3)))
+    elif name == "n-cmi" and r1:
         # stratum 0: m rows (0,1), m rows (1,0) and the row (0,0), whose removal raises
         # F by about g(2m) - 2 ln 2; it moves to stratum 1 of m rows (0,0) as (1,1),
         # raising F by g(m): together ~(2 ln(n/2) + 2 - 1.39) vs 2 g(n-1) ~ 2 ln n + 2.
@@ -698,7 +711,8 @@ def audit_all(effort: Effort = QUICK, seed: int = 0,
     generator in :data:`CASES`."""
     import dpcg.citests.continuous_specs
     import dpcg.citests.private
-    import dpcg.stats  # noqa: F401
+    import dpcg.stats
+    import dpcg.stats.suffstat  # noqa: F401
     from dpcg.stats.registry import all_specs
 
     specs = all_specs()
@@ -870,3 +884,72 @@ def gcm_grouped_audit(effort: Effort, seed: int) -> SensitivityResult:
 
 
 FloatVec = NDArray[np.float64]
+
+
+# ---------------------------------------------------------------------------------
+# cov-pc's moment vectors: the L2 change of the whole vector (dpcg.stats.suffstat)
+# ---------------------------------------------------------------------------------
+
+
+def moment_l2_audit(route: str, effort: Effort, seed: int) -> SensitivityResult:
+    """Random search and hill climbing on the replace-one L2 change of cov-pc's moment
+    vector (``route`` ``"rank"``: midranks, ties; ``"pearson"``: rows in ``[-1, 1]``)
+    against :func:`~dpcg.stats.suffstat.rank_moment_sensitivity` /
+    :func:`~dpcg.stats.suffstat.pearson_moment_sensitivity`.
+
+    Tables of ``n`` rows and ``q`` columns with values on a few levels (ties) or on the
+    grid's extremes; moves: the replacement row, which row is replaced, and one other
+    cell."""
+    from dpcg.stats.suffstat import (
+        moment_vector,
+        pearson_moment_sensitivity,
+        rank_moment_sensitivity,
+        rank_scores,
+    )
+
+    rng = np.random.default_rng(seed)
+    result = SensitivityResult(f"cov-pc {route} moment vector", Relation.REPLACE_ONE.value)
+    pearson = route == "pearson"
+
+    def vec(a: NDArray[np.float64]) -> NDArray[np.float64]:
+        return moment_vector(a, True) if pearson else moment_vector(rank_scores(a), False)
+
+    restarts = max(effort.restarts * 5, 10)
+    steps = max(effort.steps // 2, 40)
+    for r in range(restarts):
+        n = int(rng.integers(2, 40))
+        q = int(rng.integers(1, 5))
+        levels = np.array([-1.0, 0.0, 1.0]) if r % 2 else np.linspace(-1.0, 1.0, 5)
+        bound = pearson_moment_sensitivity(n, q) if pearson else rank_moment_sensitivity(n, q)
+        a = rng.choice(levels, (n, q))
+        i = int(rng.integers(0, n))
+        row = rng.choice(levels, q)
+
+        def l2(a: NDArray[np.float64], i: int, row: NDArray[np.float64]) -> float:
+            b = a.copy()
+            b[i] = row
+            return float(np.linalg.norm(vec(a) - vec(b)))
+
+        cur = l2(a, i, row)
+        for _ in range(steps):
+            na, ni, nrow = a, i, row
+            move = rng.random()
+            if move < 0.4:
+                nrow = row.copy()
+                nrow[int(rng.integers(0, q))] = rng.choice(levels)
+            elif move < 0.6:
+                ni = int(rng.integers(0, n))
+            else:
+                na = a.copy()
+                na[int(rng.integers(0, n)), int(rng.integers(0, q))] = rng.choice(levels)
+            g = l2(na, ni, nrow)
+            result.evaluations += 1
+            if g >= cur:
+                cur, a, i, row = g, na, ni, nrow
+        ratio = cur / bound
+        result.by_method["local-search"] = max(result.by_method.get("local-search", 0.0), ratio)
+        if ratio > result.max_ratio:
+            result.max_ratio, result.max_gap, result.bound_at_max = ratio, cur, bound
+            result.witness = (f"n={n}, q={q}, row {i} -> {np.round(row, 3).tolist()}; "
+                              f"L2 change {cur:.5f} vs bound {bound:.5f}")
+    return result

@@ -551,6 +551,23 @@ def _sensitivity_rows(profile: Profile, seed: int, result: SuiteResult,
     ))
 
 
+def _moment_rows(profile: Profile, seed: int, result: SuiteResult,
+                 progress: Progress) -> None:
+    """cov-pc's moment vectors: the L2 change of the whole released vector."""
+    from audits import sensitivity as sens
+
+    for j, route in enumerate(("rank", "pearson")):
+        progress(f"sensitivity: cov-pc {route} moment vector (L2)")
+        t0 = time.perf_counter()
+        r = sens.moment_l2_audit(route, profile.sensitivity, seed + 11 + j)
+        result.rows.append(Row(
+            "statistic", f"cov-pc {route} moment vector (replace-one, L2)", "sensitivity",
+            f"{route}_moment_sensitivity(n, q)", r.max_gap, "search", r.max_ratio,
+            r.evaluations, False, r.violated, f"worst: {r.witness}",
+            time.perf_counter() - t0,
+        ))
+
+
 def _fmt_methods(m: dict[str, float]) -> str:
     return "{" + ", ".join(f"{k}: {v:.3g}" for k, v in m.items()) + "}"
 
@@ -579,6 +596,7 @@ def run_suite(profile: Profile, seed: int = 20261122,
     _run_empirical(items, profile, seed, result, say)
     _exact_rows(result, say)
     _sensitivity_rows(profile, seed, result, say)
+    _moment_rows(profile, seed, result, say)
     _accountant_rows(result, say)
     result.seconds = time.perf_counter() - t0
     result.cpu_seconds = time.process_time() - c0

@@ -67,7 +67,7 @@ def test_mutant_spec_is_flagged_by_search_alone() -> None:
 #: Statistics whose declared bound the audit does not reach to 0.8 (docs/audits.md,
 #: "Where 0.8 is not reached, and why"); every other one must.
 BELOW_TARGET = {"spearman-rho-a", "conditional-spearman-z", "crt-statistic",
-                "gcm-residual-product-sum"}
+                "gcm-residual-product-sum", "rank-moment-entry"}
 
 
 def test_constructions_reach_the_tightness_target() -> None:

@@ -1,0 +1,334 @@
+"""Gaussian CI tests on a released (noisy) second-moment matrix: every test after the one
+release is post-processing (``cov-pc``, :mod:`dpcg.private.cov_pc`).
+
+* :func:`score_matrix` maps a dataset to the ``n x q`` score matrix of
+  :mod:`dpcg.stats.suffstat` (``route="pearson"``: declared bounds; ``route="rank"``:
+  midranks, no bounds), with a :class:`ScoreLayout` saying which score columns belong to
+  which variable (a nominal variable of ``K > 2`` categories has ``K - 1`` indicator
+  columns; any other variable one) and which are continuous. Bad values (NaN, inf,
+  outside the declared bounds or categories) are refused here, before anything is
+  charged, naming the column and the rule, never a value or a row.
+* :class:`NoisyMomentTest` turns the released vector into a correlation matrix
+  (Pearson route: means and second moments -> covariance -> correlation; rank route:
+  tie-corrected Spearman correlations, mapped to the Gaussian-copula correlation
+  ``2 sin(pi r / 6)`` in a test whose columns are all continuous), projects it onto the
+  positive-definite matrices (eigenvalues floored at :data:`EIGEN_FLOOR`, unit diagonal
+  restored), and tests ``X _||_ Y | S`` by the partial correlations of X's and Y's
+  score columns given all the others (the precision matrix's ``X x Y`` block is zero
+  under conditional independence of jointly Gaussian scores).
+
+The null distribution accounts for the release noise: the statistic's covariance is
+the Fisher sampling covariance ``kappa / (n - s - 1) (R_X kron R_Y)`` (``s`` score
+columns in the test, ``kappa = pi^2/9`` for copula-mapped Spearman entries, else 1)
+**plus** the release-noise covariance, estimated from ``draws`` replicates of the
+whole post-processing applied to ``released + N(0, sigma^2 I)`` (a parametric
+bootstrap from the PUBLIC noise scale ``sigma``; its randomness is not privacy noise
+and uses only the released vector). The Wald statistic ``r^T V^-1 r`` is referred to
+``chi^2`` with ``k_X k_Y`` degrees of freedom. ``sigma = 0`` (no release) gives the
+non-private test ``--test copula``. Proof note: ``docs/privacy/algorithm-cov-pc.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcg.citests.base import CIResult, validate_query
+from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test
+from dpcg.data.dataset import Dataset
+from dpcg.data.schema import Categorical, Continuous, Ordinal
+from dpcg.errors import CITestError, DataValidationError
+from dpcg.stats.suffstat import moment_matrix, moment_vector, pearson_scores, rank_scores
+
+Floats = NDArray[np.float64]
+
+__all__ = ["EIGEN_FLOOR", "ROUTES", "NoisyMomentTest", "ScoreLayout", "correlation_from_moments",
+           "score_matrix"]
+
+ROUTES = ("rank", "pearson")
+#: Smallest eigenvalue kept by the positive-definite projection (a public constant).
+EIGEN_FLOOR = 1e-3
+#: Variance inflation of a Gaussian-copula correlation ``2 sin(pi r_s / 6)`` estimated
+#: from Spearman's ``r_s`` at independence: ``(pi / 3)^2`` (``Var r_s = 1/(n - 1)``).
+COPULA_KAPPA = math.pi ** 2 / 9.0
+
+
+@dataclass(frozen=True)
+class ScoreLayout:
+    """Score columns of each variable and which score columns are continuous."""
+
+    blocks: tuple[tuple[int, ...], ...]
+    continuous: tuple[bool, ...]
+
+    @property
+    def q(self) -> int:
+        return len(self.continuous)
+
+
+def _finite_in_bounds(values: Floats, col: Continuous) -> None:
+    v = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        raise DataValidationError(f"column {col.name!r}: continuous values must be finite "
+                                  "numbers (rule: no NaN or infinite values)")
+    if np.any(v < col.lower) or np.any(v > col.upper):
+        raise DataValidationError(f"column {col.name!r}: a value is outside the declared "
+                                  f"bounds [{col.lower!r}, {col.upper!r}] (rule: continuous "
+                                  "values lie within their bounds)")
+
+
+def _codes(values: NDArray[np.generic], name: str, k: int) -> NDArray[np.int64]:
+    c = np.asarray(values)
+    if c.dtype.kind not in "iu" or (c.size and (int(c.min()) < 0 or int(c.max()) >= k)):
+        raise DataValidationError(f"column {name!r}: codes must lie in the declared "
+                                  f"categories [0, {k}) (rule: declared categories only)")
+    return c.astype(np.int64)
+
+
+def score_matrix(dataset: Dataset, route: str) -> tuple[Floats, ScoreLayout]:
+    """The ``n x q`` score matrix of ``dataset`` for ``route`` and its layout."""
+    if route not in ROUTES:
+        raise CITestError(f"route: choose one of {ROUTES}, got {route!r}")
+    if dataset.n < 4:
+        raise CITestError("cov-pc needs at least 4 rows (n is public)")
+    cols: list[Floats] = []
+    bounds: list[tuple[float, float]] = []
+    blocks: list[tuple[int, ...]] = []
+    cont: list[bool] = []
+    for j, col in enumerate(dataset.schema.columns):
+        raw = dataset.column(j)
+        start = len(cols)
+        if isinstance(col, Continuous):
+            _finite_in_bounds(raw, col)
+            cols.append(np.asarray(raw, dtype=np.float64))
+            bounds.append((col.lower, col.upper))
+            cont.append(True)
+        elif isinstance(col, Ordinal) or (isinstance(col, Categorical)
+                                          and col.cardinality <= 2):
+            k = int(col.cardinality)
+            codes = _codes(raw, col.name, k)
+            cols.append(codes.astype(np.float64))
+            bounds.append((0.0, float(max(k - 1, 1))))
+            cont.append(False)
+        elif isinstance(col, Categorical):
+            k = int(col.cardinality)
+            codes = _codes(raw, col.name, k)
+            for level in range(k - 1):  # the last category is the reference
+                cols.append((codes == level).astype(np.float64))
+                bounds.append((0.0, 1.0))
+                cont.append(False)
+        else:  # pragma: no cover - every schema column kind is handled above
+            raise CITestError(f"column {col.name!r}: unsupported column kind")
+        blocks.append(tuple(range(start, len(cols))))
+    layout = ScoreLayout(tuple(blocks), tuple(cont))
+    if route == "pearson":
+        return pearson_scores(cols, bounds), layout
+    return rank_scores(np.column_stack(cols)), layout
+
+
+def correlation_from_moments(moments: Floats, layout: ScoreLayout, route: str,
+                             floor: float) -> Floats:
+    """The projected correlation matrix of a whole (noisy) moment vector (see
+    :func:`correlation_of_matrix`). Post-processing of the release only."""
+    g = moment_matrix(moments, layout.q, route == "pearson")
+    return correlation_of_matrix(g, np.asarray(layout.continuous), route, floor)
+
+
+def correlation_of_matrix(g: Floats, continuous: NDArray[np.bool_], route: str,
+                          floor: float) -> Floats:
+    """Correlation matrix (batched over leading axes) of a symmetric (noisy) moment
+    matrix ``g`` (Pearson route: ``k + 1`` rows, the first the means; rank route: ``k``):
+    variances floored at ``floor``, entries clipped to ``[-1, 1]``, copula map
+    ``2 sin(pi r / 6)`` on pairs of columns flagged ``continuous`` (rank route; the
+    tester flags them only when all columns of its test are continuous), then projected onto
+    the positive-definite matrices (eigenvalues floored at :data:`EIGEN_FLOOR`) with unit
+    diagonal."""
+    if route == "pearson":
+        m = g[..., 0, 1:]
+        cov = g[..., 1:, 1:] - m[..., :, None] * m[..., None, :]
+    else:
+        cov = g
+    q = cov.shape[-1]
+    d = np.sqrt(np.maximum(np.diagonal(cov, axis1=-2, axis2=-1), floor))
+    c = np.clip(cov / (d[..., :, None] * d[..., None, :]), -1.0, 1.0)
+    if route == "rank":
+        both = continuous[:, None] & continuous[None, :]
+        c = np.where(both, 2.0 * np.sin(math.pi * c / 6.0), c)
+    idx = np.arange(q)
+    c[..., idx, idx] = 1.0
+    w, v = np.linalg.eigh(c)
+    w = np.maximum(w, EIGEN_FLOOR)
+    c = (v * w[..., None, :]) @ np.swapaxes(v, -1, -2)
+    s = np.sqrt(np.diagonal(c, axis1=-2, axis2=-1))
+    c = c / (s[..., :, None] * s[..., None, :])
+    c[..., idx, idx] = 1.0
+    out: Floats = c
+    return out
+
+
+def _partials(sub: Floats, kx: int, ky: int) -> tuple[Floats, Floats]:
+    """Partial correlations of the first ``kx`` columns with the next ``ky`` given all
+    others (batched), and the precision matrix."""
+    prec = np.asarray(np.linalg.inv(sub), dtype=np.float64)
+    diag = np.sqrt(np.diagonal(prec, axis1=-2, axis2=-1))
+    block = prec[..., :kx, kx:kx + ky]
+    r = np.asarray(-block / (diag[..., :kx, None] * diag[..., None, kx:kx + ky]),
+                   dtype=np.float64)
+    out: Floats = prec
+    return r.reshape(*r.shape[:-2], kx * ky), out
+
+
+class NoisyMomentTest:
+    """The CI tester of one released moment vector (see the module docstring).
+
+    ``released``: the (noisy) :func:`dpcg.stats.suffstat.moment_vector`; ``sigma``: the
+    public standard deviation of the release noise per coordinate (0: exact, the
+    analytic chi-square null); ``draws``: null replicates per test; ``rng``: NON-privacy
+    randomness for the replicates (e.g. ``Session.auxiliary_generator()``).
+
+    Each test works on the sub-matrix of the moments of X's, Y's and S's score columns:
+    the point estimate is the partial correlations of the projected correlation of that
+    sub-matrix. Its null law (``sigma > 0``) is simulated: the sub-matrix is moved to the
+    nearest null (the ``X x Y`` correlation block replaced by ``C_XZ C_ZZ^-1 C_ZY``, the
+    other moments kept), ``draws`` replicates of the public release noise are added and
+    the same post-processing is applied, and the Fisher sampling draw is added; the
+    p-value is the rank of the observed Wald statistic among the replicates'.
+    """
+
+    def __init__(self, released: Floats, layout: ScoreLayout, n: int, route: str,
+                 sigma: float, *, alpha: float = 0.05, draws: int = 200,
+                 rng: np.random.Generator | None = None,
+                 names: tuple[str, ...] | None = None) -> None:
+        if route not in ROUTES:
+            raise CITestError(f"route: choose one of {ROUTES}, got {route!r}")
+        if not (isinstance(sigma, int | float) and math.isfinite(sigma) and sigma >= 0):
+            raise CITestError(f"sigma: expected a finite number >= 0, got {sigma!r}")
+        if isinstance(draws, bool) or not isinstance(draws, int) or draws < (
+                2 if sigma > 0 else 0):
+            raise CITestError(f"draws: expected an integer >= 2, got {draws!r}")
+        if not 0 < alpha < 1:
+            raise CITestError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+        self.layout = layout
+        self.n = int(n)
+        self.route = route
+        self.sigma = float(sigma)
+        self.alpha = float(alpha)
+        self.draws = draws
+        self.names = names
+        self.rng = rng if rng is not None else np.random.default_rng()
+        vec = np.asarray(released, dtype=np.float64)
+        self.moments = moment_matrix(vec, layout.q, route == "pearson")
+        # a variance below the release noise is noise: floor it there (public)
+        self.floor = max(self.sigma, 1e-9)
+        self._cont = np.asarray(layout.continuous)
+        self.correlation = correlation_of_matrix(self.moments, self._cont, route, self.floor)
+
+    def _cols(self, v: int) -> list[int]:
+        return list(self.layout.blocks[v])
+
+    def partial(self, x: int, y: int, S: tuple[int, ...]) -> Floats:
+        """The partial correlations of X's with Y's score columns given the rest (from
+        the whole projected correlation matrix)."""
+        xs, ys = self._cols(x), self._cols(y)
+        idx = xs + ys + [c for s in S for c in self._cols(s)]
+        r, _ = _partials(self.correlation[np.ix_(idx, idx)], len(xs), len(ys))
+        return r
+
+    def _sub(self, idx: list[int]) -> Floats:
+        rows = [0, *(1 + i for i in idx)] if self.route == "pearson" else idx
+        out: Floats = self.moments[np.ix_(rows, rows)]
+        return out
+
+    def _null_moments(self, sub: Floats, c: Floats, kx: int, ky: int,
+                      cont: NDArray[np.bool_]) -> Floats:
+        """The moments of the nearest null: the projected correlation ``c`` of ``sub``
+        with its ``X x Y`` block replaced by ``C_XZ C_ZZ^-1 C_ZY`` (copula map undone),
+        at ``sub``'s (floored) variances and means."""
+        s = c.shape[0]
+        xs, ys, zs = np.arange(kx), np.arange(kx, kx + ky), np.arange(kx + ky, s)
+        if zs.size:
+            rho0 = c[np.ix_(xs, zs)] @ np.linalg.solve(c[np.ix_(zs, zs)], c[np.ix_(zs, ys)])
+        else:
+            rho0 = np.zeros((kx, ky))
+        c0 = c.copy()
+        c0[np.ix_(xs, ys)] = rho0
+        c0[np.ix_(ys, xs)] = rho0.T
+        if self.route == "rank":
+            both = cont[:, None] & cont[None, :]
+            c0 = np.where(both, 6.0 / math.pi * np.arcsin(np.clip(c0 / 2.0, -0.5, 0.5)), c0)
+        off = 1 if self.route == "pearson" else 0
+        if off:
+            m = sub[0, 1:]
+            var = np.diag(sub)[1:] - m * m
+        else:
+            m = np.zeros(s)
+            var = np.diag(sub).copy()
+        d = np.sqrt(np.maximum(var, self.floor))
+        g0 = sub.copy()
+        inner = c0 * np.outer(d, d) + np.outer(m, m)
+        g0[off:, off:] = inner
+        return g0
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        x, y, S = validate_query(x, y, S, len(self.layout.blocks))
+        xs, ys = self._cols(x), self._cols(y)
+        kx, ky = len(xs), len(ys)
+        idx = xs + ys + [c for s in S for c in self._cols(s)]
+        # the copula map only when every column of the test is continuous: a discrete
+        # column anywhere keeps the whole test on the rank (score) scale, where
+        # conditioning on binary / one-hot columns is exact (docs/continuous.md)
+        cont = self._cont[idx]
+        if not cont.all():
+            cont = np.zeros_like(cont)
+        sub = self._sub(idx)
+        c = correlation_of_matrix(sub, cont, self.route, self.floor)
+        r, prec = _partials(c, kx, ky)
+        dx = np.sqrt(np.diag(prec))
+        rx = prec[:kx, :kx] / np.outer(dx[:kx], dx[:kx])
+        ry = prec[kx:kx + ky, kx:kx + ky] / np.outer(dx[kx:kx + ky], dx[kx:kx + ky])
+        kappa = math.sqrt(COPULA_KAPPA) if self.route == "rank" and cont.all() else 1.0
+        scale = np.full(kx * ky, kappa)
+        n_eff = max(self.n - len(idx) - 1, 1)
+        samp = np.kron(rx, ry) * np.outer(scale, scale) / n_eff
+        k = kx * ky
+        if self.sigma == 0:
+            stat = float(r @ np.linalg.solve(samp, r))
+            if k == 1:
+                pvalue = math.erfc(math.sqrt(stat / 2.0))
+            else:
+                from scipy.special import chdtrc
+
+                pvalue = float(chdtrc(k, stat))
+            return CIResult(pvalue > self.alpha, stat, pvalue)
+        g0 = self._null_moments(sub, c, kx, ky, cont)
+        size = g0.shape[0]
+        iu = np.triu_indices(size)
+        noise = np.zeros((self.draws, size, size))
+        e = self.rng.normal(0.0, self.sigma, size=(self.draws, iu[0].size))
+        if self.route == "pearson":
+            e[:, 0] = 0.0  # the constant (0, 0) entry is not released
+        noise[:, iu[0], iu[1]] = e
+        noise[:, iu[1], iu[0]] = e
+        reps, _ = _partials(correlation_of_matrix(g0[None] + noise, cont, self.route,
+                                                  self.floor), kx, ky)
+        v = np.atleast_2d(np.cov(reps, rowvar=False)) + samp
+        reps = reps + self.rng.standard_normal((self.draws, k)) @ np.linalg.cholesky(samp).T
+        vinv = np.linalg.inv(v)
+        stat = float(r @ vinv @ r)
+        null = np.einsum("bi,ij,bj->b", reps, vinv, reps)
+        pvalue = float((1 + np.count_nonzero(null >= stat)) / (self.draws + 1))
+        return CIResult(pvalue > self.alpha, stat, pvalue)
+
+
+def _build_copula(ctx: TestContext[NoOptions]) -> NoisyMomentTest:
+    scores, layout = score_matrix(ctx.dataset, "rank")
+    return NoisyMomentTest(moment_vector(scores, False), layout, ctx.dataset.n, "rank", 0.0,
+                           alpha=ctx.alpha, draws=0, names=ctx.dataset.names)
+
+
+register_test(TestSpec(
+    name="copula", options=NoOptions, build=_build_copula, data="any",
+    description="Gaussian-copula test from the Spearman matrix (midranks; nominal columns "
+                "one-hot); any schema (non-private reference of cov-pc --test cov-rank)"))

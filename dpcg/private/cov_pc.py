@@ -1,0 +1,231 @@
+"""cov-PC: one private release of a second-moment matrix, then PC-stable on it for free.
+
+Python API::
+
+    from dpcg.private.cov_pc import cov_pc
+    res = cov_pc(dataset, epsilon=1.0, delta=1e-6)            # rank route (default)
+    res = cov_pc(dataset, epsilon=1.0, test="cov-pearson")     # declared-bounds route
+    res.pc.cpdag, res.guarantee, res.spent, res.plan
+
+CLI::
+
+    dpcg discover --data t.csv --schema s.json --dataset-id ID --algorithm cov-pc \\
+        --epsilon 1 [--delta 1e-6] [--test cov-rank | cov-pearson] [--null-draws 200]
+
+The run makes exactly ONE release: the Gaussian mechanism
+(:class:`accounting.mechanisms.Gaussian`, zCDP, ``rho = Budget(eps, delta).rho()``, the
+whole budget) on the moment vector of :mod:`dpcg.stats.suffstat`, charged and written
+to the ledger before the data is touched. Every CI test of PC-stable is then computed
+from the released vector (:class:`dpcg.citests.noisy_gaussian.NoisyMomentTest`), which
+is post-processing: the number of tests, their order and the depth cost nothing.
+
+* ``--test cov-rank`` (default): centred midranks scaled to ``[-1, 1]``, tie-corrected
+  Spearman matrix, Gaussian-copula map in all-continuous tests. Needs no bounds; ordinal and
+  binary columns enter with their ties, nominal columns of ``K > 2`` categories as
+  ``K - 1`` indicators. Sensitivity :func:`dpcg.stats.suffstat.rank_moment_sensitivity`.
+* ``--test cov-pearson``: columns clipped to their declared bounds and scaled to
+  ``[-1, 1]``; means and second moments released. Sensitivity
+  :func:`dpcg.stats.suffstat.pearson_moment_sensitivity`.
+
+Guarantee: ``rho``-zCDP under replace-one with ``n`` public, converted to the run's
+``(epsilon, delta)`` by the zcdp filter. Proof note: ``docs/privacy/algorithm-cov-pc.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accounting.errors import InvalidParameterError
+from accounting.mechanisms import Gaussian
+from accounting.session import Session
+from dpcg.citests.noisy_gaussian import NoisyMomentTest, ScoreLayout, score_matrix
+from dpcg.citests.registry import NoOptions, TestSpec, option, register_test
+from dpcg.data.dataset import Dataset
+from dpcg.data.schema import Schema
+from dpcg.errors import AlgorithmError
+from dpcg.pc.background import BackgroundKnowledge
+from dpcg.private.contract import RunSettings, ScoreCache
+from dpcg.private.ledger import IN_MEMORY, LedgerTarget
+from dpcg.private.registry import register_algorithm
+from dpcg.private.run import PrivateResult, Progress, discover_private
+from dpcg.stats.suffstat import (
+    moment_vector,
+    pearson_moment_sensitivity,
+    rank_moment_sensitivity,
+    upper_size,
+)
+
+__all__ = ["ALGORITHM", "CovPC", "CovPCParams", "CovPlan", "CovSource", "auto_choice",
+           "cov_pc"]
+
+#: ``--test`` name -> route of :func:`dpcg.citests.noisy_gaussian.score_matrix`.
+ROUTE_OF = {"cov-rank": "rank", "cov-pearson": "pearson"}
+DEFAULT_DRAWS = 200
+
+
+@dataclass(frozen=True)
+class CovPCParams:
+    """cov-PC's options (public hyper-parameters)."""
+
+    null_draws: int | None = option(
+        None, type=int, metavar="B",
+        help=f"replicates of the public release noise used for each test's null "
+             f"(post-processing; default {DEFAULT_DRAWS}, at least 20)")
+
+    def __post_init__(self) -> None:
+        v = self.null_draws
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 20
+                              or v > 100_000):
+            raise AlgorithmError(f"null_draws: expected an integer in [20, 100000], got {v!r}")
+
+    @property
+    def draws(self) -> int:
+        return DEFAULT_DRAWS if self.null_draws is None else self.null_draws
+
+
+@dataclass(frozen=True)
+class CovSource:
+    """The exact score matrix (nothing released), its layout and the public ``n``."""
+
+    scores: np.ndarray
+    layout: ScoreLayout
+    route: str
+    n: int
+    alpha: float
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CovPlan:
+    """One Gaussian release of the whole budget, then free tests."""
+
+    rule: str
+    max_depth: int | None
+    mechanism: Gaussian
+    route: str
+    dimension: int
+    draws: int
+
+    def describe(self) -> dict[str, object]:
+        return {"rule": self.rule, "route": self.route, "releases_planned": 1,
+                "dimension": self.dimension, "sensitivity_l2": self.mechanism.l2_sensitivity,
+                "sigma": self.mechanism.sigma, "null_draws": self.draws,
+                "max_depth": self.max_depth}
+
+
+class CovPC:
+    """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``cov-pc``."""
+
+    name = "cov-pc"
+    description = ("one zCDP release of a rank (Spearman) or bounded second-moment matrix, "
+                   "then PC-stable on it as post-processing; continuous, ordinal and mixed "
+                   "schemas")
+    params = CovPCParams
+    tests: tuple[str, ...] = tuple(ROUTE_OF)
+    default_test = "cov-rank"
+    default_delta = 1e-6
+    proof_note = "docs/privacy/algorithm-cov-pc.md"
+
+    def resolve_test(self, test: str) -> str:
+        if test not in ROUTE_OF:
+            raise AlgorithmError(f"--algorithm cov-pc runs one of {tuple(ROUTE_OF)}, not "
+                                 f"--test {test}")
+        return test
+
+    def source(self, dataset: Dataset, settings: RunSettings, test_options: object,
+               cache: ScoreCache | None = None) -> CovSource:
+        if cache is not None:
+            raise AlgorithmError("cache: cov-pc has no score cache")
+        route = ROUTE_OF[self.resolve_test(settings.test)]
+        scores, layout = score_matrix(dataset, route)  # refuses bad values, uncharged
+        return CovSource(scores, layout, route, dataset.n, settings.alpha,
+                         tuple(dataset.names))
+
+    def plan(self, params: CovPCParams, settings: RunSettings, source: CovSource) -> CovPlan:
+        if settings.delta <= 0:
+            raise AlgorithmError("delta: cov-pc releases a Gaussian mechanism (zCDP); give "
+                                 "delta > 0 (default 1e-6)")
+        q = source.layout.q
+        if source.route == "pearson":
+            sens = pearson_moment_sensitivity(source.n, q)
+        else:
+            sens = rank_moment_sensitivity(source.n, q)
+        try:
+            mech = Gaussian.for_rho(sens, settings.budget().rho())
+        except InvalidParameterError as exc:
+            raise AlgorithmError(f"epsilon: too small for one Gaussian release ({exc})"
+                                 ) from None
+        return CovPlan("zcdp", settings.max_depth, mech, source.route,
+                       upper_size(q, source.route == "pearson"), params.draws)
+
+    def tester(self, plan: CovPlan, source: CovSource, session: Session) -> NoisyMomentTest:
+        with_means = source.route == "pearson"
+        released = session.release(
+            plan.mechanism, lambda: moment_vector(source.scores, with_means),
+            purpose=f"cov-pc: {source.route} moment matrix ({plan.dimension} entries)")
+        return NoisyMomentTest(np.asarray(released, dtype=np.float64), source.layout,
+                               source.n, source.route, plan.mechanism.sigma,
+                               alpha=source.alpha, draws=plan.draws,
+                               rng=session.auxiliary_generator(), names=source.names)
+
+    def usage(self, tester: NoisyMomentTest) -> Mapping[str, object]:
+        return {"releases": 1}
+
+
+ALGORITHM = register_algorithm(CovPC())
+
+
+def auto_choice(schema: Schema) -> tuple[str, str] | None:
+    """``(algorithm, test)`` for ``--algorithm auto`` on ``schema``: ``("cov-pc",
+    "cov-rank")`` when any column is continuous (continuous or mixed schemas: the rank
+    route needs no bounds and takes ordinal, binary and nominal columns), ``None`` for
+    an all-discrete schema (the discrete family decides). A function of the public
+    schema only."""
+    if not isinstance(schema, Schema):
+        raise AlgorithmError(f"schema: expected a Schema, got {type(schema).__name__}")
+    if schema.is_discrete:
+        return None
+    return ALGORITHM.name, ALGORITHM.default_test
+
+for _name, _route in ROUTE_OF.items():
+    register_test(TestSpec(
+        name=_name, options=NoOptions, private=True, data="any",
+        description=f"cov-pc's {_route} route: one released moment matrix, Gaussian "
+                    "partial-correlation tests whose null includes the release noise"))
+
+
+def cov_pc(
+    dataset: Dataset,
+    *,
+    epsilon: float,
+    delta: float = 1e-6,
+    test: str = "cov-rank",
+    alpha: float = 0.05,
+    null_draws: int | None = None,
+    seed: int | None = None,
+    ledger: str | Path | LedgerTarget | None = None,
+    dataset_id: str | None = None,
+    max_depth: int | None = None,
+    background: BackgroundKnowledge | None = None,
+    progress: Progress | None = None,
+) -> PrivateResult:
+    """cov-PC on ``dataset`` (see the module docstring). Every input is validated before
+    the session opens, so bad input spends nothing."""
+    if isinstance(ledger, LedgerTarget):
+        target = ledger
+    elif ledger is not None:
+        if dataset_id is None:
+            raise AlgorithmError("dataset_id: a ledger run needs a declared dataset id")
+        target = LedgerTarget(Path(ledger), dataset_id)
+    else:
+        target = IN_MEMORY
+    extra: dict[str, Any] = {}
+    return discover_private(
+        dataset, ALGORITHM, epsilon=epsilon, delta=delta, test=test, alpha=alpha,
+        noise_seed=seed, max_depth=max_depth, params=CovPCParams(null_draws=null_draws),
+        test_options=extra, ledger=target, background=background, progress=progress)

@@ -1,0 +1,229 @@
+"""cov-PC (dpcg.private.cov_pc): the moment vectors' replace-one L2 sensitivity
+(Hypothesis), one release per run through the session, the noise-aware tests' type-I
+error on null data at n = 1e3, 1e4, 1e5, mixed schemas, and bad input refused before
+anything is charged."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcg.bench.cov_pc import DESIGNS, binomial_band, null_rejections
+from dpcg.citests.noisy_gaussian import NoisyMomentTest, score_matrix
+from dpcg.data.dataset import Dataset
+from dpcg.data.schema import Categorical, Continuous, Ordinal, Schema
+from dpcg.errors import AlgorithmError, DataValidationError
+from dpcg.private.cov_pc import cov_pc
+from dpcg.stats.suffstat import (
+    moment_vector,
+    pearson_moment_sensitivity,
+    rank_moment_sensitivity,
+    rank_scores,
+    upper_size,
+)
+from tests.cli.refusals import refused_api, used_ledger
+
+# ---------------------------------------------------------------------------------
+# Sensitivity (docs/privacy/statistics-moment-matrix.md)
+# ---------------------------------------------------------------------------------
+
+
+@st.composite
+def neighbours(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    """An ``n x q`` table with many ties (few levels) or continuous values, and the
+    table with one row replaced."""
+    n = draw(st.integers(2, 14))
+    q = draw(st.integers(1, 4))
+    levels = draw(st.integers(1, 6))
+    cells = st.integers(0, levels) if levels < 6 else st.floats(-1.0, 1.0)
+    flat = draw(st.lists(cells, min_size=n * q, max_size=n * q))
+    a = np.asarray(flat, dtype=np.float64).reshape(n, q)
+    i = draw(st.integers(0, n - 1))
+    row = draw(st.lists(cells, min_size=q, max_size=q))
+    b = a.copy()
+    b[i] = row
+    return a, b
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    top = max(float(np.max(np.abs(a))), 1.0)
+    return a / top  # a public map into [-1, 1] for both neighbours (same constant)
+
+
+@settings(max_examples=400, deadline=None)
+@given(neighbours())
+def test_rank_moment_sensitivity_holds(pair: tuple[np.ndarray, np.ndarray]) -> None:
+    a, b = pair
+    n, q = a.shape
+    gap = np.linalg.norm(moment_vector(rank_scores(a), False)
+                         - moment_vector(rank_scores(b), False))
+    assert gap <= rank_moment_sensitivity(n, q) * (1 + 1e-9)
+
+
+@settings(max_examples=400, deadline=None)
+@given(neighbours())
+def test_pearson_moment_sensitivity_holds(pair: tuple[np.ndarray, np.ndarray]) -> None:
+    a, b = pair
+    n, q = a.shape
+    scale = max(float(np.max(np.abs(np.r_[a, b]))), 1.0)
+    gap = np.linalg.norm(moment_vector(a / scale, True) - moment_vector(b / scale, True))
+    assert gap <= pearson_moment_sensitivity(n, q) * (1 + 1e-9)
+
+
+def test_pearson_bound_is_nearly_attained() -> None:
+    """u = 0 replaced by u' = (1, ..., 1): the change is sqrt(((q+1)^2 - 1 + q)/2)/n,
+    within a factor 1/sqrt(2) of the bound (and more for orthogonal sign rows)."""
+    n, q = 50, 4
+    a = np.zeros((n, q))
+    b = a.copy()
+    b[0] = 1.0
+    gap = np.linalg.norm(moment_vector(a, True) - moment_vector(b, True))
+    assert gap == pytest.approx(math.sqrt(((q + 1) ** 2 - 1 + q) / 2) / n)
+    assert gap / pearson_moment_sensitivity(n, q) > 0.7
+
+
+def test_rank_bound_is_within_a_small_factor() -> None:
+    """Perfectly dependent columns; the middle row moves to the bottom of two columns
+    and the top of the third (ratio about 0.56; a constant table whose row leaves every
+    tie group gives about 0.49)."""
+    n, q = 101, 3
+    base = np.arange(n, dtype=np.float64)
+    a = np.column_stack([base] * q)
+    b = a.copy()
+    b[n // 2] = [-1.0, -1.0, n + 1.0]
+    gap = np.linalg.norm(moment_vector(rank_scores(a), False)
+                         - moment_vector(rank_scores(b), False))
+    ratio = gap / rank_moment_sensitivity(n, q)
+    assert 0.5 < ratio <= 1.0
+
+
+def test_sizes_and_bad_public_parameters() -> None:
+    assert upper_size(3, False) == 6
+    assert upper_size(3, True) == 9
+    with pytest.raises(Exception, match="n: expected"):
+        rank_moment_sensitivity(1, 3)
+    with pytest.raises(Exception, match="q: expected"):
+        pearson_moment_sensitivity(10, 0)
+
+
+# ---------------------------------------------------------------------------------
+# Type-I error on null data (seeded; 99% band of the binomial)
+# ---------------------------------------------------------------------------------
+
+REPS = 60
+
+
+@pytest.mark.parametrize("n", [1_000, 10_000, 100_000])
+@pytest.mark.parametrize(("design", "test"), [("gaussian", "cov-pearson"),
+                                              ("skewed", "cov-rank"),
+                                              ("mixed", "cov-rank"),
+                                              ("binary-confounder", "cov-rank")])
+def test_type1_error_in_band(design: str, test: str, n: int) -> None:
+    """Validity at every n (never above the band); in the band once the release noise
+    no longer dominates (n >= 1e4). At n = 1e3 and eps = 1 the simulated null of a
+    conditional test is conservative (docs/continuous.md, "cov-PC")."""
+    reps = REPS if n < 100_000 else 30
+    r = null_rejections(design, test, n, reps=reps, seed=7 + n, draws=100)
+    lo, hi = binomial_band(reps)
+    assert r.rate <= hi
+    if n >= 10_000:
+        assert lo <= r.rate
+
+
+def test_marginal_mixed_null_in_band() -> None:
+    r = null_rejections("mixed-marginal", "cov-rank", 2_000, reps=REPS, seed=3, draws=100)
+    lo, hi = binomial_band(REPS)
+    assert lo <= r.rate <= hi
+
+
+def test_nonprivate_copula_is_exact_fisher_z_on_gaussian_scores() -> None:
+    """sigma = 0: the analytic null; a dependent pair rejects, a null pair does not."""
+    ds, x, y, s = DESIGNS["gaussian"](20_000, np.random.default_rng(0))
+    scores, layout = score_matrix(ds, "rank")
+    t = NoisyMomentTest(moment_vector(scores, False), layout, ds.n, "rank", 0.0, draws=0)
+    dep = t.test(x, 2, ()).pvalue
+    assert dep is not None
+    assert dep < 1e-10
+    assert t.test(x, y, s).pvalue is not None
+
+
+# ---------------------------------------------------------------------------------
+# Whole runs
+# ---------------------------------------------------------------------------------
+
+
+def _mixed(n: int = 3_000, seed: int = 0) -> Dataset:
+    rng = np.random.default_rng(seed)
+    z = rng.integers(0, 3, n)
+    x = np.clip(np.array([-1.0, 0.5, 1.5])[z] + rng.standard_normal(n), -8, 8)
+    y = np.digitize(x + rng.standard_normal(n), [-1.0, 0.0, 1.0])
+    w = np.clip(np.exp(0.5 * rng.standard_normal(n)), 0, 100)
+    schema = Schema([Categorical("Z", ("a", "b", "c")), Continuous("X", -8, 8),
+                     Ordinal("Y", ("0", "1", "2", "3")), Continuous("W", 0, 100)])
+    return Dataset.from_columns([z.astype(np.int64), x, y.astype(np.int64), w], schema,
+                                encoded=True)
+
+
+@pytest.mark.parametrize("test", ["cov-rank", "cov-pearson"])
+def test_one_release_and_seeded_graph(test: str) -> None:
+    ds = _mixed()
+    a = cov_pc(ds, epsilon=2.0, test=test, seed=5)
+    b = cov_pc(ds, epsilon=2.0, test=test, seed=5)
+    assert a.pc.cpdag.to_json() == b.pc.cpdag.to_json()
+    assert a.plan["releases"] == 1
+    assert a.plan["releases_planned"] == 1
+    assert a.mechanisms == {"gaussian": 1}
+    assert a.guarantee["rule"] == "zcdp"
+    assert a.guarantee["epsilon"] == 2.0
+    assert a.spent["rho"] > 0
+    edges = {frozenset(e) for kind in ("directed", "undirected")
+             for e in a.pc.cpdag.to_json()["edges"][kind]}
+    assert frozenset(("Z", "X")) in edges
+    assert frozenset(("X", "Y")) in edges
+    assert frozenset(("W", "Y")) not in edges
+
+
+def test_delta_zero_is_refused() -> None:
+    with pytest.raises(AlgorithmError, match="delta"):
+        cov_pc(_mixed(200), epsilon=1.0, delta=0.0)
+
+
+def _bad(kind: str) -> Dataset:
+    """A continuous table whose third column holds ``kind``, built with the trusting
+    constructor (the data layer's own checks bypassed: the algorithm re-checks)."""
+    rng = np.random.default_rng(1)
+    values = rng.uniform(-1, 1, (3, 100))
+    values[2, 17] = {"nan": math.nan, "inf": math.inf, "out": 5.0}[kind]
+    schema = Schema([Continuous(c, -1, 1) for c in ("A", "B", "C")])
+    return Dataset(schema, None, values, 100)
+
+
+@pytest.mark.parametrize(("kind", "fragment"), [("nan", "finite"), ("inf", "finite"),
+                                                ("out", "outside the declared bounds")])
+@pytest.mark.parametrize("test", ["cov-rank", "cov-pearson"])
+def test_bad_values_spend_nothing(kind: str, fragment: str, test: str, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    led = used_ledger(tmp_path, capsys)
+    msg = refused_api(lambda: cov_pc(_bad(kind), epsilon=1.0, test=test, ledger=led,
+                                     dataset_id="bad", seed=1),
+                      led, DataValidationError, fragment=fragment, absent=["17", "5.0"])
+    assert "'C'" in msg
+
+
+def test_bad_draws_refused() -> None:
+    with pytest.raises(AlgorithmError, match="null_draws"):
+        cov_pc(_mixed(200), epsilon=1.0, null_draws=3)
+
+
+def test_auto_choice_reads_the_schema_only() -> None:
+    from dpcg.private.cov_pc import auto_choice
+
+    assert auto_choice(_mixed(50).schema) == ("cov-pc", "cov-rank")
+    assert auto_choice(Schema([Ordinal("a", ("0", "1")), Categorical("b", ("x", "y"))])) is None
+    with pytest.raises(AlgorithmError, match="schema"):
+        auto_choice("not a schema")  # type: ignore[arg-type]
