@@ -81,6 +81,9 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.screen_epsilon": PUBLIC,  # the same rules of public facts
     "plan.release": PUBLIC, "plan.sepset_share": PUBLIC,  # laplace-pc: an option, a constant
     "plan.sieve_asks": PUBLIC,  # priv-pc: an option, else the constant PRIV_PC_SIEVE_ASKS
+    "plan.route": PUBLIC, "plan.releases_planned": PUBLIC,  # cov-pc: --test, the constant 1
+    "plan.dimension": PUBLIC, "plan.sigma": PUBLIC,  # cov-pc: rules of the schema, n, budget
+    "plan.null_draws": PUBLIC,  # cov-pc: an option
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,
