@@ -421,7 +421,8 @@ def _draft_column(
         return DraftColumn(name, spec, tuple(notes), missing=has_missing)
     if labels.size > max_categories:
         notes.insert(0, f"text with more than {max_categories} distinct values (an identifier "
-                        "or free text?): drop the column or declare its categories by hand")
+                        "or free text?): list it in the schema's \"ignore\" (not analysed) or "
+                        "declare its categories by hand")
         return DraftColumn(name, {"name": name, "type": TODO_TYPE}, tuple(notes),
                            missing=has_missing, todo=True)
     mixed = any(_is_number(str(label)) for label in labels)  # at most max_categories labels

@@ -83,7 +83,8 @@ def match_header(header: Sequence[str], schema: Schema, where: str) -> list[int]
                 f"{where}: column {name!r} appears twice in the header (rule: every column "
                 "once)")
         seen[name] = pos
-    unknown = [name for name in header if name not in schema.names]
+    unknown = [name for name in header
+               if name not in schema.names and name not in schema.ignore]
     missing = [name for name in schema.names if name not in seen]
     if unknown or missing:
         parts = []
@@ -91,7 +92,7 @@ def match_header(header: Sequence[str], schema: Schema, where: str) -> list[int]
             parts.append(f"declared column(s) {missing} are missing from the header")
         if unknown:
             parts.append(f"the header has column(s) the schema does not declare: {unknown} "
-                         "(drop them from the file, or declare them)")
+                         '(declare them, or list them in the schema\'s "ignore")')
         hint = ""
         if missing and unknown:
             near = _near_misses(missing, unknown)

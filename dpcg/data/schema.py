@@ -583,9 +583,13 @@ class Schema:
 
     columns: tuple[Column, ...]
     missing_tokens: tuple[str, ...] | None = None
+    #: Columns of the file that are NOT analysed (an identifier, free text): their names
+    #: are declared, their cells are never read.
+    ignore: tuple[str, ...] = ()
 
     def __init__(self, columns: Sequence[Column], *,
-                 missing_tokens: Sequence[str] | None = None) -> None:
+                 missing_tokens: Sequence[str] | None = None,
+                 ignore: Sequence[str] = ()) -> None:
         if not isinstance(columns, list | tuple):
             raise SchemaError(f"columns must be a sequence of columns, got {columns!r}")
         cols = tuple(columns)
@@ -602,8 +606,18 @@ class Schema:
             seen.add(col.name)
         tokens = None if missing_tokens is None else _check_tokens("missing_tokens",
                                                                    missing_tokens)
+        if isinstance(ignore, str) or not isinstance(ignore, list | tuple) or not all(
+                isinstance(name, str) and name for name in ignore):
+            raise SchemaError(f'"ignore" must be a list of column names, got {ignore!r}')
+        both = sorted(set(ignore) & seen)
+        if both:
+            raise SchemaError(f'column(s) {both} are both declared and in "ignore" (rule: a '
+                              "column is analysed or ignored)")
+        if len(set(ignore)) != len(ignore):
+            raise SchemaError('"ignore" names a column twice')
         object.__setattr__(self, "columns", cols)
         object.__setattr__(self, "missing_tokens", tokens)
+        object.__setattr__(self, "ignore", tuple(ignore))
         object.__setattr__(self, "_index", {col.name: j for j, col in enumerate(cols)})
         loaded = [out for col in cols for out in col.loaded()]
         names = [col.name for col in loaded]
@@ -740,6 +754,8 @@ class Schema:
         out: dict[str, Any] = {"columns": [col.to_dict() for col in self.columns]}
         if self.missing_tokens is not None:
             out["missing_tokens"] = list(self.missing_tokens)
+        if self.ignore:
+            out["ignore"] = list(self.ignore)
         return out
 
     def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int = 2) -> str:
@@ -762,14 +778,15 @@ class Schema:
                 "data owner must review every category and bound (see the field's advice), "
                 'then delete the "_draft" field to declare the schema public'
             )
-        extra = sorted(str(key) for key in data if key not in ("columns", "missing_tokens"))
+        extra = sorted(str(key) for key in data
+                       if key not in ("columns", "missing_tokens", "ignore"))
         if extra:
             raise SchemaError(f"unknown top-level schema key(s) {extra}")
         columns = data["columns"]
         if not isinstance(columns, list):
             raise SchemaError(f'"columns" must be a list, got {type(columns).__name__}')
         return cls([_column_from_dict(i, spec) for i, spec in enumerate(columns)],
-                   missing_tokens=data.get("missing_tokens"))
+                   missing_tokens=data.get("missing_tokens"), ignore=data.get("ignore", ()))
 
     @classmethod
     def from_json(cls, source: str | os.PathLike[str]) -> Schema:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from dpcg.data import Categorical, Continuous, Ordinal, Schema
-from dpcg.errors import DpcgError, SchemaError
+from dpcg.data.loaders import load_table
+from dpcg.errors import DataValidationError, DpcgError, SchemaError
 
 
 def example() -> Schema:
@@ -126,3 +127,24 @@ def test_unknown_column_lookup() -> None:
         example().select(["age", "age"])
     with pytest.raises(SchemaError, match="out of range"):
         example().select([7])
+
+
+def test_ignored_columns_are_declared_and_never_read(tmp_path: Path) -> None:
+    """A file's identifier / free-text columns are listed in "ignore": the header check
+    accepts them, their cells are never parsed, and the round trip keeps them."""
+    path = tmp_path / "t.csv"
+    path.write_text('id,a,notes\nx1,0,"anything"\nx2,1,\n')
+    schema = Schema.from_dict({"ignore": ["id", "notes"], "columns": [
+        {"name": "a", "type": "categorical", "categories": ["0", "1"]}]})
+    ds = load_table(path, schema)
+    assert ds.names == ("a",)
+    assert Schema.from_dict(schema.to_dict()) == schema
+    with pytest.raises(SchemaError, match="both declared and in"):
+        Schema.from_dict({"ignore": ["a"], "columns": [
+            {"name": "a", "type": "categorical", "categories": ["0", "1"]}]})
+    with pytest.raises(SchemaError, match="ignore"):
+        Schema.from_dict({"ignore": "id", "columns": [
+            {"name": "a", "type": "categorical", "categories": ["0", "1"]}]})
+    with pytest.raises(DataValidationError, match="'notes'"):
+        load_table(path, Schema.from_dict({"ignore": ["id"], "columns": [
+            {"name": "a", "type": "categorical", "categories": ["0", "1"]}]}))
