@@ -195,7 +195,7 @@ def _probing(path: Path) -> Iterator[_Probe]:
                  purpose: str) -> Any:
         return release(self, mechanism, probe.wrap(compute), purpose=purpose)
 
-    def _release_many(self: Session, requests: list[ReleaseRequest]) -> list[Any]:
+    def _release_many(self: Session, requests: Sequence[ReleaseRequest]) -> list[Any]:
         return release_many(self, [(m, None if c is None else probe.wrap(c), s)
                                    for m, c, s in requests])
 
@@ -264,7 +264,7 @@ def _check_bad_input(run: _Runner, work: Path) -> None:
                 run(target, **overrides)
             except PROJECT_ERRORS:
                 pass
-            except Exception as exc:  # noqa: BLE001 - the check reports any other type
+            except Exception as exc:
                 _fail(check, f"{label}: raised {type(exc).__name__} ({exc}), not one of the "
                              "project's exception types (dpcg.errors / accounting.errors)")
             else:
@@ -487,7 +487,7 @@ def _check_validation(spec: Any) -> None:
             spec.bound(**public)
         except StatisticInputError:
             continue
-        except Exception as exc:  # noqa: BLE001 - the check reports any other type
+        except Exception as exc:
             _fail(check, f"bound({label}) raised {type(exc).__name__}, not "
                          "StatisticInputError")
         _fail(check, f"bound({label}) was accepted")
@@ -614,10 +614,10 @@ def _check_engine_input(factory: EngineFactory) -> None:
         ("3 names for 2 columns", (good, [2, 2], ["a", "b", "c"])),
     ):
         try:
-            factory(*args)  # type: ignore[arg-type]
+            factory(*args)
         except PROJECT_ERRORS:
             continue
-        except Exception as exc:  # noqa: BLE001 - the check reports any other type
+        except Exception as exc:
             _fail(check, f"{label}: raised {type(exc).__name__}, not a project error")
         _fail(check, f"{label}: accepted")
 
@@ -648,7 +648,7 @@ def _check_engine_tables(factory: EngineFactory, quick: bool, seed: int) -> None
                      f"nested subset of {cards}")
         if isinstance(engine, WarmsTables):
             warmed = factory(codes, cards, names)
-            warmed.warm(queries)  # type: ignore[attr-defined]
+            warmed.warm(queries)
             for q in queries[:12]:
                 _same_tables(check, warmed, codes, cards, [q], f"warmed {cards}")
 

@@ -89,7 +89,7 @@ def test_understated_statistic_is_caught() -> None:
         toy_statistic.SPEC, name="match-fraction-understated",
         sensitivity=lambda *, n: 0.5 * toy_statistic.match_fraction_sensitivity(n=n))
     with toy_statistic.registered(spec), pytest.raises(
-            AssertionError, match="'match-fraction-understated'.*sensitivity bound"):
+            AssertionError, match=r"'match-fraction-understated'.*sensitivity bound"):
         check_statistic("match-fraction-understated")
 
 
@@ -134,8 +134,8 @@ class _DroppingEngine(toy_engine.ToyEngine):
 
 
 def test_dropped_row_is_caught() -> None:
-    with pytest.raises(AssertionError, match="bit for bit: cardinalities .*: the table of "
-                                             "query"):
+    with pytest.raises(AssertionError, match=r"bit for bit: cardinalities .*: the table of "
+                                             r"query"):
         check_engine(_DroppingEngine)
 
 
