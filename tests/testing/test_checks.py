@@ -17,11 +17,22 @@ from numpy.typing import NDArray
 from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.private import PrivateCITest, StatisticSource
+from dpcg.data.dataset import Dataset
+from dpcg.errors import StatisticInputError
+from dpcg.pc.engine import PCResult
+from dpcg.private import nonprivate_pc
 from dpcg.private.registry import algorithms, get_algorithm
 from dpcg.stats.contingency import StrataTable
 from dpcg.stats.engine import Query, engine_names, get_engine
 from dpcg.stats.registry import get
-from dpcg.testing import check_algorithm, check_engine, check_statistic, statistic_specs
+from dpcg.testing import (
+    check_algorithm,
+    check_engine,
+    check_statistic,
+    data_kind,
+    default_data,
+    statistic_specs,
+)
 from tests.testing import toy_algorithm, toy_engine, toy_statistic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,6 +84,29 @@ def test_uncharged_release_is_caught() -> None:
         check_algorithm(_UnchargedToy())
 
 
+def test_wrong_huge_epsilon_limit_is_caught() -> None:
+    """The huge-epsilon check compares with the reference it is given: PC stopped at
+    depth 0 is not the toy's limit at depth 2."""
+    def shallow(data: Dataset, max_depth: int) -> PCResult:
+        return nonprivate_pc(data, toy_algorithm.TOY.default_test, max_depth=0)
+
+    with pytest.raises(AssertionError, match="epsilon = 1e6 reproduces non-private PC"):
+        check_algorithm(toy_algorithm.TOY, params=toy_algorithm.ToyParams(tests=5000),
+                        reference=shallow)
+
+
+def test_default_data_follows_the_kind() -> None:
+    assert default_data("discrete").is_discrete
+    assert default_data("continuous").is_continuous
+    mixed = default_data("mixed")
+    assert not mixed.is_discrete
+    assert not mixed.is_continuous
+    assert data_kind(get_algorithm("private-ci-pc")) == "continuous"
+    assert data_kind(toy_algorithm.TOY) == "discrete"
+    with pytest.raises(StatisticInputError, match="kind"):
+        default_data("text")
+
+
 # --------------------------------------------------------------------------- statistic
 
 
@@ -102,8 +136,6 @@ def test_unvalidated_public_parameter_is_caught() -> None:
 
 
 def test_unknown_statistic_is_a_project_error() -> None:
-    from dpcg.errors import StatisticInputError
-
     with pytest.raises(StatisticInputError, match="no statistic"):
         check_statistic("no-such-statistic")
 
