@@ -14,7 +14,9 @@ table engine runs one function on it.
   at typical public parameters, bad public parameters are refused with
   :class:`~dpcg.errors.StatisticInputError`, the statistic is deterministic and leaves
   its input alone, and no pair of neighbouring datasets found by a random search and a
-  local adversarial search (:mod:`audits.sensitivity`) moves it by more than the bound.
+  local adversarial search (:mod:`audits.sensitivity`; with ``quick=False`` also its
+  block search and, when Hypothesis is installed, a Hypothesis search) moves it by more
+  than the bound.
 * :func:`check_engine` -- a table-engine factory (``EngineSpec.from_codes`` or any
   ``(codes, cardinalities, names) -> TableEngine``): malformed codes are refused with a
   project error, the tables equal :func:`~dpcg.stats.contingency.contingency_table`'s
@@ -529,6 +531,9 @@ def _check_sensitivity(spec: Any, quick: bool, seed: int) -> None:
     sens.local_search(spec, case, result, restarts, steps, rng)
     if not quick:
         sens.block_search(spec, case, result, 12, 600, rng)
+        # Hypothesis-generated neighbours when Hypothesis is installed (imported lazily
+        # there; without it this search is skipped and the others stand)
+        sens.hypothesis_search(spec, case, result, 300)
     _ensure(not result.violated,
             f"statistic {spec.name!r} ({result.relation}): sensitivity bound",
             f"|f(D) - f(D')| = {result.max_gap:.6g} > declared {result.bound_at_max:.6g} "
