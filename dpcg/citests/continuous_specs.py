@@ -33,7 +33,7 @@ from accounting.relations import Relation
 from dpcg.citests.crt import crt_sensitivity, crt_statistics
 from dpcg.citests.gcm import c_lambda
 from dpcg.regression import KernelRidge
-from dpcg.stats.registry import StatisticSpec, get, register
+from dpcg.stats.registry import StatisticSpec, _int_param, get, register
 
 AUDIT_LAM = 1.0
 AUDIT_BANDWIDTH = 0.5
@@ -58,8 +58,15 @@ def _crt_stat(x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np
     return float(crt_statistics(_unit(x, cx)[None, :], ry, AUDIT_RESIDUAL_BOUND)[0])
 
 
+def _public(n: float, cx: float, cy: float) -> int:
+    """``n`` as an int after checking the public parameters (StatisticInputError)."""
+    _int_param("cx", cx, 1)
+    _int_param("cy", cy, 1)
+    return _int_param("n", n, 1)
+
+
 def _crt_sens(*, n: float, cx: float, cy: float) -> float:
-    return crt_sensitivity(AUDIT_RESIDUAL_BOUND, AUDIT_LAM, int(n))
+    return crt_sensitivity(AUDIT_RESIDUAL_BOUND, AUDIT_LAM, _public(n, cx, cy))
 
 
 def _gcm_stat(x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np.integer],
@@ -70,6 +77,7 @@ def _gcm_stat(x: NDArray[np.integer], y: NDArray[np.integer], strata: NDArray[np
 
 
 def _gcm_sens(*, n: float, cx: float, cy: float) -> float:
+    _public(n, cx, cy)
     return c_lambda(AUDIT_LAM)
 
 

@@ -129,6 +129,10 @@ class DiscreteAlgorithm(Generic[ParamsT, PlanT, TesterT]):
     tests: tuple[str, ...] = (*SCORES, *PRIVATE_ALIASES)
     default_test: str = DEFAULT_SCORE
     default_delta: float = 1e-6
+    #: With epsilon -> infinity the decisions are the non-private test's (the noise falls
+    #: below every margin): ``dpcg.testing.check_algorithm`` then compares the run with
+    #: non-private PC. False where a subsample, a selection or a coin decides.
+    reproduces_pc: bool = False
 
     def resolve_test(self, test: str) -> str:
         resolved = PRIVATE_ALIASES.get(test, test)

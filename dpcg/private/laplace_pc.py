@@ -614,6 +614,7 @@ class LaplacePC(DiscreteAlgorithm[LaplacePCParams, LaplacePlan, PrivateCITest]):
                    "(or over a fixed public plan of K tests)")
     params = LaplacePCParams
     proof_note = "docs/privacy/algorithm-laplace-pc.md"
+    reproduces_pc = True  # per pair, the smallest score - T decides (as PC-Max)
 
     def plan(self, params: LaplacePCParams, settings: RunSettings,
              source: StatisticSource) -> LaplacePlan:

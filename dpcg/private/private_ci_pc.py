@@ -138,6 +138,8 @@ class PrivateCIPC:
     default_test = "privgcm"
     default_delta = 0.0
     proof_note = "docs/privacy/privgcm.md"
+    #: privgcm's decision is the non-private gcm's on the noisy residual products
+    reproduces_pc = True
 
     def resolve_test(self, test: str) -> str:
         if test not in TESTS:

@@ -262,6 +262,7 @@ class SVTPC(DiscreteAlgorithm[SVTPCParams, SVTPlan, SVTTester]):
                    "(positive = independent; new instance after each positive)")
     params = SVTPCParams
     proof_note = "docs/privacy/algorithm-svt-pc.md"
+    reproduces_pc = True
 
     def plan(self, params: SVTPCParams, settings: RunSettings,
              source: StatisticSource) -> SVTPlan:

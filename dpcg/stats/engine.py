@@ -62,6 +62,7 @@ __all__ = [
     "engine_names",
     "get_engine",
     "register_engine",
+    "unregister_engine",
 ]
 
 #: One CI query: ``(x, y, S)`` column indices (validated by the caller).
@@ -148,6 +149,11 @@ def register_engine(spec: EngineSpec) -> None:
     if spec.name in _ENGINES:
         raise ValueError(f"table engine {spec.name!r} is already registered")
     _ENGINES[spec.name] = spec
+
+
+def unregister_engine(name: str) -> None:
+    """Remove an engine (tests registering a toy engine clean up with it)."""
+    _ENGINES.pop(name, None)
 
 
 def get_engine(name: str) -> EngineSpec:

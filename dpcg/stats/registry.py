@@ -114,6 +114,11 @@ def register(spec: StatisticSpec) -> StatisticSpec:
     return spec
 
 
+def unregister(name: str, relation: Relation | str = Relation.REPLACE_ONE) -> None:
+    """Remove a spec (tests registering a toy statistic clean up with it)."""
+    _REGISTRY.pop((name, Relation.parse(relation)), None)
+
+
 def get(name: str, relation: Relation | str = Relation.REPLACE_ONE) -> StatisticSpec:
     """The spec of ``name`` under ``relation`` (default replace-one)."""
     rel = Relation.parse(relation)
@@ -406,11 +411,16 @@ def _stat_ckzc(
 
 
 def _sens_ckzc_r1(*, n: float, w0: float, cx: float, cy: float) -> float:
-    return conditional_kendall_sensitivity(n, w0, Relation.REPLACE_ONE, cx=cx, cy=cy)
+    # the declared cardinalities are required here (None would mean "unknown" below)
+    return conditional_kendall_sensitivity(n, w0, Relation.REPLACE_ONE,
+                                           cx=_int_param("cx", cx, 1),
+                                           cy=_int_param("cy", cy, 1))
 
 
 def _sens_ckzc_ar(*, w0: float, cx: float, cy: float) -> float:
-    return conditional_kendall_sensitivity(None, w0, Relation.ADD_REMOVE, cx=cx, cy=cy)
+    return conditional_kendall_sensitivity(None, w0, Relation.ADD_REMOVE,
+                                           cx=_int_param("cx", cx, 1),
+                                           cy=_int_param("cy", cy, 1))
 
 
 _CKZC_ASSUMPTIONS = (

@@ -11,19 +11,13 @@ import pytest
 
 from dpcg.cli import main
 from dpcg.datasets.sem import random_sem
+from dpcg.private.registry import algorithms, get_algorithm
+from dpcg.testing import data_kind, default_data
 
-
-def _released_algorithms() -> tuple[str, ...]:
-    """Every private algorithm of the registry that ships in dpcg (a test-only toy
-    algorithm registered by another test is not released): the registry drives the
-    hardening tests, so a new algorithm is covered with no edit here."""
-    from dpcg.private.registry import algorithms
-
-    return tuple(name for name, a in algorithms().items()
-                 if type(a).__module__.startswith("dpcg."))
-
-
-PRIVATE = _released_algorithms()
+#: The private algorithms of the registry shipped in dpcg (a test-only algorithm
+#: registered by a test module is not), at collection time: a new one is covered.
+PRIVATE = tuple(sorted(name for name, algo in algorithms().items()
+                       if type(algo).__module__.startswith("dpcg.")))
 
 
 @dataclass
@@ -51,40 +45,20 @@ def continuous_table(tmp: Path) -> tuple[Path, Path]:
     return data, schema
 
 
-def mixed_table(tmp: Path) -> tuple[Path, Path]:
-    """A mixed CSV (two continuous columns, one ordinal) and its schema."""
-    import json
-
-    import numpy as np
-
-    tmp.mkdir(parents=True, exist_ok=True)
-    data, schema = tmp / "mixed3.csv", tmp / "mixed3.schema.json"
-    if not data.exists():
-        rng = np.random.default_rng(3)
-        z = rng.integers(0, 3, 400)
-        x = np.clip(0.5 * (z - 1) + 0.4 * rng.standard_normal(400), -3, 3)
-        y = np.clip(0.8 * x + 0.4 * rng.standard_normal(400), -3, 3)
-        data.write_text("x,y,z\n" + "".join(f"{a:.6f},{b:.6f},{c}\n"
-                                              for a, b, c in zip(x, y, z, strict=True)))
-        schema.write_text(json.dumps({"columns": [
-            {"name": "x", "type": "continuous", "lower": -3, "upper": 3},
-            {"name": "y", "type": "continuous", "lower": -3, "upper": 3},
-            {"name": "z", "type": "ordinal", "order": ["0", "1", "2"]}]}))
-    return data, schema
-
-
 def source_args(name: str, tmp: Path) -> list[str]:
-    """The data a private algorithm of the registry runs on (by the data its default
-    test takes)."""
-    from audits.algorithms import data_kind
-
-    kind = data_kind(name)
+    """CLI data flags of the kind of data the algorithm's default test takes."""
+    kind = data_kind(get_algorithm(name))
     if kind == "continuous":
         data, schema = continuous_table(tmp / "shared")
         return ["--data", str(data), "--schema", str(schema), "--dataset-id", "sem4"]
-    if kind == "mixed":
-        data, schema = mixed_table(tmp / "shared")
-        return ["--data", str(data), "--schema", str(schema), "--dataset-id", "mixed3"]
+    if kind != "discrete":
+        data, schema = tmp / "shared" / f"{kind}.csv", tmp / "shared" / f"{kind}.schema.json"
+        if not data.exists():
+            data.parent.mkdir(parents=True, exist_ok=True)
+            ds = default_data(kind)
+            ds.to_csv(data)
+            schema.write_text(ds.schema.to_json())
+        return ["--data", str(data), "--schema", str(schema), "--dataset-id", kind]
     return ["--dataset", "asia", "--rows", "2000"]
 
 

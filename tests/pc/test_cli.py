@@ -17,7 +17,7 @@ from dpcg.cli.discover import Progress
 from dpcg.graph import CPDAG
 from dpcg.pc import DSeparationOracle
 from dpcg.private.registry import register_algorithm
-from tests.private.toy_algorithm import TOY, registered
+from tests.testing.toy_algorithm import TOY, registered
 
 NODES = ("a", "b", "c", "d")
 DAG = (("a", "c"), ("b", "c"), ("c", "d"))

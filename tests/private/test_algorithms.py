@@ -21,11 +21,14 @@ import pytest
 from accounting.costs import Budget
 from dpcg.errors import AlgorithmError
 from dpcg.private import discover, nonprivate_pc
+from dpcg.private.common import DiscreteAlgorithm
 from dpcg.private.contract import RunSettings
 from dpcg.private.laplace_pc import LaplacePCParams
+from dpcg.private.registry import algorithms
 from dpcg.private.run import run_private
 
-ALL = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
+#: The registered algorithms of the discrete family (a new one is covered).
+ALL = tuple(name for name, algo in algorithms().items() if isinstance(algo, DiscreteAlgorithm))
 
 
 def _graph(res: Any) -> tuple[Any, ...]:

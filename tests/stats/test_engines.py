@@ -34,6 +34,7 @@ from dpcg.stats.engine import (
     get_engine,
     register_engine,
 )
+from dpcg.testing import check_engine
 
 ENGINES = engine_names()
 #: Engines with a JVM or a database behind them take longer per example: fewer examples.
@@ -332,3 +333,17 @@ def test_a_private_test_refuses_a_source_under_another_relation() -> None:
     with pytest.raises(CITestError, match="add-remove"):
         PrivateCITest(src, session, ReleasePlan("laplace", epsilon=0.3))
     assert session.spent().epsilon in (None, 0)
+
+
+@pytest.mark.parametrize("name", _engines(slow=False))
+def test_check_engine(name: str) -> None:
+    """The exported check (:func:`dpcg.testing.check_engine`) on every registered engine:
+    malformed codes refused, numpy's tables bit for bit on random schemas and queries
+    (subsets, warm), a private run on the engine equal to the in-memory one."""
+    check_engine(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _engines(slow=True))
+def test_check_engine_slow(name: str) -> None:
+    check_engine(name)

@@ -14,6 +14,7 @@ from accounting.relations import Relation
 from dpcg.errors import StatisticInputError
 from dpcg.stats import registry
 from dpcg.stats.registry import StatisticSpec, all_specs, get, register
+from dpcg.testing import check_statistic, statistic_specs
 
 #: The source checkout (the proof notes are docs, not package data).
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,3 +149,12 @@ def test_registered_statistics_are_row_permutation_invariant(seed: int, n: int) 
         if "cx" in pub:
             swapped["cx"], swapped["cy"] = pub["cy"], pub["cx"]
         assert spec.evaluate(y, x, s, **swapped) == pytest.approx(a, abs=1e-9), spec.name
+
+
+@pytest.mark.parametrize("spec", statistic_specs(),
+                         ids=lambda s: f"{s.name}/{Relation(s.relation).value}")
+def test_check_statistic(spec: StatisticSpec) -> None:
+    """The exported check (:func:`dpcg.testing.check_statistic`) on every registered
+    statistic: proof note, bound and parameter validation, determinism, and a random and
+    a local adversarial search for neighbours that break the bound."""
+    check_statistic(spec)

@@ -6,8 +6,10 @@ a public plan, and ``plan``/``tester``/``usage`` over the
 :class:`~dpcg.private.contract.PrivateAlgorithm` contract. Kept in ``dpcg/private/`` with
 ``register_algorithm(ToyLaplacePC())`` at the bottom, it would be found by the registry's
 package scan; here the tests call :func:`registered` instead. Privacy: every test is one
-``Laplace(Delta, epsilon / tests)`` release of the score, charged by the session, so the
-proof note of Laplace-PC (``docs/privacy/algorithm-laplace-pc.md``, basic rule) covers it.
+``Laplace(Delta, epsilon / tests)`` release of the score, charged by the session; the
+proof note is ``tests/testing/toy_algorithm.md`` (a toy is not shipped, so its note is
+not in ``docs/privacy/``). ``tests/testing/test_checks.py`` runs
+:func:`dpcg.testing.check_algorithm` on it.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class ToyLaplacePC(DiscreteAlgorithm[ToyParams, ToyPlan, PrivateCITest]):
     name = "toy-laplace-pc"
     description = "toy: Laplace-PC with a fixed plan of --toy-tests tests (tests only)"
     params = ToyParams
-    proof_note = "docs/privacy/algorithm-laplace-pc.md"
+    proof_note = "tests/testing/toy_algorithm.md"
+    reproduces_pc = True  # one noisy score per test against the public T
 
     def plan(self, params: ToyParams, settings: RunSettings,
              source: StatisticSource) -> ToyPlan:
