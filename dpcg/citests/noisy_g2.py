@@ -11,8 +11,13 @@ and public quantities (``v``, the shape, ``alpha``, the number of draws, a publi
    :data:`MIN_STRATUM_SD` noise sds of its total (``sqrt(v c_x c_y)``) holds no usable
    signal, only noise; its terms are left out (the same rule is applied to every
    simulated table below, so the null sees the same selection).
-3. **Statistic**: ``G^2 = 2 sum N ln(N N_s / (N_sx N_sy))`` on the kept strata of
-   ``T+`` (entropy form, ``0 ln 0 = 0``). With ``v = 0`` this is the ordinary G^2.
+3. **Statistic**: with ``v = 0``, the ordinary ``G^2 = 2 sum N ln(N N_s / (N_sx N_sy))``
+   (entropy form, ``0 ln 0 = 0``). With ``v > 0``, the noise-weighted Pearson statistic
+   ``sum (T+ - E)^2 / (E + v)`` on the kept strata (``E = T+_sx T+_sy / T+_s``): G^2 is
+   ``sum (N - E)^2 / E`` to second order, and dividing by the cell's total variance
+   ``E + v`` (sampling plus noise) instead of ``E`` stops the noise of sparse cells
+   (``v / E`` large) from swamping the statistic; as ``v -> 0`` it tends to G^2's
+   second-order form, so the test keeps G^2's ceiling.
 4. **Null** (parametric bootstrap): expected counts ``E = T+_sx T+_sy / T+_s`` of the
    fitted conditional-independence model; ``B`` tables ``Poisson(E) + N(0, v)`` are
    drawn, projected and reduced exactly as in 1-3, and the p-value is
@@ -48,7 +53,7 @@ MIN_STRATUM_SD = 2.0
 
 @dataclass(frozen=True)
 class NoisyG2Result:
-    """``statistic``: G^2 of the projected table; ``pvalue`` from the noisy null;
+    """``statistic``: the statistic of step 3 on the projected table; ``pvalue`` from the noisy null;
     ``independent``: ``pvalue > alpha``; ``strata``: strata kept."""
 
     statistic: float
@@ -67,15 +72,23 @@ def _kept(tables: NDArray[np.float64], variance: float) -> NDArray[np.bool_]:
 
 
 def g2_statistic(tables: NDArray[np.float64], variance: float = 0.0) -> NDArray[np.float64]:
-    """G^2 of each ``(..., strata, c_x, c_y)`` table of non-negative counts, over the
-    strata kept by the rule of step 2 (all non-empty strata when ``variance`` is 0)."""
+    """The statistic of each ``(..., strata, c_x, c_y)`` table of non-negative counts,
+    over the strata kept by the rule of step 2 (all strata when ``variance`` is 0):
+    G^2 when ``variance`` is 0, else the noise-weighted Pearson statistic
+    ``sum (N - E)^2 / (E + variance)`` (module docstring, step 3)."""
     t = np.asarray(tables, dtype=np.float64)
     ns = t.sum(axis=(-2, -1))
-    h = (xlogy(t, t).sum(axis=(-2, -1)) + xlogy(ns, ns)
-         - xlogy(t.sum(axis=-1), t.sum(axis=-1)).sum(axis=-1)
-         - xlogy(t.sum(axis=-2), t.sum(axis=-2)).sum(axis=-1))
     keep = _kept(t, variance)
-    return np.asarray(2.0 * np.where(keep, np.maximum(h, 0.0), 0.0).sum(axis=-1))
+    if variance <= 0.0:
+        h = (xlogy(t, t).sum(axis=(-2, -1)) + xlogy(ns, ns)
+             - xlogy(t.sum(axis=-1), t.sum(axis=-1)).sum(axis=-1)
+             - xlogy(t.sum(axis=-2), t.sum(axis=-2)).sum(axis=-1))
+        return np.asarray(2.0 * np.where(keep, np.maximum(h, 0.0), 0.0).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e = np.where(ns[..., None, None] > 0, t.sum(axis=-1, keepdims=True)
+                     * t.sum(axis=-2, keepdims=True) / ns[..., None, None], 0.0)
+    terms = ((t - e) ** 2 / (e + variance)).sum(axis=(-2, -1))
+    return np.asarray(np.where(keep, terms, 0.0).sum(axis=-1))
 
 
 def noisy_g2_test(noisy: NDArray[np.float64], variance: float, alpha: float, *,

@@ -69,6 +69,8 @@ __all__ = ["MarginalPC", "MarginalPCParams", "MarginalPlan", "MarginalSource",
 DEFAULT_DEPTH = 2
 #: The smallest per-table rho worth releasing (noise sd above ~2^20 counts otherwise).
 MIN_TABLE_RHO = 2.0 ** -41
+#: Default ``max_noise``: per-cell noise variance at most this many mean counts.
+MAX_NOISE = 30.0
 #: Default ``max_cells``: a table is released only if ``n / cells >= ROWS_PER_CELL``.
 ROWS_PER_CELL = 20
 
@@ -93,6 +95,12 @@ class MarginalPCParams:
     draws: int = option(
         DEFAULT_DRAWS, type=int, metavar="B",
         help="Monte-Carlo draws of each test's noisy null (post-processing)")
+    max_noise: float = option(
+        MAX_NOISE, type=float, metavar="G",
+        help="at a level >= 1, a table is released only while its per-cell noise "
+             "variance is at most G times its mean count n/cells (a test whose noise "
+             "swamps its counts has no power and would remove true edges); the level "
+             "releases the most-shared tables that fit")
     level0_share: float | None = option(
         None, type=float, metavar="F",
         help="share of the budget for level 0's 2-way tables (default 1/(D+2), D the "
@@ -103,6 +111,10 @@ class MarginalPCParams:
         if self.max_cells is not None:
             check_count_field("max_cells", self.max_cells, minimum=4)
         check_count_field("draws", self.draws, minimum=19)
+        g = self.max_noise
+        if isinstance(g, bool) or not isinstance(g, int | float) or not (
+                math.isfinite(g) and g > 0.0):
+            raise AlgorithmError(f"max_noise: expected a finite number > 0, got {g!r}")
         if self.level0_share is not None:
             v = self.level0_share
             if isinstance(v, bool) or not isinstance(v, int | float) or not (
@@ -148,6 +160,7 @@ class MarginalPlan:
     max_cells: int
     draws: int
     alpha: float
+    max_noise: float = MAX_NOISE
     rule: str = "zcdp"
 
     def describe(self) -> dict[str, Any]:
@@ -157,6 +170,7 @@ class MarginalPlan:
                 "level0_sigma": COUNT_TABLE_L2 / math.sqrt(2.0 * self.level0_rho),
                 "level0_share": self.level0_share, "sets_per_pair": self.sets_per_pair,
                 "max_cells": self.max_cells, "draws": self.draws,
+                "max_noise": self.max_noise,
                 "sensitivity_l2": COUNT_TABLE_L2}
 
 
@@ -192,7 +206,7 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
         raise AlgorithmError("max_cells: some 2-way table is larger than max_cells; raise it")
     return MarginalPlan(float(rho), depth, settings.max_depth, pairs, each,
                         float(share), params.sets_per_pair, int(max_cells),
-                        params.draws, float(settings.alpha))
+                        params.draws, float(settings.alpha), float(params.max_noise))
 
 
 @dataclass
@@ -217,6 +231,7 @@ class MarginalTester:
         self.releases = 0
         self.tests = 0
         self._strength: dict[Pair, float] = {}
+        self._finished = False  # a level >= 1 could afford no table: deeper ones neither
 
     # ------------------------------------------------------------------ budget
     def _remaining_rho(self) -> Fraction:
@@ -298,12 +313,33 @@ class MarginalTester:
         self.tests += 1
         return CIResult(res.independent, res.statistic, res.pvalue)
 
+    def _choose(self, serves: Mapping[tuple[int, ...], list[Pair]], share: Fraction
+                ) -> list[tuple[int, ...]]:
+        """The tables a level >= 1 releases: in order of the number of asked tests each
+        serves (most first), then of the weakest released level-0 strength among their
+        pairs (a weak pair is the likeliest to be separated), while ``T`` tables at
+        ``share / T`` each keep every chosen table's per-cell noise variance ``T/share``
+        within ``max_noise`` mean counts ``n / cells`` (public facts and released values
+        only)."""
+        strength = self._strength
+        order = sorted(serves, key=lambda vs: (
+            -len(serves[vs]), min(strength.get(pair, math.inf) for pair in serves[vs]), vs))
+        n, g = self.source.n, self.plan.max_noise
+        chosen: list[tuple[int, ...]] = []
+        widest = 0
+        for vs in order:
+            c = max(widest, self.source.cells(vs))
+            if (len(chosen) + 1) * c <= g * n * float(share):
+                chosen.append(vs)
+                widest = c
+        return chosen
+
     # ------------------------------------------------------------------ levels
     def decide_level(self, level: int, candidates: LevelCandidates) -> dict[Pair, Sepset]:
         pairs = [pair for pair in candidates if candidates[pair]]
         rec: dict[str, Any] = {"level": level, "pairs": len(pairs), "tables": 0, "tests": 0}
         self.levels.append(rec)
-        if not pairs:
+        if not pairs or self._finished:
             return {}
         plan = self.plan
         if level == 0:
@@ -312,21 +348,22 @@ class MarginalTester:
             asked = {pair: ranked_sets(level, pair, candidates,
                                        self._strength)[:plan.sets_per_pair]
                      for pair in pairs}
-        wanted: list[tuple[int, ...]] = []
-        seen: set[tuple[int, ...]] = set()
+        serves: dict[tuple[int, ...], list[Pair]] = {}
         for (x, y), sets in asked.items():
             for S in sets:
                 vs = tuple(sorted((x, y, *S)))
-                if vs in seen or self._best(vs) is not None:
-                    continue
-                seen.add(vs)
-                if self.source.cells(vs) <= plan.max_cells:
-                    wanted.append(vs)
+                if self._best(vs) is None and self.source.cells(vs) <= plan.max_cells:
+                    serves.setdefault(vs, []).append((x, y))
         if level == 0:
+            wanted = list(serves)
             rho_each = Fraction(plan.level0_rho)
         else:
             share = self._remaining_rho() / level_slots(level, plan.depth)
+            wanted = self._choose(serves, share)
             rho_each = share / len(wanted) if wanted else Fraction(0)
+            if not wanted:  # deeper levels need wider tables: none fits either
+                self._finished = True
+        rec["wanted"] = len(serves)
         complete = self._release(level, wanted, rho_each, rec)
         removals: dict[Pair, Sepset] = {}
         tests = 0
