@@ -69,6 +69,10 @@ __all__ = ["MarginalPC", "MarginalPCParams", "MarginalPlan", "MarginalSource",
 DEFAULT_DEPTH = 2
 #: The smallest per-table rho worth releasing (noise sd above ~2^20 counts otherwise).
 MIN_TABLE_RHO = 2.0 ** -41
+#: Default share of the budget for level 0's 2-way tables (public; level 0's tests have
+#: the strongest signals, the later levels need more tables: measured on alarm,
+#: insurance and child at eps 1, docs/benchmarks/marginal-pc.md).
+LEVEL0_SHARE = 0.15
 #: Default ``max_noise``: per-cell noise variance at most this many mean counts.
 MAX_NOISE = 30.0
 #: Default ``max_cells``: a table is released only if ``n / cells >= ROWS_PER_CELL``.
@@ -103,8 +107,7 @@ class MarginalPCParams:
              "releases the most-shared tables that fit")
     level0_share: float | None = option(
         None, type=float, metavar="F",
-        help="share of the budget for level 0's 2-way tables (default 1/(D+2), D the "
-             "planned depth)")
+        help=f"share of the budget for level 0's 2-way tables (default {LEVEL0_SHARE})")
 
     def __post_init__(self) -> None:
         check_count_field("sets_per_pair", self.sets_per_pair)
@@ -195,7 +198,7 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
     rho = Fraction(budget.rho())
     pairs = p * (p - 1) // 2
     share = (Fraction(params.level0_share) if params.level0_share is not None
-             else Fraction(1, depth + 2))
+             else Fraction(LEVEL0_SHARE))
     each = round_down(rho * share / max(pairs, 1))
     if each < MIN_TABLE_RHO:
         raise AlgorithmError("epsilon: too small for marginal-pc's level 0 (one 2-way table "
@@ -313,17 +316,19 @@ class MarginalTester:
         self.tests += 1
         return CIResult(res.independent, res.statistic, res.pvalue)
 
-    def _choose(self, serves: Mapping[tuple[int, ...], list[Pair]], share: Fraction
+    def _choose(self, serves: Mapping[tuple[int, ...], list[Pair]],
+                rank: Mapping[tuple[int, ...], int], share: Fraction
                 ) -> list[tuple[int, ...]]:
-        """The tables a level >= 1 releases: in order of the number of asked tests each
-        serves (most first), then of the weakest released level-0 strength among their
-        pairs (a weak pair is the likeliest to be separated), while ``T`` tables at
+        """The tables a level >= 1 releases: round by round over the pairs' ranked sets
+        (every pair's first set before any pair's second), within a round by the number
+        of asked tests each serves (most first), then by the weakest released level-0
+        strength among their pairs (a weak pair is the likeliest to be separated), while ``T`` tables at
         ``share / T`` each keep every chosen table's per-cell noise variance ``T/share``
         within ``max_noise`` mean counts ``n / cells`` (public facts and released values
         only)."""
         strength = self._strength
         order = sorted(serves, key=lambda vs: (
-            -len(serves[vs]), min(strength.get(pair, math.inf) for pair in serves[vs]), vs))
+            rank[vs], -len(serves[vs]), min(strength.get(pair, math.inf) for pair in serves[vs]), vs))
         n, g = self.source.n, self.plan.max_noise
         chosen: list[tuple[int, ...]] = []
         widest = 0
@@ -349,17 +354,19 @@ class MarginalTester:
                                        self._strength)[:plan.sets_per_pair]
                      for pair in pairs}
         serves: dict[tuple[int, ...], list[Pair]] = {}
+        rank: dict[tuple[int, ...], int] = {}  # best rank of the table among its pairs' sets
         for (x, y), sets in asked.items():
-            for S in sets:
+            for i, S in enumerate(sets):
                 vs = tuple(sorted((x, y, *S)))
                 if self._best(vs) is None and self.source.cells(vs) <= plan.max_cells:
                     serves.setdefault(vs, []).append((x, y))
+                    rank[vs] = min(rank.get(vs, i), i)
         if level == 0:
             wanted = list(serves)
             rho_each = Fraction(plan.level0_rho)
         else:
             share = self._remaining_rho() / level_slots(level, plan.depth)
-            wanted = self._choose(serves, share)
+            wanted = self._choose(serves, rank, share)
             rho_each = share / len(wanted) if wanted else Fraction(0)
             if not wanted:  # deeper levels need wider tables: none fits either
                 self._finished = True
@@ -440,7 +447,7 @@ class MarginalPC:
 
     def usage(self, tester: MarginalTester) -> Mapping[str, object]:
         return {"used_releases": tester.releases, "used_tests": tester.tests,
-                "tests_per_release": (tester.tests / tester.releases
+                "used_tests_per_release": (tester.tests / tester.releases
                                       if tester.releases else 0.0),
                 "used_levels": tester.levels, "used_unspent": unspent(tester.session)}
 

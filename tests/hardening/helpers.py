@@ -13,7 +13,8 @@ from dpcg.cli import main
 from dpcg.datasets.sem import random_sem
 
 #: The six private algorithms of the registry (a test-only algorithm is not released).
-PRIVATE = ("curate", "em-pc", "laplace-pc", "priv-pc", "private-ci-pc", "svt-pc")
+PRIVATE = ("curate", "em-pc", "laplace-pc", "marginal-pc", "priv-pc", "private-ci-pc",
+           "svt-pc")
 
 
 @dataclass

@@ -78,6 +78,10 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.screen_epsilon": PUBLIC,  # the same rules of public facts
     "plan.release": PUBLIC, "plan.sepset_share": PUBLIC,  # laplace-pc: an option, a constant
     "plan.sieve_asks": PUBLIC,  # priv-pc: an option, else the constant PRIV_PC_SIEVE_ASKS
+    # marginal-pc: the budget's rho, level 0's tables (one per pair, a share of rho), the
+    # options and constants (docs/privacy/algorithm-marginal-pc.md)
+    "plan.rho": PUBLIC, "plan.level0_*": PUBLIC, "plan.sets_per_pair": PUBLIC,
+    "plan.max_cells": PUBLIC, "plan.draws": PUBLIC, "plan.max_noise": PUBLIC,
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,
