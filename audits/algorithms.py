@@ -24,7 +24,7 @@ from audits import fixtures
 EPS = 1.0
 N_ROWS = 200
 QUICK_ALGORITHMS = ("laplace-pc", "svt-pc")
-ALL_ALGORITHMS = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
+ALL_ALGORITHMS = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate", "marginal-pc")
 
 
 def _row0_replaced(arr: np.ndarray, names: tuple[str, ...], what: str) -> fixtures.Neighbours:
@@ -92,7 +92,7 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
     names = ALL_ALGORITHMS if full else QUICK_ALGORITHMS
     if not full:
         notes.append("quick profile: algorithm-level audits of laplace-pc and svt-pc only "
-                     "(all five variants in the full profile)")
+                     "(all six variants in the full profile)")
     out = [
         EmpiricalItem("algorithm", f"{name} (eps={EPS:g}, whole run)",
                       algorithm_sampler(private_pc(name)), pair, EPS, scale=-1.0)

@@ -42,6 +42,7 @@ from numpy.typing import NDArray
 from accounting.costs import round_down
 from accounting.errors import AccountingError, BudgetExceededError
 from accounting.mechanisms import Gaussian
+from accounting.noise import check_gaussian_scale
 from accounting.relations import Relation
 from accounting.session import Session
 from dpcg.citests.base import CIResult
@@ -200,9 +201,17 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
     share = (Fraction(params.level0_share) if params.level0_share is not None
              else Fraction(LEVEL0_SHARE))
     each = round_down(rho * share / max(pairs, 1))
+    too_small = AlgorithmError("epsilon: too small for marginal-pc's level 0 (one 2-way "
+                               "table per pair); give a larger budget")
     if each < MIN_TABLE_RHO:
-        raise AlgorithmError("epsilon: too small for marginal-pc's level 0 (one 2-way table "
-                             "per pair); give a larger budget")
+        raise too_small
+    try:  # the sampler must draw level 0's widest table (pre-flight, nothing charged)
+        mech = Gaussian.for_rho(COUNT_TABLE_L2, Fraction(each))
+        widest = max((source.cells((x, y)) for x in range(p) for y in range(x + 1, p)),
+                     default=1)
+        check_gaussian_scale(COUNT_TABLE_L2, mech.sigma, widest)
+    except AccountingError:
+        raise too_small from None
     max_cells = (params.max_cells if params.max_cells is not None
                  else max(4, source.n // ROWS_PER_CELL))
     if any(source.cells((x, y)) > max_cells for x in range(p) for y in range(x + 1, p)):
