@@ -53,8 +53,8 @@ MIN_STRATUM_SD = 2.0
 
 @dataclass(frozen=True)
 class NoisyG2Result:
-    """``statistic``: the statistic of step 3 on the projected table; ``pvalue`` from the noisy null;
-    ``independent``: ``pvalue > alpha``; ``strata``: strata kept."""
+    """``statistic``: the statistic of step 3 on the projected table; ``pvalue`` from
+    the noisy null; ``independent``: ``pvalue > alpha``; ``strata``: strata kept."""
 
     statistic: float
     pvalue: float

@@ -331,13 +331,14 @@ class MarginalTester:
         """The tables a level >= 1 releases: round by round over the pairs' ranked sets
         (every pair's first set before any pair's second), within a round by the number
         of asked tests each serves (most first), then by the weakest released level-0
-        strength among their pairs (a weak pair is the likeliest to be separated), while ``T`` tables at
-        ``share / T`` each keep every chosen table's per-cell noise variance ``T/share``
-        within ``max_noise`` mean counts ``n / cells`` (public facts and released values
-        only)."""
+        strength among their pairs (a weak pair is the likeliest to be separated), while
+        ``T`` tables at ``share / T`` each keep every chosen table's per-cell noise
+        variance ``T/share`` within ``max_noise`` mean counts ``n / cells`` (public facts
+        and released values only)."""
         strength = self._strength
         order = sorted(serves, key=lambda vs: (
-            rank[vs], -len(serves[vs]), min(strength.get(pair, math.inf) for pair in serves[vs]), vs))
+            rank[vs], -len(serves[vs]),
+            min(strength.get(pair, math.inf) for pair in serves[vs]), vs))
         n, g = self.source.n, self.plan.max_noise
         chosen: list[tuple[int, ...]] = []
         widest = 0
@@ -356,6 +357,7 @@ class MarginalTester:
         if not pairs or self._finished:
             return {}
         plan = self.plan
+        asked: dict[Pair, tuple[Sepset, ...]]
         if level == 0:
             asked = {pair: ((),) for pair in pairs if () in candidates[pair]}
         else:
