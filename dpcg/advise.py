@@ -127,14 +127,20 @@ def epsilon_for(target: float, grid: Sequence[tuple[float, float]]) -> float | N
 def advise(cardinalities: Sequence[int], rows: int, *,
            epsilons: Sequence[float] = EPSILONS, algorithms: Sequence[str] = ALGORITHMS,
            max_parents: int = 3, networks: int = 3, target_f1: float = 0.9,
-           seed: int = 0) -> Advice:
+           seed: int = 0, concentration: float = 1.0) -> Advice:
     """Simulate ``networks`` generated networks shaped like the schema and report the
-    algorithms' expected skeleton F1 (module docstring). Public facts only."""
+    algorithms' expected skeleton F1 (module docstring). Public facts only.
+    ``concentration``: the Dirichlet concentration of the generated conditional
+    probability tables (smaller: more nearly deterministic tables)."""
     nodes = len(cardinalities)
     _check(nodes, rows, epsilons, max_parents, networks, target_f1)
+    if isinstance(concentration, bool) or not isinstance(concentration, int | float) or not (
+            math.isfinite(concentration) and concentration > 0):
+        raise AlgorithmError(f"concentration: expected a number > 0, got {concentration!r}")
     lo, hi = cardinality_range(cardinalities)
     card = f"{lo}-{hi}" if hi > lo else f"{lo}"
-    family = f"random:nodes={nodes},max_parents={max_parents},card={card},seed={{s}},conc=1"
+    family = (f"random:nodes={nodes},max_parents={max_parents},card={card},seed={{s}},"
+              f"conc={concentration:g}")
     t0, c0 = time.perf_counter(), time.process_time()
     runs: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
     for k in range(networks):

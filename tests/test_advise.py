@@ -38,7 +38,8 @@ def test_epsilon_for_a_target_interpolates_in_log_epsilon() -> None:
 @pytest.mark.parametrize(("args", "kwargs"), [
     (([2], 100), {}), (([2, 2], 1), {}), (([2, 2], 100), {"epsilons": (0.0,)}),
     (([2, 2], 100), {"max_parents": 0}), (([2, 2], 100), {"networks": 0}),
-    (([2, 2], 100), {"target_f1": 1.5}), (([2, 0], 100), {})])
+    (([2, 2], 100), {"target_f1": 1.5}), (([2, 0], 100), {}),
+    (([2, 2], 100), {"concentration": 0.0})])
 def test_bad_input_is_refused(args: tuple[list[int], int], kwargs: dict[str, object]) -> None:
     with pytest.raises(AlgorithmError):
         advise(*args, **kwargs)  # type: ignore[arg-type]

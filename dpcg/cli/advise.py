@@ -45,6 +45,10 @@ def register(subparsers: Any) -> None:
                         "marginal-pc)")
     p.add_argument("--max-parents", type=int, default=3, metavar="K",
                    help="expected density: parents per node of the generated networks")
+    p.add_argument("--concentration", type=float, default=1.0, metavar="C",
+                   help="Dirichlet concentration of the generated networks' tables "
+                        "(default 1; smaller: more nearly deterministic, weaker-looking "
+                        "real networks are often better matched)")
     p.add_argument("--networks", type=int, default=3, metavar="M",
                    help="generated networks simulated (default 3)")
     p.add_argument("--target-f1", type=float, default=0.9, metavar="F")
@@ -77,7 +81,8 @@ def _advise(args: argparse.Namespace) -> int:
     advice = advise(_cardinalities(args), args.rows,
                     epsilons=tuple(args.epsilon) if args.epsilon else EPSILONS,
                     algorithms=algos, max_parents=args.max_parents,
-                    networks=args.networks, target_f1=args.target_f1, seed=args.seed)
+                    networks=args.networks, target_f1=args.target_f1, seed=args.seed,
+                    concentration=args.concentration)
     if args.json:
         json.dump(advice.to_json(), sys.stdout, indent=2)
         print()
