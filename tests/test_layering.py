@@ -30,6 +30,11 @@ NON_PRIVACY_RANDOMNESS: dict[str, str] = {
         "every realisation (docs/privacy/privcrt.md); drawn from a generator passed in or "
         "handed out by the session, never privacy noise"
     ),
+    "dpcg/citests/noisy_g2.py": (
+        "Monte-Carlo null of the G-test on released noisy tables: draws from the fitted "
+        "model of released (post-processed) counts and the public noise variance, from a "
+        "public seed (docs/privacy/algorithm-marginal-pc.md); never privacy noise"
+    ),
     "dpcg/regression.py": (
         "public random Fourier frequencies of the RFF ridge, drawn from a public seed that "
         "is a hyper-parameter (never from the data); the sensitivity bound holds for every "

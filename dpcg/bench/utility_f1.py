@@ -168,7 +168,7 @@ def run_job(job: tuple[str, int, int, str, tuple[float, ...]]) -> list[dict[str,
                     "exhausted": bool(r.budget_exhausted),
                     "levels_completed": plan.get("used_levels"),
                     "unspent": plan.get("used_unspent"), "rule": plan.get("rule"),
-                    "tests": r.n_tests})
+                    "tests": r.n_tests, "releases": plan.get("used_releases")})
     return out
 
 

@@ -37,6 +37,8 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
                                 "docs/benchmarks.md"),
     ("schema", "dpcg.cli.schema", "draft a schema from a data file (for the data owner to "
                                   "review)"),
+    ("advise", "dpcg.cli.advise", "predict the private algorithms' skeleton F1 from public "
+                                  "facts (no data read, nothing charged)"),
     ("plot", "dpcg.cli.plot", "draw the CPDAG of a result.json (SVG or PNG)"),
     ("report", "dpcg.cli.report",
      "write a self-contained HTML report of a run (graph, guarantee, ledger)"),

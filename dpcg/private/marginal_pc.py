@@ -1,0 +1,466 @@
+"""Marginal-PC: CI tests that share releases of noisy marginal contingency tables.
+
+Every discrete CI test ``x _||_ y | S`` is a function of the marginal table over
+``{x, y} u S``. Marginal-PC releases such tables (zCDP, the Gaussian mechanism on the
+full count table, L2 sensitivity ``sqrt(2)`` under replace-one) and derives every test
+from them, so one release serves all the tests of its variables:
+
+* **level 0**: one 2-way table per pair (every pair's test given the empty set);
+* **level l >= 1**: for each pair still adjacent, up to ``sets_per_pair`` of its
+  candidate sets (ranked by the released level-0 strengths of the endpoints'
+  neighbours, :func:`dpcg.private.common.ranked_sets`); the level releases one table per
+  distinct variable set ``{x, y} u S`` among those tests, so a 3-way table ``(x, y, z)``
+  serves ``x _||_ y | z``, ``x _||_ z | y`` and ``y _||_ z | x`` when all three are asked,
+  and a ``(l + 2)``-way table up to ``C(l + 2, 2)`` tests. A test is read from the
+  released table over the fewest cells that holds its variables (a wider table serves a
+  narrower test by summation, with the summed noise's variance).
+
+Which tables a level releases is decided from the frozen adjacency (post-processing of
+earlier released decisions) and released strengths; each level's budget from public
+facts: level ``l`` gets ``1/(D - l + 2)`` of the zCDP budget the filter has left (``D``
+the planned depth), shared equally by the tables it releases. A table whose size exceeds
+``max_cells`` (public: schema and ``n``) is not released; its tests are not asked.
+
+Each test is :func:`dpcg.citests.noisy_g2.noisy_g2_test` on the released sub-table
+(negative counts projected to 0, the noise's variance in a Monte-Carlo null), so at zero
+noise it is the G-test. A pair is removed when some asked test does not reject at
+``alpha``; its separating set is the one with the largest p-value (PC-Max's rule).
+Proof note: ``docs/privacy/algorithm-marginal-pc.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from accounting.costs import round_down
+from accounting.errors import AccountingError, BudgetExceededError
+from accounting.mechanisms import Gaussian
+from accounting.noise import check_gaussian_scale
+from accounting.relations import Relation
+from accounting.session import Session
+from dpcg.citests.base import CIResult
+from dpcg.citests.noisy_g2 import DEFAULT_DRAWS, noisy_g2_test
+from dpcg.citests.registry import NoOptions, option
+from dpcg.data.dataset import Dataset
+from dpcg.errors import AlgorithmError, DpcgError
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over
+from dpcg.private.common import check_count_field, exhaustion_note, ranked_sets, unspent
+from dpcg.private.contract import RunSettings, ScoreCache
+from dpcg.private.planning import planned_depth
+from dpcg.private.registry import register_algorithm
+from dpcg.stats.marginals import (
+    COUNT_TABLE_L2,
+    cells,
+    marginal_counts,
+    marginals_of_pairs,
+    strata_view,
+)
+
+__all__ = ["MarginalPC", "MarginalPCParams", "MarginalPlan", "MarginalSource",
+           "MarginalTester", "level_slots"]
+
+#: Levels provisioned for when ``max_depth`` is not given (public).
+DEFAULT_DEPTH = 2
+#: The smallest per-table rho worth releasing (noise sd above ~2^20 counts otherwise).
+MIN_TABLE_RHO = 2.0 ** -41
+#: Default share of the budget for level 0's 2-way tables (public; level 0's tests have
+#: the strongest signals, the later levels need more tables: measured on alarm,
+#: insurance and child at eps 1, docs/benchmarks/marginal-pc.md).
+LEVEL0_SHARE = 0.15
+#: Default ``max_noise``: per-cell noise variance at most this many mean counts.
+MAX_NOISE = 30.0
+#: Default ``max_cells``: a table is released only if ``n / cells >= ROWS_PER_CELL``.
+ROWS_PER_CELL = 20
+
+
+def level_slots(level: int, depth: int) -> int:
+    """Level ``l`` gets ``1/level_slots`` of what is left: ``D - l + 2`` up to the
+    planned depth ``D``, 2 past it (public; every level has something)."""
+    return depth - level + 2 if level <= depth else 2
+
+
+@dataclass(frozen=True)
+class MarginalPCParams:
+    """Marginal-PC's options (all public hyper-parameters)."""
+
+    sets_per_pair: int = option(
+        4, type=int, metavar="K",
+        help="at a level >= 1, the candidate sets asked per pair (the K ranked first by "
+             "the released level-0 strengths of the endpoints' neighbours)")
+    max_cells: int | None = option(
+        None, type=int, metavar="C",
+        help="largest table released (cells); default n / 20 (public)")
+    draws: int = option(
+        DEFAULT_DRAWS, type=int, metavar="B",
+        help="Monte-Carlo draws of each test's noisy null (post-processing)")
+    max_noise: float = option(
+        MAX_NOISE, type=float, metavar="G",
+        help="at a level >= 1, a table is released only while its per-cell noise "
+             "variance is at most G times its mean count n/cells (a test whose noise "
+             "swamps its counts has no power and would remove true edges); the level "
+             "releases the most-shared tables that fit")
+    level0_share: float | None = option(
+        None, type=float, metavar="F",
+        help=f"share of the budget for level 0's 2-way tables (default {LEVEL0_SHARE})")
+
+    def __post_init__(self) -> None:
+        check_count_field("sets_per_pair", self.sets_per_pair)
+        if self.max_cells is not None:
+            check_count_field("max_cells", self.max_cells, minimum=4)
+        check_count_field("draws", self.draws, minimum=19)
+        g = self.max_noise
+        if isinstance(g, bool) or not isinstance(g, int | float) or not (
+                math.isfinite(g) and g > 0.0):
+            raise AlgorithmError(f"max_noise: expected a finite number > 0, got {g!r}")
+        if self.level0_share is not None:
+            v = self.level0_share
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                    math.isfinite(v) and 0.0 < v < 1.0):
+                raise AlgorithmError(f"level0_share: expected a number in (0, 1), got {v!r}")
+
+
+class MarginalSource:
+    """The rows a run counts its marginal tables from, with the public facts: declared
+    cardinalities, ``n``, ``p`` and names. Nothing here is released."""
+
+    def __init__(self, codes: NDArray[np.integer], cardinalities: Sequence[int],
+                 names: Sequence[str], relation: Relation = Relation.REPLACE_ONE) -> None:
+        self.codes = codes
+        self.cardinalities = tuple(int(c) for c in cardinalities)
+        self.names = tuple(names)
+        self.p = len(self.cardinalities)
+        self.n = int(np.asarray(codes).shape[1])
+        self.relation = relation
+
+    def table(self, variables: Sequence[int]) -> NDArray[np.int64]:
+        return marginal_counts(self.codes, self.cardinalities, variables)
+
+    def pair_tables(self, pairs: Sequence[Pair]) -> dict[Pair, NDArray[np.int64]]:
+        return marginals_of_pairs(self.codes, self.cardinalities, pairs)
+
+    def cells(self, variables: Sequence[int]) -> int:
+        return cells(self.cardinalities, variables)
+
+
+@dataclass(frozen=True)
+class MarginalPlan:
+    """The public plan: zCDP, ``rho`` total, the planned depth, level 0's per-table
+    ``rho`` over ``pairs`` tables, and the options."""
+
+    rho: float
+    depth: int
+    max_depth: int | None
+    pairs: int
+    level0_rho: float
+    level0_share: float
+    sets_per_pair: int
+    max_cells: int
+    draws: int
+    alpha: float
+    max_noise: float = MAX_NOISE
+    rule: str = "zcdp"
+
+    def describe(self) -> dict[str, Any]:
+        return {"rule": self.rule, "rho": self.rho, "horizon": self.depth,
+                "max_depth": self.max_depth, "level0_tables": self.pairs,
+                "level0_table_rho": self.level0_rho,
+                "level0_sigma": COUNT_TABLE_L2 / math.sqrt(2.0 * self.level0_rho),
+                "level0_share": self.level0_share, "sets_per_pair": self.sets_per_pair,
+                "max_cells": self.max_cells, "draws": self.draws,
+                "max_noise": self.max_noise,
+                "sensitivity_l2": COUNT_TABLE_L2}
+
+
+def make_plan(params: MarginalPCParams, settings: RunSettings,
+              source: MarginalSource) -> MarginalPlan:
+    """The plan from public facts only; refuses what cannot run (nothing charged)."""
+    if not isinstance(params, MarginalPCParams):
+        raise AlgorithmError(f"params: expected MarginalPCParams, got "
+                             f"{type(params).__name__}")
+    if not isinstance(source, MarginalSource):
+        raise AlgorithmError(f"source: expected a MarginalSource, got "
+                             f"{type(source).__name__}")
+    if Relation.parse(settings.relation) is not Relation.REPLACE_ONE:
+        raise AlgorithmError("relation: marginal-pc declares its tables' sensitivity "
+                             "under replace-one only")
+    budget = settings.budget()
+    if budget.delta <= 0:
+        raise AlgorithmError("delta: marginal-pc releases Gaussian tables (zCDP) and needs "
+                             "delta > 0")
+    p = source.p
+    depth = planned_depth(p, settings.max_depth, DEFAULT_DEPTH)
+    rho = Fraction(budget.rho())
+    pairs = p * (p - 1) // 2
+    share = (Fraction(params.level0_share) if params.level0_share is not None
+             else Fraction(LEVEL0_SHARE))
+    each = round_down(rho * share / max(pairs, 1))
+    too_small = AlgorithmError("epsilon: too small for marginal-pc's level 0 (one 2-way "
+                               "table per pair); give a larger budget")
+    if each < MIN_TABLE_RHO:
+        raise too_small
+    try:  # the sampler must draw level 0's widest table (pre-flight, nothing charged)
+        mech = Gaussian.for_rho(COUNT_TABLE_L2, Fraction(each))
+        widest = max((source.cells((x, y)) for x in range(p) for y in range(x + 1, p)),
+                     default=1)
+        check_gaussian_scale(COUNT_TABLE_L2, mech.sigma, widest)
+    except AccountingError:
+        raise too_small from None
+    max_cells = (params.max_cells if params.max_cells is not None
+                 else max(4, source.n // ROWS_PER_CELL))
+    if any(source.cells((x, y)) > max_cells for x in range(p) for y in range(x + 1, p)):
+        raise AlgorithmError("max_cells: some 2-way table is larger than max_cells; raise it")
+    return MarginalPlan(float(rho), depth, settings.max_depth, pairs, each,
+                        float(share), params.sets_per_pair, int(max_cells),
+                        params.draws, float(settings.alpha), float(params.max_noise))
+
+
+@dataclass
+class _Released:
+    """A released table over ``variables`` (noisy counts) and its per-cell variance."""
+
+    variables: tuple[int, ...]
+    values: NDArray[np.float64]
+    variance: float
+
+
+class MarginalTester:
+    """Marginal-PC's level strategy (module docstring)."""
+
+    def __init__(self, plan: MarginalPlan, source: MarginalSource, session: Session) -> None:
+        self.plan = plan
+        self.source = source
+        self.session = session
+        self.released: dict[tuple[int, ...], _Released] = {}
+        self.levels: list[dict[str, Any]] = []
+        self.exhaustion_note: str | None = None
+        self.releases = 0
+        self.tests = 0
+        self._strength: dict[Pair, float] = {}
+        self._finished = False  # a level >= 1 could afford no table: deeper ones neither
+
+    # ------------------------------------------------------------------ budget
+    def _remaining_rho(self) -> Fraction:
+        rem = self.session.remaining().rho
+        assert rem is not None
+        return max(Fraction(rem), Fraction(0))
+
+    def _stop(self, level: int, why: str) -> BudgetExceededError:
+        self.exhaustion_note = exhaustion_note(level, why)
+        return BudgetExceededError(f"marginal-pc: {why}")
+
+    # ------------------------------------------------------------------ tables
+    def _best(self, variables: tuple[int, ...]) -> _Released | None:
+        """The released table holding ``variables`` whose summed sub-table has the
+        smallest per-cell noise variance (``variance x cells(U) / cells(V)``)."""
+        exact = self.released.get(variables)
+        if exact is not None:
+            return exact
+        want = set(variables)
+        best: _Released | None = None
+        best_var = math.inf
+        for rel in self.released.values():
+            if want <= set(rel.variables):
+                v = rel.variance * rel.values.size / self.source.cells(variables)
+                if v < best_var:
+                    best, best_var = rel, v
+        return best
+
+    def _release(self, level: int, tables: list[tuple[int, ...]], rho_each: Fraction,
+                 rec: dict[str, Any]) -> bool:
+        """Release ``tables`` (sorted variable tuples) in one batch at ``rho_each``;
+        ``False`` when the filter admitted only a prefix (the session then halts)."""
+        if not tables:
+            return True
+        if rho_each < Fraction(MIN_TABLE_RHO):
+            raise self._stop(level, f"nothing useful is left for level {level}'s "
+                                    f"{len(tables)} tables")
+        try:
+            mech = Gaussian.for_rho(COUNT_TABLE_L2, rho_each)
+        except (AccountingError, DpcgError, ValueError) as exc:
+            raise self._stop(level, f"level {level}'s tables cannot be sampled "
+                                    f"({type(exc).__name__})") from None
+        src = self.source
+        computed: dict[tuple[int, ...], NDArray[np.int64]] = {}
+
+        def compute(vs: tuple[int, ...]) -> NDArray[np.float64]:
+            if not computed:  # after the whole batch was admitted and recorded
+                if level == 0:
+                    computed.update({k: v for k, v in src.pair_tables(
+                        [(t[0], t[1]) for t in tables]).items()})
+                else:
+                    computed.update({t: src.table(t) for t in tables})
+            return np.asarray(computed[vs], dtype=np.float64).ravel()
+
+        def request(vs: tuple[int, ...]) -> tuple[Gaussian, Callable[[], Any], str]:
+            return (mech, lambda: compute(vs),
+                    f"level-{level} noisy marginal table over {list(vs)}")
+
+        outputs = self.session.release_many([request(vs) for vs in tables])
+        variance = float(mech.sigma) ** 2
+        for vs, out in zip(tables, outputs, strict=False):
+            shape = tuple(src.cardinalities[v] for v in vs)
+            self.released[vs] = _Released(vs, np.asarray(out, dtype=np.float64)
+                                          .reshape(shape), variance)
+        self.releases += len(outputs)
+        rec.update(tables=len(outputs), table_rho=float(rho_each), sigma=float(mech.sigma),
+                   cells=int(sum(src.cells(vs) for vs in tables[:len(outputs)])))
+        return len(outputs) == len(tables)
+
+    def _test(self, x: int, y: int, S: Sepset) -> CIResult | None:
+        vs = tuple(sorted((x, y, *S)))
+        rel = self._best(vs)
+        if rel is None:
+            return None
+        table = strata_view(rel.values, rel.variables, x, y, S)
+        variance = rel.variance * rel.values.size / self.source.cells(vs)
+        res = noisy_g2_test(table, variance, self.plan.alpha, draws=self.plan.draws,
+                            seed=(x, y, *S))
+        self.tests += 1
+        return CIResult(res.independent, res.statistic, res.pvalue)
+
+    def _choose(self, serves: Mapping[tuple[int, ...], list[Pair]],
+                rank: Mapping[tuple[int, ...], int], share: Fraction
+                ) -> list[tuple[int, ...]]:
+        """The tables a level >= 1 releases: round by round over the pairs' ranked sets
+        (every pair's first set before any pair's second), within a round by the number
+        of asked tests each serves (most first), then by the weakest released level-0
+        strength among their pairs (a weak pair is the likeliest to be separated), while
+        ``T`` tables at ``share / T`` each keep every chosen table's per-cell noise
+        variance ``T/share`` within ``max_noise`` mean counts ``n / cells`` (public facts
+        and released values only)."""
+        strength = self._strength
+        order = sorted(serves, key=lambda vs: (
+            rank[vs], -len(serves[vs]),
+            min(strength.get(pair, math.inf) for pair in serves[vs]), vs))
+        n, g = self.source.n, self.plan.max_noise
+        chosen: list[tuple[int, ...]] = []
+        widest = 0
+        for vs in order:
+            c = max(widest, self.source.cells(vs))
+            if (len(chosen) + 1) * c <= g * n * float(share):
+                chosen.append(vs)
+                widest = c
+        return chosen
+
+    # ------------------------------------------------------------------ levels
+    def decide_level(self, level: int, candidates: LevelCandidates) -> dict[Pair, Sepset]:
+        pairs = [pair for pair in candidates if candidates[pair]]
+        rec: dict[str, Any] = {"level": level, "pairs": len(pairs), "tables": 0, "tests": 0}
+        self.levels.append(rec)
+        if not pairs or self._finished:
+            return {}
+        plan = self.plan
+        asked: dict[Pair, tuple[Sepset, ...]]
+        if level == 0:
+            asked = {pair: ((),) for pair in pairs if () in candidates[pair]}
+        else:
+            asked = {pair: ranked_sets(level, pair, candidates,
+                                       self._strength)[:plan.sets_per_pair]
+                     for pair in pairs}
+        serves: dict[tuple[int, ...], list[Pair]] = {}
+        rank: dict[tuple[int, ...], int] = {}  # best rank of the table among its pairs' sets
+        for (x, y), sets in asked.items():
+            for i, S in enumerate(sets):
+                vs = tuple(sorted((x, y, *S)))
+                if self._best(vs) is None and self.source.cells(vs) <= plan.max_cells:
+                    serves.setdefault(vs, []).append((x, y))
+                    rank[vs] = min(rank.get(vs, i), i)
+        if level == 0:
+            wanted = list(serves)
+            rho_each = Fraction(plan.level0_rho)
+        else:
+            share = self._remaining_rho() / level_slots(level, plan.depth)
+            wanted = self._choose(serves, rank, share)
+            rho_each = share / len(wanted) if wanted else Fraction(0)
+            if not wanted:  # deeper levels need wider tables: none fits either
+                self._finished = True
+        rec["wanted"] = len(serves)
+        complete = self._release(level, wanted, rho_each, rec)
+        removals: dict[Pair, Sepset] = {}
+        tests = 0
+        for (x, y), sets in asked.items():
+            best: tuple[float, Sepset] | None = None
+            for S in sets:
+                res = self._test(x, y, S)
+                if res is None:
+                    continue
+                tests += 1
+                candidates.record(x, y, S, res)
+                if level == 0 and res.statistic is not None:
+                    self._strength[(x, y)] = float(res.statistic)
+                if res.independent and res.pvalue is not None and (
+                        best is None or res.pvalue > best[0]):
+                    best = (res.pvalue, S)
+            if best is not None:
+                removals[(x, y)] = best[1]
+        rec["tests"] = tests
+        if not complete:
+            raise hand_over(self._stop(level, f"the budget is used up in level {level}'s "
+                                              "tables"), removals)
+        return removals
+
+
+class MarginalPC:
+    """The :class:`~dpcg.private.contract.PrivateAlgorithm` ``marginal-pc``."""
+
+    name = "marginal-pc"
+    description = ("PC whose tests share releases: noisy marginal count tables (zCDP "
+                   "Gaussian) chosen level by level, each serving every test of its "
+                   "variables; G-tests with the noise in their null")
+    params = MarginalPCParams
+    tests: tuple[str, ...] = ("g2",)
+    default_test = "g2"
+    default_delta = 1e-6
+    proof_note = "docs/privacy/algorithm-marginal-pc.md"
+
+    def resolve_test(self, test: str) -> str:
+        if test != "g2":
+            raise AlgorithmError(f"--test {test}: marginal-pc runs the G-test on noisy "
+                                 "marginal tables (--test g2)")
+        return test
+
+    def source(self, dataset: Dataset, settings: RunSettings, test_options: object,
+               cache: ScoreCache | None = None) -> MarginalSource:
+        if settings.test != "g2":
+            raise AlgorithmError(f"test: marginal-pc runs g2, got {settings.test!r}")
+        if not isinstance(test_options, NoOptions):
+            raise AlgorithmError(f"test_options: expected NoOptions, got "
+                                 f"{type(test_options).__name__}")
+        if not isinstance(dataset, Dataset):
+            raise AlgorithmError("engine: marginal-pc needs the rows in memory (a Dataset "
+                                 "on the numpy engine)")
+        try:
+            codes = dataset.codes
+        except DpcgError:
+            raise AlgorithmError("data: marginal-pc needs an all-discrete dataset") from None
+        cards = dataset.cardinalities
+        if any(c is None for c in cards):
+            raise AlgorithmError("data: marginal-pc needs declared cardinalities")
+        if codes.shape[1] < 2:
+            raise AlgorithmError("data: marginal-pc needs n >= 2 rows")
+        return MarginalSource(codes, [int(c) for c in cards if c is not None],
+                              dataset.names, Relation.parse(settings.relation))
+
+    def plan(self, params: MarginalPCParams, settings: RunSettings,
+             source: MarginalSource) -> MarginalPlan:
+        return make_plan(params, settings, source)
+
+    def tester(self, plan: MarginalPlan, source: MarginalSource,
+               session: Session) -> MarginalTester:
+        return MarginalTester(plan, source, session)
+
+    def usage(self, tester: MarginalTester) -> Mapping[str, object]:
+        return {"used_releases": tester.releases, "used_tests": tester.tests,
+                "used_tests_per_release": (tester.tests / tester.releases
+                                      if tester.releases else 0.0),
+                "used_levels": tester.levels, "used_unspent": unspent(tester.session)}
+
+
+ALGORITHM = register_algorithm(MarginalPC())
