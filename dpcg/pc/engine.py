@@ -52,11 +52,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from itertools import combinations, islice, pairwise
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from accounting.errors import BudgetExceededError, NoiseRangeError, SessionHaltedError
 from dpcg.errors import AlgorithmError
@@ -69,6 +70,7 @@ Sepset = tuple[int, ...]
 
 __all__ = [
     "BatchEdgeTester",
+    "CandidateSets",
     "CarriesAdjacency",
     "EdgeTester",
     "LevelCandidates",
@@ -188,30 +190,184 @@ class TestRecord:
     independent: bool
 
 
-class LevelCandidates(Mapping[Pair, tuple[Sepset, ...]]):
+class CandidateSets(Sequence[Sepset]):
+    """The conditioning sets of one pair at one level, enumerated lazily.
+
+    The same sets, in the same order, as :func:`candidate_sets` (which iterating this
+    sequence runs), but nothing is materialised: ``len`` is
+    :func:`pair_test_count`'s formula, membership is a check of ``O(level)`` lookups, an
+    index in the first part (the subsets of ``adj(x) \\ {y}``) is unranked directly and
+    one in the second part walks it. Memory is ``O(|adj(x)| + |adj(y)|)`` whatever
+    ``C(|adj|, level)`` is (``docs/internals.md``, "Memory model"). Equal to a tuple of
+    the same sets (``==`` compares the enumerations).
+    """
+
+    __slots__ = ("_ax", "_ax_set", "_ay", "_ay_set", "_len", "level")
+
+    def __init__(self, x: int, y: int, level: int,
+                 adj: Sequence[frozenset[int]] | Sequence[set[int]]) -> None:
+        self.level = level
+        self._ax = tuple(sorted(adj[x] - {y}))
+        self._ay = tuple(sorted(adj[y] - {x}))
+        self._ax_set = frozenset(self._ax)
+        self._ay_set = frozenset(self._ay)
+        if level == 0:
+            self._len = 1
+        else:
+            self._len = (math.comb(len(self._ax), level) + math.comb(len(self._ay), level)
+                         - math.comb(len(self._ax_set & self._ay_set), level))
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Sepset]:
+        level = self.level
+        if level == 0:
+            yield ()
+            return
+        yield from combinations(self._ax, level)
+        ax_set = self._ax_set
+        for S in combinations(self._ay, level):
+            if not ax_set.issuperset(S):
+                yield S
+
+    def __contains__(self, S: object) -> bool:
+        if not isinstance(S, tuple) or len(S) != self.level:
+            return False
+        if self.level == 0:
+            return True
+        if any(not isinstance(v, int) for v in S):
+            return False
+        if any(a >= b for a, b in pairwise(S)):
+            return False  # the enumeration yields sorted sets only
+        return self._ax_set.issuperset(S) or self._ay_set.issuperset(S)
+
+    @overload
+    def __getitem__(self, i: int) -> Sepset: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Sepset, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Sepset | tuple[Sepset, ...]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._len)
+            if step <= 0:
+                return tuple(self)[i]
+            return tuple(islice(self, start, stop, step))
+        j = operator.index(i)
+        if j < 0:
+            j += self._len
+        if not 0 <= j < self._len:
+            raise IndexError("candidate set index out of range")
+        if self.level == 0:
+            return ()
+        first = math.comb(len(self._ax), self.level)
+        if j < first:
+            return _unrank(self._ax, self.level, j)
+        return next(islice(iter(self), j, None))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CandidateSets | tuple):
+            return len(self) == len(other) and all(
+                a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CandidateSets(level={self.level}, n={self._len})"
+
+    def batches(self, size: int) -> Iterator[tuple[Sepset, ...]]:
+        """The sets in order, in tuples of at most ``size``."""
+        it = iter(self)
+        while chunk := tuple(islice(it, size)):
+            yield chunk
+
+
+def _unrank(items: Sequence[int], k: int, rank: int) -> Sepset:
+    """The ``rank``-th (0-based) size-``k`` subset of ``items`` in the lexicographic
+    order of :func:`itertools.combinations`."""
+    out: list[int] = []
+    start = 0
+    m = len(items)
+    for left in range(k, 0, -1):
+        for i in range(start, m):
+            block = math.comb(m - i - 1, left - 1)  # subsets starting at items[i]
+            if rank < block:
+                out.append(items[i])
+                start = i + 1
+                break
+            rank -= block
+    return tuple(out)
+
+
+class LevelCandidates(Mapping[Pair, Sequence[Sepset]]):
     """The pairs that can still be tested at a level, each with its conditioning sets.
 
     A read-only mapping ``(x, y) -> (S_1, S_2, ...)`` in the engine's deterministic order
-    (pairs sorted, sets in :func:`candidate_sets` order). A strategy that runs tests of
-    its own reports them with :meth:`record` so they appear in the result.
+    (pairs sorted, sets in :func:`candidate_sets` order). Built by the engine with
+    :meth:`lazy`, a pair's sets are a :class:`CandidateSets` made when asked for and
+    enumerated as they are read: the mapping holds the pairs and the frozen adjacency,
+    never ``C(|adj|, level)`` sets per pair (``docs/internals.md``, "Memory model").
+    :meth:`batches` walks every (pair, set) of the level in order, at most ``size`` at a
+    time. A strategy that runs tests of its own reports them with :meth:`record` so they
+    appear in the result.
     """
 
-    def __init__(self, level: int, sets: dict[Pair, tuple[Sepset, ...]],
+    def __init__(self, level: int, sets: Mapping[Pair, Sequence[Sepset]],
                  adjacency: Sequence[frozenset[int]] = ()) -> None:
         self.level = level
-        self._sets = sets
+        self._sets: Mapping[Pair, Sequence[Sepset]] | None = sets
+        self._pairs: tuple[Pair, ...] = tuple(sets)
+        self._index: frozenset[Pair] = frozenset(self._pairs)
         #: The adjacency frozen for the level (what the candidate sets were built from).
         self.adjacency: tuple[frozenset[int], ...] = tuple(adjacency)
         self.records: list[TestRecord] = []
 
-    def __getitem__(self, pair: Pair) -> tuple[Sepset, ...]:
-        return self._sets[pair]
+    @classmethod
+    def lazy(cls, level: int, pairs: Sequence[Pair],
+             adjacency: Sequence[frozenset[int]]) -> LevelCandidates:
+        """The candidates of ``pairs`` drawn from ``adjacency``, enumerated on demand."""
+        out = cls(level, {}, adjacency)
+        out._sets = None
+        out._pairs = tuple(pairs)
+        out._index = frozenset(out._pairs)
+        return out
+
+    def __getitem__(self, pair: Pair) -> Sequence[Sepset]:
+        if self._sets is not None:
+            return self._sets[pair]
+        if pair not in self._index:
+            raise KeyError(pair)
+        return CandidateSets(pair[0], pair[1], self.level, self.adjacency)
+
+    def __contains__(self, pair: object) -> bool:
+        return pair in self._index
 
     def __iter__(self) -> Iterator[Pair]:
-        return iter(self._sets)
+        return iter(self._pairs)
 
     def __len__(self) -> int:
-        return len(self._sets)
+        return len(self._pairs)
+
+    def n_tests(self) -> int:
+        """How many (pair, set) questions the level has (without enumerating them)."""
+        return sum(len(self[pair]) for pair in self._pairs)
+
+    def batches(self, size: int = 1 << 16) -> Iterator[list[tuple[Pair, Sepset]]]:
+        """Every ``(pair, S)`` of the level in the engine's order, in lists of at most
+        ``size`` (a pair's sets may straddle two lists)."""
+        if size < 1:
+            raise AlgorithmError(f"batch size: expected a positive integer, got {size!r}")
+        chunk: list[tuple[Pair, Sepset]] = []
+        for pair in self._pairs:
+            for S in self[pair]:
+                chunk.append((pair, S))
+                if len(chunk) >= size:
+                    yield chunk
+                    chunk = []
+        if chunk:
+            yield chunk
 
     def record(self, x: int, y: int, S: Sepset, outcome: TestOutcome) -> None:
         """Report a test the strategy ran on ``(x, y | S)``."""
@@ -411,9 +567,7 @@ def pc_stable(
                 tester.start_level(level, frozen, pairs)  # may refuse: nothing is left
             if mode == "level":
                 assert isinstance(tester, LevelStrategy)
-                cands = LevelCandidates(
-                    level, {pair: tuple(candidate_sets(*pair, level, frozen)) for pair in pairs},
-                    frozen)
+                cands = LevelCandidates.lazy(level, pairs, frozen)
                 t0 = clock()
                 stop: BaseException | None = None
                 try:
