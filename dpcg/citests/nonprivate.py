@@ -85,6 +85,9 @@ def _two_sided(z: float) -> float:
 
 Key = tuple[int, int, tuple[int, ...]]
 
+#: How many results a non-private test keeps for repeated queries (oldest dropped).
+RESULT_CACHE_SIZE = 1 << 15
+
 
 class _CachedTest:
     """Query validation and a per-object result cache."""
@@ -93,6 +96,9 @@ class _CachedTest:
     alpha: float
 
     def __init__(self) -> None:
+        # bounded (oldest dropped first): PC-stable asks each (x, y, S) at most once, so
+        # an unbounded cache grew with every test of a run and served none of them
+        # (docs/memory.md); a repeated query is still answered from it
         self._cache: dict[Key, CIResult] = {}
 
     def _compute(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
@@ -106,7 +112,10 @@ class _CachedTest:
         hit = self._cache.get(key)
         if hit is None:
             hit = self._compute(a, b, key[2])
-            self._cache[key] = hit
+            cache = self._cache
+            if len(cache) >= RESULT_CACHE_SIZE:
+                del cache[next(iter(cache))]
+            cache[key] = hit
         return hit
 
     def __call__(self, x: int, y: int, S: tuple[int, ...] = ()) -> CIResult:

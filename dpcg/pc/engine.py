@@ -63,6 +63,7 @@ from accounting.errors import BudgetExceededError, NoiseRangeError, SessionHalte
 from dpcg.errors import AlgorithmError
 from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
+from dpcg.pc.limits import LimitGuard, RunLimits
 from dpcg.pc.orientation import orient
 
 Pair = tuple[int, int]
@@ -77,6 +78,7 @@ __all__ = [
     "LevelStrategy",
     "NamesNoSepsets",
     "PCResult",
+    "RunLimits",
     "TestOutcome",
     "TestRecord",
     "candidate_sets",
@@ -404,6 +406,8 @@ class PCResult:
     v_structures: tuple[tuple[int, int, int], ...] = ()
     orientation_conflicts: tuple[Pair, ...] = ()
     info: dict[str, Any] = field(default_factory=dict)
+    #: The run limit that ended the skeleton phase (``RunLimits``), or ``None``.
+    stop_reason: str | None = None
 
     @property
     def n_tests(self) -> int:
@@ -439,6 +443,8 @@ class PCResult:
         if "sepsets_unreleased" in self.info:
             # removed pairs whose separating set was never released (not in "sepsets")
             out["sepsets_unreleased"] = self.info["sepsets_unreleased"]
+        if self.stop_reason is not None:
+            out["stopped"] = dict(self.info.get("stopped", {"limit": self.stop_reason}))
         out["timing"] = {"seconds": self.seconds, "test_seconds": self.test_seconds}
         return out
 
@@ -503,13 +509,21 @@ def pc_stable(
     max_depth: int | None = None,
     background: BackgroundKnowledge | None = None,
     progress: Callable[[int, int], None] | None = None,
+    limits: RunLimits | None = None,
 ) -> PCResult:
     """Run PC-stable with ``tester`` on the variables ``names`` (indices ``0..p-1``).
 
     ``progress(level, tests_so_far)`` is called after every test (edge and batch testers)
     or level (level strategies). See the module docstring for the algorithm and stop semantics.
+    ``limits`` (:class:`dpcg.pc.limits.RunLimits`) are checked before every test (edge
+    testers), round (batch testers) and level: when one is reached the skeleton phase
+    stops as after a budget stop (removals already decided are applied, the graph so far
+    is oriented) and ``stop_reason`` names the limit.
     """
     t_start = time.perf_counter()
+    if limits is not None and not isinstance(limits, RunLimits):
+        raise AlgorithmError(f"limits: expected RunLimits or None, got {type(limits).__name__}")
+    guard = LimitGuard(limits)
     nm = _validate(names, max_depth)
     if isinstance(tester, LevelStrategy):
         mode = "level"
@@ -548,6 +562,8 @@ def pc_stable(
             and (len(frozen[x]) - 1 >= level or len(frozen[y]) - 1 >= level)
         ]
         if not pairs:
+            break
+        if guard.reached(len(tests)):
             break
         removals: dict[Pair, Sepset] = {}
 
@@ -595,6 +611,8 @@ def pc_stable(
                 test_many = tester.test_many
                 todo = {pair: candidate_sets(*pair, level, frozen) for pair in pairs}
                 while todo:
+                    if guard.reached(len(tests)):
+                        break
                     queries = []
                     for (x, y), sets in list(todo.items()):
                         S = next(sets, None)
@@ -617,7 +635,11 @@ def pc_stable(
                 assert isinstance(tester, EdgeTester)
                 test = tester.test
                 for x, y in pairs:
+                    if guard.reason is not None:
+                        break
                     for S in candidate_sets(x, y, level, frozen):
+                        if guard.reached(len(tests)):
+                            break
                         t0 = clock()
                         outcome = test(x, y, S)
                         test_seconds += clock() - t0
@@ -629,12 +651,15 @@ def pc_stable(
             adj[x].discard(y)
             adj[y].discard(x)
             sepsets[(x, y)] = S
-        if exhausted:
+        if exhausted or guard.reason is not None:
             break
         levels_completed = level + 1
         level += 1
 
     info: dict[str, Any] = {}
+    if guard.reason is not None:
+        info["stopped"] = {"limit": guard.reason, "message": guard.message(),
+                           "tests": len(tests), "level": level}
     if isinstance(tester, NamesNoSepsets):
         sepsets, dropped = _drop_sepsets(sepsets, tester.unreleased_sepsets)
         if dropped:
@@ -653,6 +678,7 @@ def pc_stable(
         v_structures=orientation.v_structures,
         orientation_conflicts=orientation.conflicts,
         info=info,
+        stop_reason=guard.reason,
     )
 
 
