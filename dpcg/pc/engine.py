@@ -514,7 +514,9 @@ def pc_stable(
     """Run PC-stable with ``tester`` on the variables ``names`` (indices ``0..p-1``).
 
     ``progress(level, tests_so_far)`` is called after every test (edge and batch testers)
-    or level (level strategies). See the module docstring for the algorithm and stop semantics.
+    or level (level strategies); a ``progress`` that also has ``start_level(level,
+    adjacency, pairs)`` (:class:`dpcg.pc.progress.ProgressLine`) is told when a level
+    starts. See the module docstring for the algorithm and stop semantics.
     ``limits`` (:class:`dpcg.pc.limits.RunLimits`) are checked before every test (edge
     testers), round (batch testers) and level: when one is reached the skeleton phase
     stops as after a budget stop (removals already decided are applied, the graph so far
@@ -578,6 +580,9 @@ def pc_stable(
                 removals[(x, y)] = S
             return indep
 
+        told = getattr(progress, "start_level", None)  # a progress line (dpcg.pc.progress)
+        if callable(told):
+            told(level, frozen, pairs)
         try:
             if mode != "level" and isinstance(tester, LevelListener):
                 tester.start_level(level, frozen, pairs)  # may refuse: nothing is left
