@@ -94,6 +94,9 @@ class _CachedTest:
 
     p: int
     alpha: float
+    #: Non-private and side-effect free: the PC engine may run it on several forked
+    #: processes (``pc_stable(..., workers=2)``, results identical to the serial order).
+    parallel_safe = True
 
     def __init__(self) -> None:
         # bounded (oldest dropped first): PC-stable asks each (x, y, S) at most once, so

@@ -51,6 +51,7 @@ and orientation still runs on the graph so far. The result says
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import operator
 import time
@@ -65,6 +66,7 @@ from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.limits import LimitGuard, RunLimits
 from dpcg.pc.orientation import orient
+from dpcg.pc.parallel import fork_available, run_level
 
 Pair = tuple[int, int]
 Sepset = tuple[int, ...]
@@ -449,6 +451,15 @@ class PCResult:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """An outcome a forked worker answered (:mod:`dpcg.pc.parallel`)."""
+
+    independent: bool
+    statistic: float | None
+    pvalue: float | None
+
+
 def candidate_sets(
     x: int, y: int, level: int, adj: Sequence[frozenset[int]] | Sequence[set[int]]
 ) -> Iterator[Sepset]:
@@ -467,6 +478,11 @@ def candidate_sets(
     for S in combinations(ay, level):
         if not ax_set.issuperset(S):
             yield S
+
+
+def _sets_at(level: int, frozen: Sequence[frozenset[int]], x: int, y: int
+             ) -> Iterator[Sepset]:
+    return candidate_sets(x, y, level, frozen)
 
 
 def _with_carried(adjacency: list[frozenset[int]], tester: object, level: int
@@ -510,6 +526,7 @@ def pc_stable(
     background: BackgroundKnowledge | None = None,
     progress: Callable[[int, int], None] | None = None,
     limits: RunLimits | None = None,
+    workers: int = 1,
 ) -> PCResult:
     """Run PC-stable with ``tester`` on the variables ``names`` (indices ``0..p-1``).
 
@@ -517,6 +534,9 @@ def pc_stable(
     or level (level strategies); a ``progress`` that also has ``start_level(level,
     adjacency, pairs)`` (:class:`dpcg.pc.progress.ProgressLine`) is told when a level
     starts. See the module docstring for the algorithm and stop semantics.
+    ``workers > 1`` runs an edge tester that sets ``parallel_safe = True`` (non-private,
+    side-effect free) on that many forked processes, merged in the serial order: the
+    same records, removals and stops as ``workers=1`` (:mod:`dpcg.pc.parallel`).
     ``limits`` (:class:`dpcg.pc.limits.RunLimits`) are checked before every test (edge
     testers), round (batch testers) and level: when one is reached the skeleton phase
     stops as after a budget stop (removals already decided are applied, the graph so far
@@ -526,6 +546,8 @@ def pc_stable(
     if limits is not None and not isinstance(limits, RunLimits):
         raise AlgorithmError(f"limits: expected RunLimits or None, got {type(limits).__name__}")
     guard = LimitGuard(limits)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise AlgorithmError(f"workers: expected an integer >= 1, got {workers!r}")
     nm = _validate(names, max_depth)
     if isinstance(tester, LevelStrategy):
         mode = "level"
@@ -537,6 +559,12 @@ def pc_stable(
         raise AlgorithmError(
             f"tester: {type(tester).__name__} has neither test(x, y, S) nor decide_level(...)"
         )
+    if workers > 1 and (mode != "edge" or getattr(tester, "parallel_safe", False) is not True):
+        raise AlgorithmError(
+            f"workers={workers}: only a non-private, side-effect-free edge tester (one with "
+            f"parallel_safe = True) runs on several processes; {type(tester).__name__} does not")
+    if workers > 1 and not fork_available():  # pragma: no cover - every POSIX has fork
+        workers = 1  # the same results, serially
     p = len(nm)
     kb = background.resolve(nm) if background is not None else None
     required = kb.required if kb is not None else frozenset()
@@ -636,6 +664,28 @@ def pc_stable(
                     if len(outcomes) < len(queries):
                         raise BudgetExceededError(
                             f"the tester answered {len(outcomes)} of {len(queries)} queries")
+            elif workers > 1:
+                assert isinstance(tester, EdgeTester)
+                t0 = clock()
+                deadline, memory = guard.worker_limits()
+                stream = run_level(tester.test, functools.partial(_sets_at, level, frozen),
+                                   pairs, workers, deadline, memory)
+                try:
+                    for item in stream:
+                        if isinstance(item, str):  # a worker reached a limit
+                            guard.reason = item
+                            break
+                        i, seq = item
+                        x, y = pairs[i]
+                        for S, stat, pv, indep in seq:
+                            if guard.reached(len(tests)):
+                                break
+                            answered(x, y, S, _Answered(indep, stat, pv))
+                        if guard.reason is not None:
+                            break
+                finally:
+                    stream.close()
+                    test_seconds += clock() - t0
             else:
                 assert isinstance(tester, EdgeTester)
                 test = tester.test

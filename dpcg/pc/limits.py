@@ -188,6 +188,18 @@ class LimitGuard:
                 return self.reason
         return None
 
+    def worker_limits(self) -> tuple[float | None, int | None]:
+        """For forked workers of a non-private level (:mod:`dpcg.pc.parallel`): the
+        deadline on ``time.monotonic`` and the memory limit, or ``None``s."""
+        lim = self.limits
+        if lim is None or lim.public_only:
+            return None, None
+        deadline = None
+        if lim.max_seconds is not None:
+            left = lim.max_seconds - (time.perf_counter() - self._t0)
+            deadline = time.monotonic() + left
+        return deadline, lim.max_memory
+
     def message(self) -> str:
         """What stopped the run (public: a limit's name and its configured value)."""
         assert self.limits is not None
