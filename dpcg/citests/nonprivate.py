@@ -35,7 +35,7 @@ from dpcg.citests.base import CIResult, CITest, validate_query
 from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test
 from dpcg.errors import CITestError
 from dpcg.stats.contingency import MAX_ROWS, StrataTable, contingency_table
-from dpcg.stats.discrete import ChiSquareResult, chi2_test, g2_test
+from dpcg.stats.discrete import SPARSE_RULES, ChiSquareResult, chi2_test, g2_test, g2_test_rule
 from dpcg.stats.engine import NumpyEngine
 from dpcg.stats.fisherz import fisher_z
 from dpcg.stats.kendall import (
@@ -180,10 +180,24 @@ class _ChiSquareFamily(_DiscreteTest):
 
 
 class G2Test(_ChiSquareFamily):
-    """G^2 likelihood-ratio test (``statistic`` = G^2; df per causal-learn)."""
+    """G^2 likelihood-ratio test (``statistic`` = G^2; df per causal-learn).
+
+    ``sparse_rule`` selects how sparse tables are treated
+    (:data:`dpcg.stats.discrete.SPARSE_RULES`: ``causal-learn``, the default,
+    ``pcalg``, ``pcalg-adaptdf``, ``structural``, ``adjusted-min5``)."""
+
+    def __init__(self, data: DiscreteData, alpha: float = 0.05, *,
+                 sparse_rule: str = "causal-learn") -> None:
+        super().__init__(data, alpha)
+        if sparse_rule not in SPARSE_RULES:
+            raise CITestError(f"sparse_rule: expected one of {', '.join(SPARSE_RULES)}, "
+                              f"got {sparse_rule!r}")
+        self.sparse_rule = sparse_rule
 
     def _stat(self, t: StrataTable) -> ChiSquareResult:
-        return g2_test(t)
+        if self.sparse_rule == "causal-learn":
+            return g2_test(t)
+        return g2_test_rule(t, self.sparse_rule)
 
 
 class Chi2Test(_ChiSquareFamily):
