@@ -75,6 +75,7 @@ __all__ = [
     "BatchEdgeTester",
     "CandidateSets",
     "CarriesAdjacency",
+    "DeclaresLevelWork",
     "EdgeTester",
     "LevelCandidates",
     "LevelStrategy",
@@ -152,6 +153,18 @@ class CarriesAdjacency(Protocol):
     What it returns must be post-processing of earlier releases (it is public)."""
 
     def carried_pairs(self, level: int) -> Collection[Pair]: ...
+
+
+@runtime_checkable
+class DeclaresLevelWork(Protocol):
+    """A level strategy that says, before a level, how many exact scores the level
+    computes at most (EM-PC scores every candidate test). A function of the level's
+    candidates only (public). The engine counts it against the run's test budgets
+    (:class:`dpcg.pc.limits.RunLimits`) and does not start a level that would pass
+    one, so a private run's time and memory limits also bind a strategy whose records
+    are far fewer than its scores."""
+
+    def level_work(self, level: int, candidates: LevelCandidates) -> int: ...
 
 
 @runtime_checkable
@@ -576,6 +589,7 @@ def pc_stable(
 
     sepsets: dict[Pair, Sepset] = {}
     tests: list[TestRecord] = []
+    work = 0  # level strategies that declare it: the scores their levels compute
     test_seconds = 0.0
     exhausted = False
     level = 0
@@ -593,7 +607,7 @@ def pc_stable(
         ]
         if not pairs:
             break
-        if guard.reached(len(tests)):
+        if guard.reached(max(len(tests), work)):
             break
         removals: dict[Pair, Sepset] = {}
 
@@ -617,6 +631,11 @@ def pc_stable(
             if mode == "level":
                 assert isinstance(tester, LevelStrategy)
                 cands = LevelCandidates.lazy(level, pairs, frozen)
+                if isinstance(tester, DeclaresLevelWork):
+                    # public: a function of the level's candidates (dpcg.pc.limits)
+                    work = max(work, len(tests)) + tester.level_work(level, cands)
+                    if guard.would_reach(work):
+                        break  # the level would pass a test budget: not started
                 t0 = clock()
                 stop: BaseException | None = None
                 try:

@@ -188,6 +188,15 @@ class LimitGuard:
                 return self.reason
         return None
 
+    def would_reach(self, count: int) -> str | None:
+        """The first test budget (``max_tests``, or a public-only limit's) that
+        ``count`` reaches, recorded as the stop reason; the clock is not read."""
+        for name, budget in self._budgets.items():
+            if count > budget:
+                self.reason = name
+                return name
+        return None
+
     def worker_limits(self) -> tuple[float | None, int | None]:
         """For forked workers of a non-private level (:mod:`dpcg.pc.parallel`): the
         deadline on ``time.monotonic`` and the memory limit, or ``None``s."""

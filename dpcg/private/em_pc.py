@@ -147,6 +147,13 @@ class EMPCStrategy:
         assert i == out.shape[0]
         return out
 
+    def level_work(self, level: int, candidates: LevelCandidates) -> int:
+        """Scores the level computes at most: every candidate test
+        (:class:`~dpcg.pc.engine.DeclaresLevelWork`; public)."""
+        if level > self.plan.max_depth:
+            return 0
+        return candidates.n_tests()
+
     def decide_level(self, level: int, candidates: LevelCandidates) -> Mapping[Pair, Sepset]:
         if level > self.plan.max_depth or len(candidates) == 0:
             return {}

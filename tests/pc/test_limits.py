@@ -131,7 +131,7 @@ def test_default_limits_are_documented_values() -> None:
     assert default_limits(public_only=True, rows=10, columns=2).public_only
 
 
-@pytest.mark.parametrize("algorithm", ["laplace-pc", "priv-pc", "em-pc", "svt-pc"])
+@pytest.mark.parametrize("algorithm", ["laplace-pc", "priv-pc", "svt-pc", "curate"])
 def test_a_private_run_past_its_limit_keeps_its_spend(data: Any, algorithm: str) -> None:
     """A private run stopped by a public test limit: a valid partial result whose
     releases stay spent, and the tests before the stop are the unlimited run's."""
@@ -161,3 +161,34 @@ def test_a_private_run_past_its_limit_keeps_its_spend(data: Any, algorithm: str)
     assert (spent.epsilon or 0) > 0 or (spent.rho or 0) > 0
     full_spent = s_full.spent()
     assert (spent.epsilon or 0) <= (full_spent.epsilon or 0) + 1e-12
+
+
+def test_em_pc_does_not_start_a_level_past_its_work_budget(data: Any) -> None:
+    """EM-PC scores every candidate test of a level but records only its removals: its
+    declared level work (public) counts against the budget, and a level that would pass
+    it is not started (nothing of it is released)."""
+    from accounting.session import Session
+    from dpcg.private.registry import get_algorithm
+
+    algo: Any = get_algorithm("em-pc")
+    names = tuple(data.schema.names)
+
+    def run(lim: RunLimits | None) -> tuple[PCResult, Any, Any]:
+        src = source_for_dataset(data)
+        settings = RunSettings(epsilon=2.0, delta=1e-6, test="kendall-split")
+        plan = algo.plan(algo.params(), settings, src)
+        session = Session(settings.budget(), rule=plan.rule, seed=3)
+        tester = algo.tester(plan, src, session)
+        return pc_stable(tester, names, max_depth=plan.max_depth, limits=lim), session, tester
+
+    full, _, _ = run(None)
+    p = len(names)
+    level0 = p * (p - 1) // 2  # level 0's work: one test per pair
+    part, session, _tester = run(RunLimits(max_tests=level0 + 1, public_only=True))
+    assert part.stop_reason == "max_tests"
+    assert part.levels_completed == 1  # level 1 asks more than one more score
+    assert {t.level for t in part.tests} <= {0}
+    assert [(t.x, t.y, t.S) for t in part.tests] == \
+        [(t.x, t.y, t.S) for t in full.tests if t.level == 0]
+    spent = session.spent()
+    assert (spent.epsilon or 0) > 0
