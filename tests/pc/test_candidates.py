@@ -113,3 +113,38 @@ def test_memory_does_not_grow_with_the_number_of_sets() -> None:
     assert total == 200 * math.comb(p - 2, 6)
     assert len(first) == 1000
     assert peak < 8 * 2**20  # pairs and one batch, not C(118, 6) sets
+
+
+def test_announcements_are_listed_only_for_engines_that_count_them() -> None:
+    """``dpcg.private.common.announce``: the in-memory engine drops announcements, so a
+    level's candidate tests are never listed for it; a warming engine gets them all."""
+    from typing import Any
+
+    from dpcg.private.common import announce
+
+    class Source:
+        def __init__(self, engine: object) -> None:
+            self.engine = engine
+            self.expected: list[Any] | None = None
+
+        def expect(self, queries: list[Any]) -> None:
+            self.expected = list(queries)
+
+    class Warming:
+        def warm(self, queries: Any) -> None:  # the WarmsTables protocol
+            raise AssertionError("not called by announce")
+
+    consumed = []
+
+    def queries() -> Any:
+        for i in range(5):
+            consumed.append(i)
+            yield (0, 1, (i + 2,))
+
+    plain = Source(object())
+    announce(plain, queries())  # type: ignore[arg-type]
+    assert plain.expected is None
+    assert consumed == []  # the generator was never run
+    warm = Source(Warming())
+    announce(warm, queries())  # type: ignore[arg-type]
+    assert warm.expected == [(0, 1, (i + 2,)) for i in range(5)]
