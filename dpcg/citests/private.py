@@ -82,7 +82,7 @@ from dpcg.stats.scores import (
 )
 
 #: Queries per in-memory engine call in :meth:`StatisticSource.prefetch` (memory only).
-PREFETCH_CHUNK = 256
+PREFETCH_CHUNK = 16
 
 __all__ = [
     "CMI_SPEC",
