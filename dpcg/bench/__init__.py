@@ -1,11 +1,11 @@
 """Benchmark suites behind ``dpcg bench`` (not part of the pass/fail test suite).
 
 One module per suite (``pc``, ``process``, ``private``, ``continuous``, ``utility``,
-``engines``, ``real``), each with
+``engines``, ``real``, ``scale``), each with
 ``register(subparsers)``; results go to ``docs/benchmarks/<suite>.md`` through
 :func:`dpcg.bench.report.write_section`, which regenerates ``docs/benchmarks.md``.
 """
 
 #: Benchmark suites, in the order they appear in ``dpcg bench --help`` and in
 #: ``docs/benchmarks.md``.
-SUITES = ("pc", "process", "private", "continuous", "utility", "engines", "real")
+SUITES = ("pc", "process", "private", "continuous", "utility", "engines", "real", "scale")

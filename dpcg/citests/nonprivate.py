@@ -35,7 +35,7 @@ from dpcg.citests.base import CIResult, CITest, validate_query
 from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test
 from dpcg.errors import CITestError
 from dpcg.stats.contingency import MAX_ROWS, StrataTable, contingency_table
-from dpcg.stats.discrete import ChiSquareResult, chi2_test, g2_test
+from dpcg.stats.discrete import SPARSE_RULES, ChiSquareResult, chi2_test, g2_test, g2_test_rule
 from dpcg.stats.engine import NumpyEngine
 from dpcg.stats.fisherz import fisher_z
 from dpcg.stats.kendall import (
@@ -85,14 +85,23 @@ def _two_sided(z: float) -> float:
 
 Key = tuple[int, int, tuple[int, ...]]
 
+#: How many results a non-private test keeps for repeated queries (oldest dropped).
+RESULT_CACHE_SIZE = 1 << 15
+
 
 class _CachedTest:
     """Query validation and a per-object result cache."""
 
     p: int
     alpha: float
+    #: Non-private and side-effect free: the PC engine may run it on several forked
+    #: processes (``pc_stable(..., workers=2)``, results identical to the serial order).
+    parallel_safe = True
 
     def __init__(self) -> None:
+        # bounded (oldest dropped first): PC-stable asks each (x, y, S) at most once, so
+        # an unbounded cache grew with every test of a run and served none of them
+        # (docs/memory.md); a repeated query is still answered from it
         self._cache: dict[Key, CIResult] = {}
 
     def _compute(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
@@ -106,7 +115,10 @@ class _CachedTest:
         hit = self._cache.get(key)
         if hit is None:
             hit = self._compute(a, b, key[2])
-            self._cache[key] = hit
+            cache = self._cache
+            if len(cache) >= RESULT_CACHE_SIZE:
+                del cache[next(iter(cache))]
+            cache[key] = hit
         return hit
 
     def __call__(self, x: int, y: int, S: tuple[int, ...] = ()) -> CIResult:
@@ -168,10 +180,24 @@ class _ChiSquareFamily(_DiscreteTest):
 
 
 class G2Test(_ChiSquareFamily):
-    """G^2 likelihood-ratio test (``statistic`` = G^2; df per causal-learn)."""
+    """G^2 likelihood-ratio test (``statistic`` = G^2; df per causal-learn).
+
+    ``sparse_rule`` selects how sparse tables are treated
+    (:data:`dpcg.stats.discrete.SPARSE_RULES`: ``causal-learn``, the default,
+    ``pcalg``, ``pcalg-adaptdf``, ``structural``, ``adjusted-min5``)."""
+
+    def __init__(self, data: DiscreteData, alpha: float = 0.05, *,
+                 sparse_rule: str = "causal-learn") -> None:
+        super().__init__(data, alpha)
+        if sparse_rule not in SPARSE_RULES:
+            raise CITestError(f"sparse_rule: expected one of {', '.join(SPARSE_RULES)}, "
+                              f"got {sparse_rule!r}")
+        self.sparse_rule = sparse_rule
 
     def _stat(self, t: StrataTable) -> ChiSquareResult:
-        return g2_test(t)
+        if self.sparse_rule == "causal-learn":
+            return g2_test(t)
+        return g2_test_rule(t, self.sparse_rule)
 
 
 class Chi2Test(_ChiSquareFamily):

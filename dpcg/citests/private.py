@@ -81,6 +81,9 @@ from dpcg.stats.scores import (
     z_threshold,
 )
 
+#: Queries per in-memory engine call in :meth:`StatisticSource.prefetch` (memory only).
+PREFETCH_CHUNK = 16
+
 __all__ = [
     "CMI_SPEC",
     "DEFAULT_ALPHA",
@@ -309,7 +312,11 @@ class StatisticSource:
     def prefetch(self, queries: Sequence[Query]) -> None:
         """Compute the exact scores of ``queries`` not yet cached with ONE engine call
         (in the order of the queries, a repeated query counted once), so that
-        :meth:`score` then reads them from the cache."""
+        :meth:`score` then reads them from the cache. On the in-memory engine, where a
+        table costs the same alone or in a batch, the calls take
+        :data:`PREFETCH_CHUNK` queries at a time, so that a level's tables are never
+        held together (a sparse table at 100K rows holds up to 100K cells; issue 59,
+        ``docs/memory.md``): the same tables, hence the same scores."""
         cache = self.cache
         todo: list[Query] = []
         seen: set[Query] = set()
@@ -322,8 +329,12 @@ class StatisticSource:
             return
         value = self.scorer.value
         alpha = self.alpha
-        for key, table in zip(todo, self.engine.tables(todo), strict=True):
-            cache[key] = value(table, alpha)
+        engine = self.engine
+        step = len(todo) if isinstance(engine, WarmsTables) else PREFETCH_CHUNK
+        for i in range(0, len(todo), step):
+            chunk = todo[i:i + step]
+            for key, table in zip(chunk, engine.tables(chunk), strict=True):
+                cache[key] = value(table, alpha)
 
     @property
     def codes(self) -> NDArray[np.integer]:

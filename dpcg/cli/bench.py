@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpcg.bench import SUITES, continuous, engines, pc, private, process, real, utility
+from dpcg.bench import SUITES, continuous, engines, pc, private, process, real, scale, utility
 
 __all__ = ["SUITES", "register"]
 
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "and regenerates docs/benchmarks.md.",
     )
     sub = parser.add_subparsers(dest="suite", metavar="SUITE")
-    for suite in (pc, process, private, continuous, utility, engines, real):  # SUITES order
+    for suite in (pc, process, private, continuous, utility, engines, real, scale):  # SUITES order
         suite.register(sub)
 
     def no_suite(args: argparse.Namespace) -> int:

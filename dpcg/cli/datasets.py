@@ -98,6 +98,13 @@ def register(subparsers: Any) -> None:
     p_random.add_argument("--concentration", type=float, default=1.0, metavar="A",
                           help="Dirichlet concentration of the CPT rows: small = strong "
                                "dependences, large = weak (default 1)")
+    p_random.add_argument("--shape", choices=("uniform", "scale-free"), default="uniform",
+                          help="DAG shape: 'uniform' (default; parents uniform among earlier "
+                               "nodes) or 'scale-free' (preferential attachment: 1..K parents "
+                               "each, hubs with many children)")
+    p_random.add_argument("--exponent", type=float, default=None, metavar="G",
+                          help="scale-free only: attachment weight (1 + out-degree)^G "
+                               "(default 1; 0 = uniform attachment, larger = bigger hubs)")
     p_random.add_argument("--out", type=Path, metavar="FILE",
                           help="also write the network as BIF (.bif, or gzip if FILE ends in "
                                ".gz); with --continuous-share, the sampled CSV")
@@ -230,10 +237,13 @@ def _random(args: argparse.Namespace) -> int:
         raise DataValidationError(
             f"--cardinality must be LO-HI or one integer (e.g. 2-5), got {args.cardinality!r}"
         ) from None
+    if args.exponent is not None and args.shape != "scale-free":
+        raise DataValidationError("--exponent applies to --shape scale-free only")
     if args.continuous_share is not None:
         return _random_mixed(args, lo, hi)
     spec = RandomSpec(nodes=args.nodes, max_parents=args.max_parents, card_lo=lo, card_hi=hi,
-                      seed=args.seed, conc=args.concentration)
+                      seed=args.seed, conc=args.concentration, shape=args.shape,
+                      exponent=1.0 if args.exponent is None else args.exponent)
     net = load_network(spec.name)
     summary = {
         "name": net.name,
@@ -242,6 +252,12 @@ def _random(args: argparse.Namespace) -> int:
         "cardinalities": _card_range(net.cardinalities),
         "max_parents": max(len(p) for p in net.parents.values()),
     }
+    if spec.shape != "uniform":
+        children: dict[str, int] = {}
+        for ps in net.parents.values():
+            for v in ps:
+                children[v] = children.get(v, 0) + 1
+        summary["max_children"] = max(children.values(), default=0)
     if args.out is not None:
         import gzip
 

@@ -18,10 +18,22 @@ names one network on every machine. Nodes are called ``X0 .. X{P-1}`` (declarati
 order = column order of sampled data; the topological order is the random one) and the
 states of a node with ``c`` categories ``s0 .. s{c-1}``.
 
+**Scale-free shape** (``shape=scale-free``, issue 59: networks with hubs). The DAG is
+grown by preferential attachment instead: in the random topological order, the node at
+position ``i >= 1`` takes ``k ~ Uniform{1, ..., min(max_parents, i)}`` parents (so
+``max_parents`` is the maximum in-degree and the network is connected), drawn without
+replacement among the nodes before it with probability proportional to
+``(1 + out_degree)^exponent`` (the out-degrees so far; ``exponent=0`` is uniform
+attachment, ``1`` linear preferential attachment, larger values fewer and bigger hubs).
+Cardinalities and CPTs are drawn as above (the same ``conc`` knob).
+
 Spec syntax (:func:`parse_random_spec`): ``random:`` followed by comma-separated
 ``key=value`` pairs, keys ``nodes`` (required), ``max_parents`` (default 3), ``card``
-(``LO-HI`` or a single ``C``; default ``2-4``), ``seed`` (default 0) and ``conc``
-(default 1). The randomness here makes synthetic data, not privacy noise.
+(``LO-HI`` or a single ``C``; default ``2-4``), ``seed`` (default 0), ``conc``
+(default 1), ``shape`` (``uniform``, the default, or ``scale-free``) and ``exponent``
+(scale-free only; default 1, in ``[0, 4]``). A uniform network's name and draws are
+those from before the shape existed. The randomness here makes synthetic data, not
+privacy noise.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ __all__ = [
     "MAX_CPT_ENTRIES",
     "MAX_NODES",
     "RANDOM_PREFIX",
+    "SHAPES",
     "RandomSpec",
     "parse_random_spec",
     "random_network",
@@ -53,7 +66,9 @@ MAX_CARDINALITY = 1_000
 #: Largest CPT (parent configurations x cardinality) of one node.
 MAX_CPT_ENTRIES = 10_000_000
 
-_KEYS = ("nodes", "max_parents", "card", "seed", "conc")
+_KEYS = ("nodes", "max_parents", "card", "seed", "conc", "shape", "exponent")
+#: The DAG shapes of :class:`RandomSpec`.
+SHAPES = ("uniform", "scale-free")
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,8 @@ class RandomSpec:
     card_hi: int = 4
     seed: int = 0
     conc: float = 1.0
+    shape: str = "uniform"
+    exponent: float = 1.0
 
     def __post_init__(self) -> None:
         def _int(name: str, v: object, lo: int, hi: int) -> None:
@@ -92,6 +109,17 @@ class RandomSpec:
             raise DataValidationError(
                 f"random network: conc={c!r} must be a finite number in [0.001, 1e6]"
             )
+        if self.shape not in SHAPES:
+            raise DataValidationError(
+                f"random network: shape must be one of {', '.join(SHAPES)}, got {self.shape!r}")
+        e = self.exponent
+        if isinstance(e, bool) or not isinstance(e, int | float | np.integer | np.floating) \
+                or not (math.isfinite(float(e)) and 0.0 <= float(e) <= 4.0):
+            raise DataValidationError(
+                f"random network: exponent must be a number in [0, 4], got {e!r}")
+        if self.shape == "uniform" and float(e) != 1.0:
+            raise DataValidationError(
+                "random network: exponent applies to shape=scale-free only")
         worst = float(self.card_hi) ** (min(self.max_parents, self.nodes - 1) + 1)
         if worst > MAX_CPT_ENTRIES:
             raise DataValidationError(
@@ -105,8 +133,11 @@ class RandomSpec:
         """Canonical dataset name (every key, normalised): parses back to this spec."""
         card = str(self.card_lo) if self.card_lo == self.card_hi \
             else f"{self.card_lo}-{self.card_hi}"
-        return (f"{RANDOM_PREFIX}nodes={self.nodes},max_parents={self.max_parents},"
+        name = (f"{RANDOM_PREFIX}nodes={self.nodes},max_parents={self.max_parents},"
                 f"card={card},seed={self.seed},conc={float(self.conc):g}")
+        if self.shape != "uniform":
+            name += f",shape={self.shape},exponent={float(self.exponent):g}"
+        return name
 
 
 def _parse_int(key: str, text: str) -> int:
@@ -157,14 +188,16 @@ def parse_random_spec(name: str) -> RandomSpec:
         lo = _parse_int("card", lo_text)
         hi = _parse_int("card", hi_text) if dash else lo
         kwargs["card_lo"], kwargs["card_hi"] = lo, hi
-    if "conc" in values:
-        try:
-            kwargs["conc"] = float(values["conc"])
-        except ValueError:
-            raise DataValidationError(
-                f"random network spec: conc={values['conc']!r} is not a number"
-            ) from None
-    return RandomSpec(**kwargs)  # type: ignore[arg-type]
+    for key in ("conc", "exponent"):
+        if key in values:
+            try:
+                kwargs[key] = float(values[key])
+            except ValueError:
+                raise DataValidationError(
+                    f"random network spec: {key}={values[key]!r} is not a number"
+                ) from None
+    shape = values.get("shape", "uniform").strip()
+    return RandomSpec(**kwargs, shape=shape)  # type: ignore[arg-type]
 
 
 def _dirichlet_rows(rng: np.random.Generator, rows: int, card: int, conc: float
@@ -188,6 +221,27 @@ def _dirichlet_rows(rng: np.random.Generator, rows: int, card: int, conc: float
     return out
 
 
+def _preferential(rng: np.random.Generator, order: NDArray[np.int64], max_parents: int,
+                  exponent: float) -> dict[int, list[int]]:
+    """Parent sets by preferential attachment (module docstring): position ``i >= 1``
+    takes ``Uniform{1..min(max_parents, i)}`` parents among positions ``< i``, weights
+    ``(1 + out_degree)^exponent``."""
+    p = int(order.shape[0])
+    out_degree = np.zeros(p, dtype=np.float64)  # by position
+    parent_idx: dict[int, list[int]] = {int(order[0]): []} if p else {}
+    for pos in range(1, p):
+        hi = min(max_parents, pos)
+        k = int(rng.integers(1, hi + 1)) if hi >= 1 else 0
+        if k == 0:
+            parent_idx[int(order[pos])] = []
+            continue
+        w = (1.0 + out_degree[:pos]) ** exponent
+        chosen = rng.choice(pos, size=k, replace=False, p=w / w.sum())
+        out_degree[chosen] += 1.0
+        parent_idx[int(order[pos])] = sorted(int(order[c]) for c in chosen)
+    return parent_idx
+
+
 def random_network(spec: RandomSpec | str) -> BayesianNetwork:
     """The random network of ``spec`` (a :class:`RandomSpec` or a ``random:...`` name).
 
@@ -200,10 +254,14 @@ def random_network(spec: RandomSpec | str) -> BayesianNetwork:
     p = sp.nodes
     order = rng.permutation(p)
     parent_idx: dict[int, list[int]] = {}
-    for pos in range(p):
-        k = int(rng.integers(0, min(sp.max_parents, pos) + 1))
-        chosen = rng.choice(pos, size=k, replace=False) if k else np.empty(0, dtype=np.int64)
-        parent_idx[int(order[pos])] = sorted(int(order[c]) for c in chosen)
+    if sp.shape == "scale-free":
+        parent_idx = _preferential(rng, order, sp.max_parents, float(sp.exponent))
+    else:
+        for pos in range(p):
+            k = int(rng.integers(0, min(sp.max_parents, pos) + 1))
+            chosen = (rng.choice(pos, size=k, replace=False) if k
+                      else np.empty(0, dtype=np.int64))
+            parent_idx[int(order[pos])] = sorted(int(order[c]) for c in chosen)
     cards = rng.integers(sp.card_lo, sp.card_hi + 1, size=p)
     names = [f"X{i}" for i in range(p)]
     states = {names[i]: [f"s{k}" for k in range(int(cards[i]))] for i in range(p)}

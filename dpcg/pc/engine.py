@@ -51,30 +51,37 @@ and orientation still runs on the graph so far. The result says
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import operator
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from itertools import combinations, islice, pairwise
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from accounting.errors import BudgetExceededError, NoiseRangeError, SessionHaltedError
 from dpcg.errors import AlgorithmError
 from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
+from dpcg.pc.limits import LimitGuard, RunLimits
 from dpcg.pc.orientation import orient
+from dpcg.pc.parallel import fork_available, run_level
 
 Pair = tuple[int, int]
 Sepset = tuple[int, ...]
 
 __all__ = [
     "BatchEdgeTester",
+    "CandidateSets",
     "CarriesAdjacency",
+    "DeclaresLevelWork",
     "EdgeTester",
     "LevelCandidates",
     "LevelStrategy",
     "NamesNoSepsets",
     "PCResult",
+    "RunLimits",
     "TestOutcome",
     "TestRecord",
     "candidate_sets",
@@ -149,6 +156,18 @@ class CarriesAdjacency(Protocol):
 
 
 @runtime_checkable
+class DeclaresLevelWork(Protocol):
+    """A level strategy that says, before a level, how many exact scores the level
+    computes at most (EM-PC scores every candidate test). A function of the level's
+    candidates only (public). The engine counts it against the run's test budgets
+    (:class:`dpcg.pc.limits.RunLimits`) and does not start a level that would pass
+    one, so a private run's time and memory limits also bind a strategy whose records
+    are far fewer than its scores."""
+
+    def level_work(self, level: int, candidates: LevelCandidates) -> int: ...
+
+
+@runtime_checkable
 class NamesNoSepsets(Protocol):
     """A tester that removed some pairs by a release naming no separating set (a screened
     selection's second release, whose removals the engine records with the empty set of
@@ -188,30 +207,184 @@ class TestRecord:
     independent: bool
 
 
-class LevelCandidates(Mapping[Pair, tuple[Sepset, ...]]):
+class CandidateSets(Sequence[Sepset]):
+    """The conditioning sets of one pair at one level, enumerated lazily.
+
+    The same sets, in the same order, as :func:`candidate_sets` (which iterating this
+    sequence runs), but nothing is materialised: ``len`` is
+    :func:`pair_test_count`'s formula, membership is a check of ``O(level)`` lookups, an
+    index in the first part (the subsets of ``adj(x) \\ {y}``) is unranked directly and
+    one in the second part walks it. Memory is ``O(|adj(x)| + |adj(y)|)`` whatever
+    ``C(|adj|, level)`` is (``docs/internals.md``, "Memory model"). Equal to a tuple of
+    the same sets (``==`` compares the enumerations).
+    """
+
+    __slots__ = ("_ax", "_ax_set", "_ay", "_ay_set", "_len", "level")
+
+    def __init__(self, x: int, y: int, level: int,
+                 adj: Sequence[frozenset[int]] | Sequence[set[int]]) -> None:
+        self.level = level
+        self._ax = tuple(sorted(adj[x] - {y}))
+        self._ay = tuple(sorted(adj[y] - {x}))
+        self._ax_set = frozenset(self._ax)
+        self._ay_set = frozenset(self._ay)
+        if level == 0:
+            self._len = 1
+        else:
+            self._len = (math.comb(len(self._ax), level) + math.comb(len(self._ay), level)
+                         - math.comb(len(self._ax_set & self._ay_set), level))
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Sepset]:
+        level = self.level
+        if level == 0:
+            yield ()
+            return
+        yield from combinations(self._ax, level)
+        ax_set = self._ax_set
+        for S in combinations(self._ay, level):
+            if not ax_set.issuperset(S):
+                yield S
+
+    def __contains__(self, S: object) -> bool:
+        if not isinstance(S, tuple) or len(S) != self.level:
+            return False
+        if self.level == 0:
+            return True
+        if any(not isinstance(v, int) for v in S):
+            return False
+        if any(a >= b for a, b in pairwise(S)):
+            return False  # the enumeration yields sorted sets only
+        return self._ax_set.issuperset(S) or self._ay_set.issuperset(S)
+
+    @overload
+    def __getitem__(self, i: int) -> Sepset: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Sepset, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Sepset | tuple[Sepset, ...]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._len)
+            if step <= 0:
+                return tuple(self)[i]
+            return tuple(islice(self, start, stop, step))
+        j = operator.index(i)
+        if j < 0:
+            j += self._len
+        if not 0 <= j < self._len:
+            raise IndexError("candidate set index out of range")
+        if self.level == 0:
+            return ()
+        first = math.comb(len(self._ax), self.level)
+        if j < first:
+            return _unrank(self._ax, self.level, j)
+        return next(islice(iter(self), j, None))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CandidateSets | tuple):
+            return len(self) == len(other) and all(
+                a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CandidateSets(level={self.level}, n={self._len})"
+
+    def batches(self, size: int) -> Iterator[tuple[Sepset, ...]]:
+        """The sets in order, in tuples of at most ``size``."""
+        it = iter(self)
+        while chunk := tuple(islice(it, size)):
+            yield chunk
+
+
+def _unrank(items: Sequence[int], k: int, rank: int) -> Sepset:
+    """The ``rank``-th (0-based) size-``k`` subset of ``items`` in the lexicographic
+    order of :func:`itertools.combinations`."""
+    out: list[int] = []
+    start = 0
+    m = len(items)
+    for left in range(k, 0, -1):
+        for i in range(start, m):
+            block = math.comb(m - i - 1, left - 1)  # subsets starting at items[i]
+            if rank < block:
+                out.append(items[i])
+                start = i + 1
+                break
+            rank -= block
+    return tuple(out)
+
+
+class LevelCandidates(Mapping[Pair, Sequence[Sepset]]):
     """The pairs that can still be tested at a level, each with its conditioning sets.
 
     A read-only mapping ``(x, y) -> (S_1, S_2, ...)`` in the engine's deterministic order
-    (pairs sorted, sets in :func:`candidate_sets` order). A strategy that runs tests of
-    its own reports them with :meth:`record` so they appear in the result.
+    (pairs sorted, sets in :func:`candidate_sets` order). Built by the engine with
+    :meth:`lazy`, a pair's sets are a :class:`CandidateSets` made when asked for and
+    enumerated as they are read: the mapping holds the pairs and the frozen adjacency,
+    never ``C(|adj|, level)`` sets per pair (``docs/internals.md``, "Memory model").
+    :meth:`batches` walks every (pair, set) of the level in order, at most ``size`` at a
+    time. A strategy that runs tests of its own reports them with :meth:`record` so they
+    appear in the result.
     """
 
-    def __init__(self, level: int, sets: dict[Pair, tuple[Sepset, ...]],
+    def __init__(self, level: int, sets: Mapping[Pair, Sequence[Sepset]],
                  adjacency: Sequence[frozenset[int]] = ()) -> None:
         self.level = level
-        self._sets = sets
+        self._sets: Mapping[Pair, Sequence[Sepset]] | None = sets
+        self._pairs: tuple[Pair, ...] = tuple(sets)
+        self._index: frozenset[Pair] = frozenset(self._pairs)
         #: The adjacency frozen for the level (what the candidate sets were built from).
         self.adjacency: tuple[frozenset[int], ...] = tuple(adjacency)
         self.records: list[TestRecord] = []
 
-    def __getitem__(self, pair: Pair) -> tuple[Sepset, ...]:
-        return self._sets[pair]
+    @classmethod
+    def lazy(cls, level: int, pairs: Sequence[Pair],
+             adjacency: Sequence[frozenset[int]]) -> LevelCandidates:
+        """The candidates of ``pairs`` drawn from ``adjacency``, enumerated on demand."""
+        out = cls(level, {}, adjacency)
+        out._sets = None
+        out._pairs = tuple(pairs)
+        out._index = frozenset(out._pairs)
+        return out
+
+    def __getitem__(self, pair: Pair) -> Sequence[Sepset]:
+        if self._sets is not None:
+            return self._sets[pair]
+        if pair not in self._index:
+            raise KeyError(pair)
+        return CandidateSets(pair[0], pair[1], self.level, self.adjacency)
+
+    def __contains__(self, pair: object) -> bool:
+        return pair in self._index
 
     def __iter__(self) -> Iterator[Pair]:
-        return iter(self._sets)
+        return iter(self._pairs)
 
     def __len__(self) -> int:
-        return len(self._sets)
+        return len(self._pairs)
+
+    def n_tests(self) -> int:
+        """How many (pair, set) questions the level has (without enumerating them)."""
+        return sum(len(self[pair]) for pair in self._pairs)
+
+    def batches(self, size: int = 1 << 16) -> Iterator[list[tuple[Pair, Sepset]]]:
+        """Every ``(pair, S)`` of the level in the engine's order, in lists of at most
+        ``size`` (a pair's sets may straddle two lists)."""
+        if size < 1:
+            raise AlgorithmError(f"batch size: expected a positive integer, got {size!r}")
+        chunk: list[tuple[Pair, Sepset]] = []
+        for pair in self._pairs:
+            for S in self[pair]:
+                chunk.append((pair, S))
+                if len(chunk) >= size:
+                    yield chunk
+                    chunk = []
+        if chunk:
+            yield chunk
 
     def record(self, x: int, y: int, S: Sepset, outcome: TestOutcome) -> None:
         """Report a test the strategy ran on ``(x, y | S)``."""
@@ -248,6 +421,8 @@ class PCResult:
     v_structures: tuple[tuple[int, int, int], ...] = ()
     orientation_conflicts: tuple[Pair, ...] = ()
     info: dict[str, Any] = field(default_factory=dict)
+    #: The run limit that ended the skeleton phase (``RunLimits``), or ``None``.
+    stop_reason: str | None = None
 
     @property
     def n_tests(self) -> int:
@@ -283,8 +458,19 @@ class PCResult:
         if "sepsets_unreleased" in self.info:
             # removed pairs whose separating set was never released (not in "sepsets")
             out["sepsets_unreleased"] = self.info["sepsets_unreleased"]
+        if self.stop_reason is not None:
+            out["stopped"] = dict(self.info.get("stopped", {"limit": self.stop_reason}))
         out["timing"] = {"seconds": self.seconds, "test_seconds": self.test_seconds}
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """An outcome a forked worker answered (:mod:`dpcg.pc.parallel`)."""
+
+    independent: bool
+    statistic: float | None
+    pvalue: float | None
 
 
 def candidate_sets(
@@ -305,6 +491,11 @@ def candidate_sets(
     for S in combinations(ay, level):
         if not ax_set.issuperset(S):
             yield S
+
+
+def _sets_at(level: int, frozen: Sequence[frozenset[int]], x: int, y: int
+             ) -> Iterator[Sepset]:
+    return candidate_sets(x, y, level, frozen)
 
 
 def _with_carried(adjacency: list[frozenset[int]], tester: object, level: int
@@ -347,13 +538,29 @@ def pc_stable(
     max_depth: int | None = None,
     background: BackgroundKnowledge | None = None,
     progress: Callable[[int, int], None] | None = None,
+    limits: RunLimits | None = None,
+    workers: int = 1,
 ) -> PCResult:
     """Run PC-stable with ``tester`` on the variables ``names`` (indices ``0..p-1``).
 
     ``progress(level, tests_so_far)`` is called after every test (edge and batch testers)
-    or level (level strategies). See the module docstring for the algorithm and stop semantics.
+    or level (level strategies); a ``progress`` that also has ``start_level(level,
+    adjacency, pairs)`` (:class:`dpcg.pc.progress.ProgressLine`) is told when a level
+    starts. See the module docstring for the algorithm and stop semantics.
+    ``workers > 1`` runs an edge tester that sets ``parallel_safe = True`` (non-private,
+    side-effect free) on that many forked processes, merged in the serial order: the
+    same records, removals and stops as ``workers=1`` (:mod:`dpcg.pc.parallel`).
+    ``limits`` (:class:`dpcg.pc.limits.RunLimits`) are checked before every test (edge
+    testers), round (batch testers) and level: when one is reached the skeleton phase
+    stops as after a budget stop (removals already decided are applied, the graph so far
+    is oriented) and ``stop_reason`` names the limit.
     """
     t_start = time.perf_counter()
+    if limits is not None and not isinstance(limits, RunLimits):
+        raise AlgorithmError(f"limits: expected RunLimits or None, got {type(limits).__name__}")
+    guard = LimitGuard(limits)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise AlgorithmError(f"workers: expected an integer >= 1, got {workers!r}")
     nm = _validate(names, max_depth)
     if isinstance(tester, LevelStrategy):
         mode = "level"
@@ -365,6 +572,12 @@ def pc_stable(
         raise AlgorithmError(
             f"tester: {type(tester).__name__} has neither test(x, y, S) nor decide_level(...)"
         )
+    if workers > 1 and (mode != "edge" or getattr(tester, "parallel_safe", False) is not True):
+        raise AlgorithmError(
+            f"workers={workers}: only a non-private, side-effect-free edge tester (one with "
+            f"parallel_safe = True) runs on several processes; {type(tester).__name__} does not")
+    if workers > 1 and not fork_available():  # pragma: no cover - every POSIX has fork
+        workers = 1  # the same results, serially
     p = len(nm)
     kb = background.resolve(nm) if background is not None else None
     required = kb.required if kb is not None else frozenset()
@@ -376,6 +589,7 @@ def pc_stable(
 
     sepsets: dict[Pair, Sepset] = {}
     tests: list[TestRecord] = []
+    work = 0  # level strategies that declare it: the scores their levels compute
     test_seconds = 0.0
     exhausted = False
     level = 0
@@ -393,6 +607,8 @@ def pc_stable(
         ]
         if not pairs:
             break
+        if guard.reached(max(len(tests), work)):
+            break
         removals: dict[Pair, Sepset] = {}
 
         def answered(x: int, y: int, S: Sepset, outcome: TestOutcome, level: int = level,
@@ -406,14 +622,20 @@ def pc_stable(
                 removals[(x, y)] = S
             return indep
 
+        told = getattr(progress, "start_level", None)  # a progress line (dpcg.pc.progress)
+        if callable(told):
+            told(level, frozen, pairs)
         try:
             if mode != "level" and isinstance(tester, LevelListener):
                 tester.start_level(level, frozen, pairs)  # may refuse: nothing is left
             if mode == "level":
                 assert isinstance(tester, LevelStrategy)
-                cands = LevelCandidates(
-                    level, {pair: tuple(candidate_sets(*pair, level, frozen)) for pair in pairs},
-                    frozen)
+                cands = LevelCandidates.lazy(level, pairs, frozen)
+                if isinstance(tester, DeclaresLevelWork):
+                    # public: a function of the level's candidates (dpcg.pc.limits)
+                    work = max(work, len(tests)) + tester.level_work(level, cands)
+                    if guard.would_reach(work):
+                        break  # the level would pass a test budget: not started
                 t0 = clock()
                 stop: BaseException | None = None
                 try:
@@ -441,6 +663,8 @@ def pc_stable(
                 test_many = tester.test_many
                 todo = {pair: candidate_sets(*pair, level, frozen) for pair in pairs}
                 while todo:
+                    if guard.reached(len(tests)):
+                        break
                     queries = []
                     for (x, y), sets in list(todo.items()):
                         S = next(sets, None)
@@ -459,11 +683,37 @@ def pc_stable(
                     if len(outcomes) < len(queries):
                         raise BudgetExceededError(
                             f"the tester answered {len(outcomes)} of {len(queries)} queries")
+            elif workers > 1:
+                assert isinstance(tester, EdgeTester)
+                t0 = clock()
+                deadline, memory = guard.worker_limits()
+                stream = run_level(tester.test, functools.partial(_sets_at, level, frozen),
+                                   pairs, workers, deadline, memory)
+                try:
+                    for item in stream:
+                        if isinstance(item, str):  # a worker reached a limit
+                            guard.reason = item
+                            break
+                        i, seq = item
+                        x, y = pairs[i]
+                        for S, stat, pv, indep in seq:
+                            if guard.reached(len(tests)):
+                                break
+                            answered(x, y, S, _Answered(indep, stat, pv))
+                        if guard.reason is not None:
+                            break
+                finally:
+                    stream.close()
+                    test_seconds += clock() - t0
             else:
                 assert isinstance(tester, EdgeTester)
                 test = tester.test
                 for x, y in pairs:
+                    if guard.reason is not None:
+                        break
                     for S in candidate_sets(x, y, level, frozen):
+                        if guard.reached(len(tests)):
+                            break
                         t0 = clock()
                         outcome = test(x, y, S)
                         test_seconds += clock() - t0
@@ -475,12 +725,15 @@ def pc_stable(
             adj[x].discard(y)
             adj[y].discard(x)
             sepsets[(x, y)] = S
-        if exhausted:
+        if exhausted or guard.reason is not None:
             break
         levels_completed = level + 1
         level += 1
 
     info: dict[str, Any] = {}
+    if guard.reason is not None:
+        info["stopped"] = {"limit": guard.reason, "message": guard.message(),
+                           "tests": len(tests), "level": level}
     if isinstance(tester, NamesNoSepsets):
         sepsets, dropped = _drop_sepsets(sepsets, tester.unreleased_sepsets)
         if dropped:
@@ -499,6 +752,7 @@ def pc_stable(
         v_structures=orientation.v_structures,
         orientation_conflicts=orientation.conflicts,
         info=info,
+        stop_reason=guard.reason,
     )
 
 

@@ -13,7 +13,7 @@ the filter refuses a mechanism the engine stops and returns the graph so far wit
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
@@ -30,10 +30,11 @@ from dpcg.citests.private import source_for_dataset as _source_for_dataset
 from dpcg.citests.registry import option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError
-from dpcg.pc.engine import LevelCandidates, Pair, Sepset, candidate_sets
+from dpcg.pc.engine import CandidateSets, LevelCandidates, Pair, Sepset
 from dpcg.private import planning
 from dpcg.private.contract import Plan, RunSettings, ScoreCache, Tester
 from dpcg.private.planning import SELECT_GAIN, SELECT_SHARE, level0_selection
+from dpcg.stats.engine import WarmsTables
 
 __all__ = ["DiscreteAlgorithm", "PlanSizeParams", "check_count_field", "exhaustion_note", "fits",
            "plan_count", "unspent"]
@@ -363,8 +364,18 @@ class AnnouncesLevels:
         self._frozen = None
         if level == 0 and kept is not None:
             pairs = [pair for pair in pairs if pair in kept]
-        self.source.expect([(x, y, S) for x, y in pairs
-                            for S in candidate_sets(x, y, level, adjacency)])
+        announce(self.source, ((x, y, S) for x, y in pairs
+                               for S in CandidateSets(x, y, level, adjacency)))
+
+
+def announce(source: StatisticSource,
+             queries: Iterable[tuple[int, int, tuple[int, ...]]]) -> None:
+    """:meth:`StatisticSource.expect` of ``queries``, listed only when the source's engine
+    counts announced batches (:class:`~dpcg.stats.engine.WarmsTables`: DuckDB, Spark):
+    the in-memory engine drops announcements, so a level's candidate tests are never
+    materialised for it (``docs/internals.md``, "Memory model")."""
+    if isinstance(source.engine, WarmsTables):
+        source.expect(list(queries))
 
 
 def select_pairs_screened(source: StatisticSource, session: Session, first_k: int,
@@ -433,8 +444,8 @@ def ranked_sets(level: int, pair: Pair, candidates: LevelCandidates,
     Every set returned is one of the engine's candidates for the pair."""
     sets = candidates[pair]
     if len(sets) <= 2 * SETS_PER_SIDE:
-        return sets
-    allowed = set(sets)
+        return tuple(sets)
+    allowed = sets  # membership without listing them (CandidateSets)
     out: list[Sepset] = []
     for a, b in (pair, (pair[1], pair[0])):
         power = {v: strength.get((min(a, v), max(a, v)), -math.inf)
@@ -446,4 +457,4 @@ def ranked_sets(level: int, pair: Pair, candidates: LevelCandidates,
         for S in combinations(sorted(nbrs[:m]), level):
             if S in allowed and S not in out:
                 out.append(S)
-    return tuple(out) if out else sets
+    return tuple(out) if out else tuple(sets)

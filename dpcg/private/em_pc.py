@@ -57,6 +57,9 @@ from dpcg.private.contract import RunSettings
 from dpcg.private.planning import level_weights
 from dpcg.private.registry import register_algorithm
 
+#: How many of a level's tests EM-PC scores per engine call (memory, not results).
+MARGIN_BATCH = 1 << 16
+
 #: Default deepest level of EM-PC (public; EM-PC computes every test of a level).
 DEFAULT_MAX_DEPTH = 3
 #: Whether a level whose every pair has one candidate set picks the pairs to keep when
@@ -126,17 +129,30 @@ class EMPCStrategy:
         self.source = source
         self.session = session
 
-    def _margins(self, candidates: LevelCandidates) -> list[tuple[Pair, Sepset, float]]:
+    def _margins(self, candidates: LevelCandidates) -> np.ndarray:
+        """``s - T`` of every test of the level, in the candidates' order. Every test is
+        scored: the engine is asked for them in batches of :data:`MARGIN_BATCH` (one
+        GROUP BY pass per batch on DuckDB/Spark instead of one query per test), so no
+        list of the level's tests is held whole (``docs/internals.md``, "Memory
+        model"); the values are the same whatever the batch size."""
         src = self.source
-        # every test of the level is scored: ask the engine for all of them in one call
-        # (one GROUP BY pass on DuckDB/Spark instead of one query per test)
-        src.prefetch([(x, y, S) for (x, y) in candidates for S in candidates[(x, y)]])
-        out = []
-        for pair in candidates:
-            x, y = pair
-            for S in candidates[pair]:
-                out.append((pair, S, src.score(x, y, S) - src.threshold(x, y, S)))
+        out = np.empty(candidates.n_tests(), dtype=np.float64)
+        i = 0
+        for batch in candidates.batches(MARGIN_BATCH):
+            queries = [(x, y, S) for (x, y), S in batch]
+            src.prefetch(queries)
+            for x, y, S in queries:
+                out[i] = src.score(x, y, S) - src.threshold(x, y, S)
+                i += 1
+        assert i == out.shape[0]
         return out
+
+    def level_work(self, level: int, candidates: LevelCandidates) -> int:
+        """Scores the level computes at most: every candidate test
+        (:class:`~dpcg.pc.engine.DeclaresLevelWork`; public)."""
+        if level > self.plan.max_depth:
+            return 0
+        return candidates.n_tests()
 
     def decide_level(self, level: int, candidates: LevelCandidates) -> Mapping[Pair, Sepset]:
         if level > self.plan.max_depth or len(candidates) == 0:
@@ -147,16 +163,18 @@ class EMPCStrategy:
         pairs = list(candidates)
         # each computed once per level, when a release first reads it (the count and
         # the keep side both read the pair scores)
+        sizes = np.array([len(candidates[pair]) for pair in pairs], dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+
         @functools.cache
-        def margins() -> list[tuple[Pair, Sepset, float]]:
+        def margins() -> np.ndarray:
             return self._margins(candidates)
 
         @functools.cache
         def pair_scores() -> np.ndarray:
-            best: dict[Pair, float] = {}
-            for pair, _S, d in margins():
-                best[pair] = min(d, best.get(pair, np.inf))
-            out = np.array([best[p] for p in pairs], dtype=np.float64)
+            # each pair's smallest margin (every pair has at least one set)
+            out = np.minimum.reduceat(margins(), starts) if len(pairs) else np.empty(0)
+            out = np.asarray(out, dtype=np.float64)
             out.setflags(write=False)
             return out
 
@@ -176,15 +194,14 @@ class EMPCStrategy:
         eps_pick = split_epsilon(eps_pick_total, k)
 
         # the candidates in the order of _margins, labelled by pair: public (the frozen
-        # adjacency), never read from the margins
-        sizes = [len(candidates[pair]) for pair in pairs]
-        index = [(pair, S) for pair in pairs for S in candidates[pair]]
+        # adjacency), never read from the margins; a chosen index is mapped back to its
+        # (pair, set) through the sizes, without listing the level's sets
         groups = np.repeat(np.arange(len(pairs), dtype=np.int64), sizes)
 
         def neg_margins() -> np.ndarray:
             m = margins()
-            assert len(m) == len(index)  # the same candidates, in the same order
-            return -np.array([d for _p, _S, d in m], dtype=np.float64)
+            assert len(m) == len(groups)  # the same candidates, in the same order
+            return np.asarray(-m, dtype=np.float64)
 
         # k rounds of group peeling (a drawn pair's other sets leave the pool) as one
         # release with the same law and declared cost (docs/privacy/group-top-k.md)
@@ -193,7 +210,9 @@ class EMPCStrategy:
             purpose=f"em-pc level {level}: the {k} edges to delete",
         )
         for j in np.asarray(chosen).ravel():
-            pair, S = index[int(j)]
+            g = int(groups[int(j)])
+            pair = pairs[g]
+            S = tuple(candidates[pair][int(j) - int(starts[g])])
             removals[pair] = S
             candidates.record(pair[0], pair[1], S, CIResult(True, None, None))
         return removals

@@ -45,6 +45,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import islice
 from typing import Any, cast
 
 import numpy as np
@@ -58,12 +59,13 @@ from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
-from dpcg.pc.engine import LevelCandidates, Pair, Sepset, candidate_sets, hand_over
+from dpcg.pc.engine import CandidateSets, LevelCandidates, Pair, Sepset, hand_over
 from dpcg.private.common import (
     SETS_PER_SIDE,
     DiscreteAlgorithm,
     PlanSizeParams,
     ScreenedPairs,
+    announce,
     bound_given,
     check_count_field,
     check_number_field,
@@ -384,7 +386,7 @@ class SieveExamineTester(ScreenedPairs):
         #: the level's pairs and their candidate sets in the order they are asked, the
         #: index of the pair being asked, and the end of the pairs announced to the
         #: current round's subsample (:meth:`_stream`, :meth:`_announce_sub`)
-        self._upcoming: list[tuple[int, int, tuple[Sepset, ...]]] = []
+        self._upcoming: list[tuple[int, int, Sequence[Sepset]]] = []
         self._pos = 0
         self._sub_until = 0
         self._index: dict[Pair, int] = {}  # pair -> its place in _upcoming (per-test mode)
@@ -541,7 +543,7 @@ class SieveExamineTester(ScreenedPairs):
         self.examines += 1
         return float(np.asarray(out[0]))
 
-    def _stream(self, upcoming: list[tuple[int, int, tuple[Sepset, ...]]]) -> None:
+    def _stream(self, upcoming: Sequence[tuple[int, int, Sequence[Sepset]]]) -> None:
         """A level's tests, in the order the tester asks them (the engine's candidates
         and :func:`~dpcg.private.common.ranked_sets`: public, post-processing of earlier
         releases). They are announced to the full data's source
@@ -550,19 +552,18 @@ class SieveExamineTester(ScreenedPairs):
         that counts where the data live, the scans of a batch instead of one per test.
         Nothing is counted before a release that reads it was admitted, and the same
         scores are computed (``docs/scale.md``)."""
-        self._upcoming = upcoming
+        self._upcoming = list(upcoming)
         self._pos = 0
         self._sub_until = 0
         self._index = {}
-        self.source.expect([(x, y, S) for x, y, sets in upcoming for S in sets])
+        announce(self.source, ((x, y, S) for x, y, sets in upcoming for S in sets))
 
     def start_level(self, level: int, adjacency: Sequence[frozenset[int]],
                     pairs: Sequence[Pair]) -> None:
         """The PC engine's level start when it asks one test at a time (a fixed plan,
         :class:`~dpcg.pc.engine.LevelListener`): the level's tests are the engine's
         candidates of the frozen adjacency, in its order (:meth:`_stream`)."""
-        self._stream([(x, y, tuple(candidate_sets(x, y, level, adjacency)))
-                      for x, y in pairs])
+        self._stream([(x, y, CandidateSets(x, y, level, adjacency)) for x, y in pairs])
         self._index = {pair: i for i, pair in enumerate(pairs)}
 
     def _announce_sub(self) -> None:
@@ -783,7 +784,8 @@ class TestThenPairTester(PairSieveTester):
                         if self.levels:
                             self.levels[-1]["per_pair_from"] = len(pairs) - undecided
                     if not per_test:
-                        rest = self._remaining_sets(level, (x, y), candidates, sets[j:])
+                        rest = self._remaining_sets(level, (x, y), candidates,
+                                                    tuple(islice(sets, j, None)))
                         res, sep = self._pair(x, y, rest)
                         if res.independent:
                             removals[(x, y)] = sep

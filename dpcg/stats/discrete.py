@@ -201,6 +201,61 @@ def g2_test(table: StrataTable) -> ChiSquareResult:
     return _result(_g2_from(N, _expected_from(ns, nx, ny)), _df(nx, ny))
 
 
+#: The sparse-table rules of the G-test (``docs/stats.md``, "Sparse tables"): how the
+#: degrees of freedom treat empty cells, and a minimum of rows per degree of freedom
+#: below which independence is assumed (p-value 1). ``causal-learn`` is the default.
+SPARSE_RULES: dict[str, tuple[str, float]] = {
+    # Chisq_or_Gsq: df summed over observed strata, from their observed levels
+    "causal-learn": ("adjusted", 0.0),
+    # gSquareDis (adaptDF = FALSE): declared df; n < 10 df -> independence assumed
+    "pcalg": ("structural", 10.0),
+    # gSquareDis (adaptDF = TRUE): df lowered by one per empty cell (at least 1);
+    # n.min still 10 times the declared df
+    "pcalg-adaptdf": ("zero-cells", 10.0),
+    # bnlearn "mi": declared df, no minimum
+    "structural": ("structural", 0.0),
+    # the adjusted df with a rule-of-thumb minimum of 5 rows per declared df
+    "adjusted-min5": ("adjusted", 5.0),
+}
+
+
+def structural_df(table: StrataTable) -> int:
+    """``(cx - 1)(cy - 1) * n_configs``: the degrees of freedom of the declared table
+    (every configuration of ``S`` possible, no empty cell discounted)."""
+    return (table.cx - 1) * (table.cy - 1) * table.n_configs
+
+
+def _empty_cells(table: StrataTable) -> int:
+    """Cells of the declared ``(n_configs, cx, cy)`` table with count 0 (unobserved
+    strata count whole)."""
+    cells = table.n_configs * table.cx * table.cy
+    if isinstance(table, SparseStrataTable):
+        return cells - int(table.weight.shape[0])
+    return cells - int(np.count_nonzero(table.counts))
+
+
+def g2_test_rule(table: StrataTable, rule: str = "causal-learn") -> ChiSquareResult:
+    """The G-test under one of :data:`SPARSE_RULES` (the statistic is the same; the
+    degrees of freedom and the small-sample rule differ). ``causal-learn`` is
+    :func:`g2_test` exactly."""
+    try:
+        df_rule, min_rows = SPARSE_RULES[rule]
+    except KeyError:
+        raise ValueError(f"sparse rule: expected one of {', '.join(SPARSE_RULES)}, "
+                         f"got {rule!r}") from None
+    if df_rule == "adjusted" and min_rows == 0.0:
+        return g2_test(table)
+    stat = g2_statistic(table)
+    declared = structural_df(table)
+    if min_rows > 0.0 and table.n < min_rows * declared:
+        return ChiSquareResult(stat, declared, 1.0)  # too few rows: independence assumed
+    if df_rule == "adjusted":
+        return _result(stat, degrees_of_freedom(table))
+    if df_rule == "zero-cells":
+        return _result(stat, max(declared - _empty_cells(table), 1))
+    return _result(stat, declared)
+
+
 def chi2_test(table: StrataTable) -> ChiSquareResult:
     """Pearson's chi-square test of ``X _||_ Y | S`` on a stratified table."""
     return _result(chi2_statistic(table), degrees_of_freedom(table))

@@ -1,0 +1,190 @@
+"""``dpcg bench scale``: peak memory and wall time on hub networks (issue 59).
+
+Every run is a fresh process, ``python -m dpcg discover --dataset NET --rows N ...``,
+on a scale-free network of ``dpcg datasets random --shape scale-free`` (preferential
+attachment; the issue's family: 1-3 parents, 2-5 states, Dirichlet(0.6) rows), with an
+address-space cap (``RLIMIT_AS``, ``--mem-cap-mb``) so that a run that would grow past
+it fails with ``MemoryError`` instead of taking the machine down, and a wall-clock
+timeout. Peak RSS is the child's own ``ru_maxrss`` (``os.wait4``); the skeleton F1 is
+against the network's true DAG. Private runs write to a temporary ledger.
+
+Results go to ``docs/benchmarks/scale.md`` (``--no-write`` prints them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ScaleRun", "hub_network", "register", "run", "run_one"]
+
+
+def hub_network(nodes: int, *, max_parents: int = 3, card: str = "2-5", seed: int = 1,
+                conc: float = 0.6, exponent: float = 1.0) -> str:
+    """The dataset name of the scale-free network with these parameters."""
+    return (f"random:nodes={nodes},max_parents={max_parents},card={card},seed={seed},"
+            f"conc={conc:g},shape=scale-free,exponent={exponent:g}")
+
+
+@dataclass
+class ScaleRun:
+    network: str
+    rows: int
+    algorithm: str
+    epsilon: float | None
+    status: str
+    seconds: float
+    max_rss_mb: float
+    tests: int | None = None
+    edges: int | None = None
+    f1: float | None = None
+    note: str = ""
+
+
+def _limit(cap_bytes: int) -> None:  # pragma: no cover - runs in the child
+    resource.setrlimit(resource.RLIMIT_AS, (cap_bytes, cap_bytes))
+
+
+def _f1(doc: dict[str, Any], network: str) -> float:
+    from dpcg.datasets import load_network
+
+    truth = {frozenset(e) for e in load_network(network).dag_edges}
+    est = {frozenset(e) for kind in ("directed", "undirected") for e in doc["edges"][kind]}
+    tp = len(est & truth)
+    if tp == 0:
+        return 0.0
+    precision, recall = tp / len(est), tp / len(truth)
+    return 2 * precision * recall / (precision + recall)
+
+
+def run_one(network: str, rows: int, algorithm: str, epsilon: float | None, *,
+            mem_cap_mb: int = 4096, timeout: float = 900.0, extra: tuple[str, ...] = (),
+            seed: int = 0) -> ScaleRun:
+    """One fresh ``dpcg discover`` process, measured."""
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "result.json"
+        argv = [sys.executable, "-m", "dpcg", "discover", "--dataset", network, "--rows",
+                str(rows), "--seed", str(seed), "--algorithm", algorithm, "--quiet",
+                "--out", str(out), *extra]
+        if algorithm == "pc":
+            argv += ["--test", "g2"]
+        if epsilon is not None:
+            argv += ["--epsilon", f"{epsilon:g}", "--noise-seed", "0", "--ledger",
+                     str(Path(d) / "ledger.sqlite"), "--dataset-id", "bench-scale"]
+        cap = mem_cap_mb * 2**20
+        t0 = time.perf_counter()
+        errors = Path(d) / "stderr.txt"
+        with errors.open("wb") as err_fh:
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err_fh,
+                                    preexec_fn=lambda: _limit(cap))
+        status = "ok"
+        while True:
+            pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid != 0:
+                break
+            if time.perf_counter() - t0 > timeout:
+                proc.kill()
+                pid, code, usage = os.wait4(proc.pid, 0)
+                status = "timeout"
+                break
+            time.sleep(0.2)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(code)
+        err = errors.read_text(errors="replace")
+        run = ScaleRun(network, rows, algorithm, epsilon, status, seconds,
+                       usage.ru_maxrss / 1024.0)
+        if status == "ok" and proc.returncode != 0:
+            run.status = "MemoryError" if "MemoryError" in err else f"exit {proc.returncode}"
+            run.note = err.strip().splitlines()[-1][:120] if err.strip() else ""
+            return run
+        if status != "ok":
+            return run
+        doc = json.loads(out.read_text())
+        run.tests = int(doc["tests"]["count"])
+        run.edges = len(doc["edges"]["directed"]) + len(doc["edges"]["undirected"])
+        run.f1 = _f1(doc, network)
+        notes = []
+        if doc.get("budget_exhausted"):
+            notes.append("budget exhausted")
+        if "stopped" in doc:
+            notes.append(f"stopped: {doc['stopped'].get('limit')}")
+        run.note = "; ".join(notes)
+        return run
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "scale", help="peak RSS and wall time on scale-free (hub) networks",
+        description="Run every algorithm in a fresh, memory-capped process on scale-free "
+                    "networks (preferential attachment) and report peak RSS, wall time, "
+                    "tests and skeleton F1.")
+    p.add_argument("--nodes", default="60,150", help="comma-separated sizes (default 60,150)")
+    p.add_argument("--rows", type=int, default=100_000, help="rows (default 1e5)")
+    p.add_argument("--algorithms", default="pc,laplace-pc,priv-pc",
+                   help="comma-separated (default pc,laplace-pc,priv-pc)")
+    p.add_argument("--epsilons", default="1", help="private budgets (default 1)")
+    p.add_argument("--max-depth", type=int, default=None, help="passed to discover")
+    p.add_argument("--mem-cap-mb", type=int, default=4096,
+                   help="address-space cap per run (default 4096)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per run (default 900)")
+    p.add_argument("--no-write", action="store_true",
+                   help="print the section instead of writing docs/benchmarks/scale.md")
+    p.add_argument("--docs-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def render(runs: list[ScaleRun], args: argparse.Namespace) -> str:
+    lines = [
+        "## Scale: hub networks (peak memory and time)",
+        "",
+        f"`dpcg bench scale --nodes {args.nodes} --rows {args.rows} --algorithms "
+        f"{args.algorithms} --epsilons {args.epsilons}` (each run a fresh process capped at "
+        f"{args.mem_cap_mb} MB of address space, timeout {args.timeout:g} s). Networks: "
+        "`random:...,shape=scale-free` (preferential attachment, exponent 1; 1-3 parents, "
+        "2-5 states, Dirichlet(0.6) rows).",
+        "",
+        "| network | rows | algorithm | eps | status | wall s | peak RSS MB | tests | edges "
+        "| skeleton F1 | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        nodes = r.network.split("nodes=")[1].split(",")[0]
+        lines.append(
+            f"| hub-{nodes} | {r.rows:,} | {r.algorithm} | "
+            f"{'' if r.epsilon is None else f'{r.epsilon:g}'} | {r.status} | {r.seconds:.1f} | "
+            f"{r.max_rss_mb:.0f} | {'' if r.tests is None else f'{r.tests:,}'} | "
+            f"{'' if r.edges is None else r.edges} | "
+            f"{'' if r.f1 is None else f'{r.f1:.3f}'} | {r.note} |")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    runs: list[ScaleRun] = []
+    extra = () if args.max_depth is None else ("--max-depth", str(args.max_depth))
+    for nodes in (int(v) for v in str(args.nodes).split(",")):
+        net = hub_network(nodes)
+        for algo in str(args.algorithms).split(","):
+            epsilons: list[float | None] = (
+                [None] if algo == "pc" else [float(e) for e in str(args.epsilons).split(",")])
+            for eps in epsilons:
+                r = run_one(net, args.rows, algo, eps, mem_cap_mb=args.mem_cap_mb,
+                            timeout=args.timeout, extra=extra)
+                runs.append(r)
+                print(render([r], args).splitlines()[-1], file=sys.stderr, flush=True)
+    text = render(runs, args)
+    if args.no_write:
+        print(text)
+        return 0
+    from dpcg.bench.report import write_section
+
+    write_section("scale", text, docs_dir=args.docs_dir)
+    return 0

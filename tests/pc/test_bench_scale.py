@@ -1,0 +1,49 @@
+"""``dpcg bench scale`` (issue 59): a fresh, memory-capped process per run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dpcg.bench.scale import hub_network, render, run_one
+from dpcg.cli import main
+
+
+def test_hub_network_name_parses() -> None:
+    from dpcg.datasets import parse_random_spec
+
+    name = hub_network(60)
+    spec = parse_random_spec(name)
+    assert spec.shape == "scale-free"
+    assert spec.name == name
+
+
+def test_one_run_is_measured() -> None:
+    r = run_one(hub_network(8), 500, "pc", None, timeout=300)
+    assert r.status == "ok"
+    assert r.max_rss_mb > 10
+    assert r.tests is not None
+    assert r.tests > 0
+    assert r.f1 is not None
+    assert 0.0 <= r.f1 <= 1.0
+    args = argparse.Namespace(nodes="8", rows=500, algorithms="pc", epsilons="1",
+                              mem_cap_mb=4096, timeout=300.0)
+    text = render([r], args)
+    assert "| hub-8 | 500 | pc |" in text
+
+
+def test_a_run_past_its_memory_cap_is_reported_not_fatal() -> None:
+    # 60 MB of address space cannot even import NumPy and SciPy: the child fails with
+    # a MemoryError/ImportError and the bench reports it instead of dying
+    r = run_one(hub_network(8), 500, "priv-pc", 1.0, mem_cap_mb=60, timeout=300)
+    assert r.status != "ok"
+    assert r.tests is None
+
+
+def test_cli_writes_the_section(tmp_path: Path) -> None:
+    code = main(["bench", "scale", "--nodes", "6", "--rows", "300", "--algorithms",
+                 "pc,laplace-pc", "--epsilons", "1", "--timeout", "300",
+                 "--docs-dir", str(tmp_path)])
+    assert code == 0
+    text = (tmp_path / "benchmarks" / "scale.md").read_text()
+    assert "| hub-6 | 300 | laplace-pc | 1 | ok |" in text

@@ -1,0 +1,69 @@
+"""A non-private level on two forked processes: the serial records, removals and stops
+(issue 59)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dpcg.citests.nonprivate import FastG2Test, G2Test
+from dpcg.datasets import load_network
+from dpcg.errors import AlgorithmError
+from dpcg.pc.engine import PCResult, pc_stable
+from dpcg.pc.limits import RunLimits
+from dpcg.pc.oracle import DSeparationOracle
+
+NAME = "random:nodes=16,max_parents=3,card=2-4,seed=6,conc=0.5,shape=scale-free,exponent=1.5"
+
+
+@pytest.fixture(scope="module")
+def data() -> Any:
+    return load_network(NAME).sample(5_000, 3)
+
+
+def _key(res: PCResult) -> list[tuple[Any, ...]]:
+    return [(t.level, t.x, t.y, t.S, t.statistic, t.pvalue, t.independent)
+            for t in res.tests]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_two_workers_give_the_serial_run(data: Any, workers: int) -> None:
+    names = tuple(data.schema.names)
+    serial = pc_stable(FastG2Test(data), names)
+    par = pc_stable(FastG2Test(data), names, workers=workers)
+    assert serial.n_tests > 500
+    assert _key(par) == _key(serial)  # same tests, same order, same statistics
+    assert par.sepsets == serial.sepsets
+    assert par.adjacency == serial.adjacency
+    assert par.cpdag.to_json() == serial.cpdag.to_json()
+    assert par.levels_completed == serial.levels_completed
+
+
+@pytest.mark.parametrize("k", [1, 40, 333])
+def test_a_test_limit_stops_at_the_serial_prefix(data: Any, k: int) -> None:
+    names = tuple(data.schema.names)
+    serial = pc_stable(G2Test(data), names, limits=RunLimits(max_tests=k))
+    par = pc_stable(G2Test(data), names, limits=RunLimits(max_tests=k), workers=2)
+    assert par.stop_reason == serial.stop_reason == "max_tests"
+    assert _key(par) == _key(serial)
+    assert par.adjacency == serial.adjacency
+
+
+def test_a_worker_past_the_deadline_stops_the_run(data: Any) -> None:
+    names = tuple(data.schema.names)
+    serial = pc_stable(G2Test(data), names)
+    # a deadline that passes during the run: whatever was merged is a serial prefix
+    par = pc_stable(G2Test(data), names, limits=RunLimits(max_seconds=1e-3), workers=2)
+    assert par.stop_reason == "max_seconds"
+    assert _key(par) == _key(serial)[:par.n_tests]
+
+
+def test_only_parallel_safe_edge_testers(data: Any) -> None:
+    names = tuple(data.schema.names)
+    oracle = DSeparationOracle(names, [])
+    with pytest.raises(AlgorithmError, match="parallel_safe"):
+        pc_stable(oracle, names, workers=2)
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(AlgorithmError, match="workers"):
+            pc_stable(G2Test(data), names, workers=bad)  # type: ignore[arg-type]
