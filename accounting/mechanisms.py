@@ -288,6 +288,55 @@ class Laplace:
         return self._noisy(as_exact(exact), rng, _size(size))
 
 
+@dataclass(frozen=True)
+class GroupedLaplace(Laplace):
+    """Sums of an exact per-row vector over ``groups`` SECRET random groups, plus
+    ``Lap(Delta/eps)`` per group sum; pure eps-DP (PrivGCM's grouped release).
+
+    ``release(exact)`` takes the ``n`` per-row values ``v`` (``n >= groups``), draws a
+    uniformly random permutation ``pi`` of the rows from the privacy generator, sums
+    ``v[pi[i]]`` into group ``i mod groups`` and adds the Laplace noise of
+    :class:`Laplace` (same sampler, same grid) to the ``groups`` sums. ``sensitivity``
+    is the L1 sensitivity of the per-row vector under POSITIONAL neighbours (the replaced
+    row keeps its position); the group sums have at most that L1 change (triangle
+    inequality). Because the grouping is secret and uniform, the output's law depends on
+    the rows as an unordered multiset, so the guarantee holds for unordered replace-one
+    neighbours too (coupling: map the replaced row's position in one table to its
+    position in the other; docs/privacy/privgcm.md, "Secret grouping"). Only the noisy
+    sums are released, never ``pi``. Cost and dp-accounting event are :class:`Laplace`'s.
+    """
+
+    groups: int = 2
+    kind: ClassVar[str] = "grouped-laplace"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _set(self, "groups", _int("groups", self.groups, 2))
+
+    def public_params(self) -> dict[str, JSONValue]:
+        return {**super().public_params(), "groups": self.groups}
+
+    def group_sums(self, exact: Any, rng: np.random.Generator) -> FloatArray:
+        """The secret grouping's sums (NOT a release: the input of the noise)."""
+        v = as_exact(exact).reshape(-1)
+        if v.size < self.groups:
+            raise InvalidParameterError("exact", int(v.size),
+                                        f"needs at least groups={self.groups} values")
+        order = rng.permutation(v.size)
+        sums = np.bincount(np.arange(v.size) % self.groups, weights=v[order],
+                           minlength=self.groups)
+        return np.asarray(sums, dtype=np.float64)
+
+    def release(self, exact: Any, rng: np.random.Generator) -> float | FloatArray:
+        sums = self.group_sums(exact, rng)
+        return _output(self._noisy(sums, rng, None), False)
+
+    def sample(self, exact: Any, rng: np.random.Generator, size: int) -> FloatArray:
+        """``size`` independent releases (each with its own grouping), ``(size, groups)``."""
+        return np.stack([np.asarray(self.release(exact, rng), dtype=np.float64)
+                         for _ in range(_size(size))])
+
+
 # ---------------------------------------------------------------------------------
 # Gaussian
 # ---------------------------------------------------------------------------------
@@ -1200,6 +1249,7 @@ MECHANISMS: dict[str, type[Any]] = {
     cls.kind: cls
     for cls in (
         Laplace,
+        GroupedLaplace,
         Gaussian,
         ReportNoisyMax,
         Exponential,

@@ -673,9 +673,16 @@ class PrivGCMTest:
         return self.data.n if self.groups is None else self.groups
 
     def mechanism(self) -> Any:
-        from accounting.mechanisms import Laplace
+        """The paper's vector release (:class:`~accounting.mechanisms.Laplace` on the
+        ``n`` products) or the grouped one (:class:`~accounting.mechanisms.GroupedLaplace`:
+        the products summed over ``G`` secret random groups drawn inside the primitive,
+        so the release does not depend on the rows' order)."""
+        from accounting.mechanisms import GroupedLaplace, Laplace
 
-        return Laplace(sensitivity=self.sensitivity, epsilon=self.epsilon)
+        if self.groups is None:
+            return Laplace(sensitivity=self.sensitivity, epsilon=self.epsilon)
+        return GroupedLaplace(sensitivity=self.sensitivity, epsilon=self.epsilon,
+                              groups=self.groups)
 
     def preflight(self) -> None:
         """Build a test's mechanism and its noise grid for the release's dimension (the
@@ -687,8 +694,10 @@ class PrivGCMTest:
             mech.grid(self.dimension)
 
     def exact(self, x: int, y: int, S: tuple[int, ...]) -> FloatArray:
-        """The exact (non-private) vector this test would release: the ``n`` products, or
-        their ``G`` group sums. For validity checks only; never released."""
+        """The exact (non-private) vector of this test: the ``n`` products, or their sums
+        over the positional groups ``i mod G`` (the released sums use a secret random
+        grouping instead, drawn inside the primitive). For validity checks only; never
+        released."""
         xi, yi, Si = validate_query(x, y, S, self.data.p)
         fac = self._factors.get(Si)
         prod = residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
@@ -704,8 +713,9 @@ class PrivGCMTest:
         names = self.data.names
         ridge = self.ridge(len(Si))
 
-        def compute() -> FloatArray:
-            return self.exact(xi, yi, Si)
+        def compute() -> FloatArray:  # the n products (grouped inside the primitive)
+            fac = self._factors.get(Si)
+            return residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
 
         grouped = "" if self.groups is None else f", {self.groups} group sums"
         kind = "residual products" if self.groups is None else "residual-product group sums"

@@ -279,6 +279,10 @@ def discover_private(
         raise AlgorithmError(f"params: {algo.name} takes {algo.params.__name__}, got "
                              f"{type(params).__name__}")
     check_engine_algorithm(dataset, algo)  # engines: the discrete family (docs/scale.md)
+    if isinstance(dataset, Dataset):  # every private door: n must be public (no deletion)
+        from dpcg.data.checks import require_public_n
+
+        require_public_n(dataset)
     source = algo.source(dataset, settings, test_options, cache)  # type: ignore[arg-type]
     return run_private(algo, source, tuple(str(n) for n in dataset.names), settings, params,
                        ledger=ledger, background=background, progress=progress,

@@ -34,6 +34,7 @@ from accounting.mechanisms import MECHANISMS, SIGMA_BITS, dilation_defect, round
 
 GOOD: dict[str, dict[str, Any]] = {
     "laplace": {"sensitivity": 0.5, "epsilon": 0.3},
+    "grouped-laplace": {"sensitivity": 0.5, "epsilon": 0.3, "groups": 4},
     "gaussian": {"l2_sensitivity": 0.5, "sigma": 2.0},
     "report-noisy-max": {"sensitivity": 1.0, "epsilon": 0.3, "noise": "exponential"},
     "exponential": {"sensitivity": 1.0, "epsilon": 0.3},
@@ -49,6 +50,8 @@ GOOD: dict[str, dict[str, Any]] = {
 
 NAN, INF = float("nan"), float("inf")
 BAD: list[tuple[str, str, object]] = [
+    ("grouped-laplace", "groups", 1),
+    ("grouped-laplace", "groups", 2.5),
     *[(k, p, v) for k in ("laplace", "report-noisy-max", "exponential", "top-k",
                           "group-top-k", "sparse-vector", "subsampled-sparse-vector")
       for p in ("sensitivity", "epsilon") for v in (0.0, -1.0, NAN, INF, "1", True, None)],
@@ -376,3 +379,33 @@ def _check_scalar_paths(x: float, seed: int, sens: float, eps: float) -> None:
         if ra.halted:
             break
         assert ra.test(lambda v=v: v) == rb.test(lambda v=v: np.array(v))
+
+
+def test_grouped_laplace_sums_over_a_secret_uniform_grouping() -> None:
+    """GroupedLaplace draws its grouping inside the primitive: the group sums keep the
+    total, the grouping changes from release to release (it is not the public ``i mod
+    G``), and permuting the rows does not change the law of the output (seeded: the same
+    generator state gives the same sums for a permuted input only in law, so compare
+    the means of many releases)."""
+    import numpy as np
+
+    from accounting.mechanisms import GroupedLaplace
+
+    mech = GroupedLaplace(sensitivity=1.0, epsilon=1e6, groups=4)  # noise ~1e-6
+    v = np.arange(40, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    a = np.asarray(mech.release(v, rng))
+    b = np.asarray(mech.release(v, rng))
+    assert a.shape == (4,)
+    assert abs(a.sum() - v.sum()) < 1e-3
+    assert abs(b.sum() - v.sum()) < 1e-3
+    assert not np.allclose(a, b)  # a fresh secret grouping each time
+    positional = np.bincount(np.arange(40) % 4, weights=v, minlength=4)
+    draws = mech.sample(v, np.random.default_rng(1), 400)
+    flipped = mech.sample(v[::-1].copy(), np.random.default_rng(2), 400)
+    # every group's expected sum is v.sum()/4 whatever the row order
+    assert np.allclose(draws.mean(axis=0), v.sum() / 4, rtol=0.08)
+    assert np.allclose(flipped.mean(axis=0), v.sum() / 4, rtol=0.08)
+    assert not np.allclose(draws.mean(axis=0), positional, rtol=0.01)
+    with pytest.raises(InvalidParameterError):
+        mech.release(np.ones(3), rng)  # fewer rows than groups
