@@ -452,8 +452,9 @@ def _demo(args: argparse.Namespace) -> int:
                   f"touched (data read: {bool(touched)}): {exc}")
         session.close("budget-exhausted" if session.halted else "completed")
         info = ledger.dataset(DEMO_DATASET)
-        print(f"  dataset lifetime: {_f(info.reserved_epsilon)} of "
-              f"{_f(info.lifetime_epsilon)} reserved by {info.n_runs} run(s)")
+        print(f"  dataset lifetime: {_f(info.charged_epsilon)} of "
+              f"{_f(info.lifetime_epsilon)} charged by {info.n_runs} run(s) (closed runs: "
+              "what they spent)")
         report = ledger.verify()
     if not report.ok:
         print(f"dpcg ledger demo: ledger does not verify: {report.problems[0]}", file=sys.stderr)
