@@ -136,8 +136,11 @@ def check_admission_rows(conn: sqlite3.Connection, path: Path, state: ChainState
             from None
 
 
-def _opt(q: Fraction | None) -> str | None:
-    return None if q is None else fraction_str(q)
+def _spent_texts(spent: tuple[Fraction | None, Fraction, Fraction | None]
+                 ) -> tuple[str | None, str, str | None]:
+    eps, delta, rho = spent
+    return (None if eps is None else fraction_str(eps), fraction_str(delta),
+            None if rho is None else fraction_str(rho))
 
 
 def _check(conn: sqlite3.Connection, state: ChainState, dataset_id: str,
@@ -157,7 +160,7 @@ def _check(conn: sqlite3.Connection, state: ChainState, dataset_id: str,
         r.run_id: (r.run_id, dataset_id, fraction_str(r.budget_epsilon),
                    fraction_str(r.budget_delta), r.rule, r.relation, int(r.seed_explicit),
                    r.description, r.opened_seq, r.status, r.closed_seq, r.entries, r.outputs,
-                   _opt(r.spent_epsilon), fraction_str(r.spent_delta), _opt(r.spent_rho))
+                   *_spent_texts(r.spent))
         for r in dataset.runs.values()}
     stored = {
         r[0]: tuple(r) for r in conn.execute(

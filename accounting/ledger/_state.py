@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from hashlib import sha256 as _sha256
+from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any
 
 from accounting.ledger._format import (
@@ -42,17 +45,84 @@ from accounting.ledger._format import (
     RULES,
     RUN_STATUSES,
     STORED_FIELDS,
-    hashed_text,
     scalar_json,
-    sha256_hex,
 )
 from accounting.ledger._verify import _budget_from, _cost_from, _EntryError, run_charge
 from accounting.relations import Relation
 
-_JSON = frozenset({"params", "cost", "data"})
-_BOOL = frozenset({"seed_explicit"})
 _INDEX = {name: i for i, name in enumerate(STORED_FIELDS)}
+#: (key prefix, column index, how the column is encoded) in canonical (sorted) key order
+_ORDER = tuple(
+    (("{" if i == 0 else ",") + json.dumps(name) + ":", _INDEX[name],
+     "json" if name in ("params", "cost", "data") else
+     "bool" if name == "seed_explicit" else "scalar")
+    for i, name in enumerate(sorted(ENTRY_FIELDS)))
+
+
+def entry_text(row: tuple[Any, ...]) -> str:
+    """The canonical text an entry's hash covers, assembled from its stored row (see
+    :func:`entry_text_generic`); this is its fast path for rows of the types the writer
+    stores, the same text."""
+    (seq, kind, ds, run, mech, params, sens, rel, cost, purpose, seed, data, ts,
+     prev) = row[:14]
+    if type(seq) is int and type(kind) is str and type(ds) is str and type(rel) is str \
+            and type(purpose) is str and type(ts) is str and type(prev) is str \
+            and type(data) is str and (run is None or type(run) is str) \
+            and (mech is None or type(mech) is str) \
+            and (params is None or type(params) is str) \
+            and (cost is None or type(cost) is str) \
+            and (sens is None or type(sens) is float) \
+            and (seed is None or (type(seed) is int and 0 <= seed <= 1)):
+        return (
+            '{"cost":' + ("null" if cost is None else cost)
+            + ',"data":' + data
+            + ',"dataset_id":' + _encode_str(ds)
+            + ',"kind":' + _encode_str(kind)
+            + ',"mechanism":' + ("null" if mech is None else _encode_str(mech))
+            + ',"params":' + ("null" if params is None else params)
+            + ',"prev_hash":' + _encode_str(prev)
+            + ',"purpose":' + _encode_str(purpose)
+            + ',"relation":' + _encode_str(rel)
+            + ',"run_id":' + ("null" if run is None else _encode_str(run))
+            + ',"seed_explicit":' + ("null" if seed is None else "true" if seed else "false")
+            + ',"sensitivity":' + ("null" if sens is None else scalar_json(sens))
+            + ',"seq":' + int.__repr__(seq)
+            + ',"timestamp":' + _encode_str(ts) + "}")
+    return entry_text_generic(row)
+
+
+def entry_text_generic(row: tuple[Any, ...]) -> str:
+    """The canonical text an entry's hash covers, assembled from its stored row (the JSON
+    columns as stored, the others encoded as the writer encodes them): equal to
+    ``hashed_text`` of the writer's encodings for every row the writer stored, and for
+    any other row a text whose hash cannot match. Raises :class:`_EntryError` for a
+    value of a type no writer stores."""
+    parts = []
+    for prefix, i, how in _ORDER:
+        v = row[i]
+        if v is None:
+            parts.append(prefix + "null")
+        elif how == "json":
+            if type(v) is not str:
+                raise _EntryError("a JSON column is not text")
+            parts.append(prefix + v)
+        elif how == "bool":
+            if type(v) is not int or v not in (0, 1):
+                raise _EntryError(f"seed_explicit={v!r} is not 0/1")
+            parts.append(prefix + ("true" if v else "false"))
+        else:
+            t = type(v)
+            if t is str:
+                parts.append(prefix + _encode_str(v))
+            elif t is int:
+                parts.append(prefix + int.__repr__(v))
+            elif t is float:
+                parts.append(prefix + scalar_json(v))
+            else:
+                raise _EntryError(f"a column holds a {t.__name__}")
+    return "".join(parts) + "}"
 _RELATIONS = frozenset(rel.value for rel in Relation)
+_PREV = _INDEX["prev_hash"]
 SELECT_ALL = f"SELECT {', '.join(STORED_FIELDS)} FROM entries ORDER BY seq"
 
 
@@ -73,14 +143,30 @@ class RunState:
     closed_seq: int | None = None
     entries: int = 0
     outputs: int = 0
-    spent_epsilon: Fraction | None = Fraction(0)
-    spent_delta: Fraction = Fraction(0)
-    spent_rho: Fraction | None = Fraction(0)
+    #: how many mechanism entries carry each cost (eps, delta, rho): a run repeats a few
+    #: costs thousands of times, so the sums are formed once, not per entry
+    costs: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def spent(self) -> tuple[Fraction | None, Fraction, Fraction | None]:
+        """The exact sums of the declared costs of the run's mechanism entries."""
+        eps: Fraction | None = Fraction(0)
+        delta = Fraction(0)
+        rho_sum: Fraction | None = Fraction(0)
+        for text, count in self.costs.items():
+            e, d, r = _parsed_cost(text)
+            eps = None if eps is None or e is None else eps + count * e
+            delta += count * d
+            rho_sum = None if rho_sum is None or r is None else rho_sum + count * r
+        return eps, delta, rho_sum
 
     def charge(self) -> tuple[Fraction, Fraction]:
         """What this run takes from its dataset's lifetime now (:func:`run_charge`)."""
+        if self.status == "open":  # (the sums are not needed)
+            return self.budget_epsilon, self.budget_delta
+        eps, delta, _ = self.spent
         return run_charge(self.rule, self.status, self.entries, self.budget_epsilon,
-                          self.budget_delta, self.spent_epsilon, self.spent_delta)
+                          self.budget_delta, eps, delta)
 
 
 @dataclass
@@ -111,6 +197,23 @@ class DatasetState:
         return self.charged_epsilon, self.charged_delta
 
 
+_COSTS: dict[str, tuple[Fraction | None, Fraction, Fraction | None]] = {}
+
+
+def _parsed_cost(text: object) -> tuple[Fraction | None, Fraction, Fraction | None]:
+    """The exact (eps, delta, rho) of a mechanism entry's stored cost text (a pure
+    function of the text, memoised)."""
+    if not isinstance(text, str):
+        raise _EntryError("a mechanism entry without a cost")
+    hit = _COSTS.get(text)
+    if hit is None:
+        cost = _cost_from(json.loads(text))
+        if len(_COSTS) > 4096:
+            _COSTS.clear()
+        hit = _COSTS[text] = (cost.epsilon, cost.delta, cost.rho)
+    return hit
+
+
 class ChainState:
     """The fold of a whole chain (see the module docstring)."""
 
@@ -121,7 +224,6 @@ class ChainState:
         self.head: tuple[int, str] | None = None
         self._prev = genesis
         self._count = 0
-        self._costs: dict[str, tuple[Fraction | None, Fraction, Fraction | None]] = {}
         self._mechanisms: dict[int, str] = {}
 
     @classmethod
@@ -146,25 +248,10 @@ class ChainState:
                                  f"(expected {self._count}): an entry was deleted or inserted")
             return
         try:
-            text = {}
-            for name in ENTRY_FIELDS:
-                v = row[_INDEX[name]]
-                if name in _JSON and v is not None:
-                    if not isinstance(v, str):
-                        raise _EntryError(f"{name} is not text")
-                    text[name] = v
-                elif name in _BOOL and v is not None:
-                    if v not in (0, 1) or isinstance(v, float):
-                        raise _EntryError(f"{name}={v!r} is not 0/1")
-                    text[name] = "true" if v else "false"
-                else:
-                    if isinstance(v, bytes):
-                        raise _EntryError(f"{name} is a blob")
-                    text[name] = scalar_json(v)
-            if row[_INDEX["prev_hash"]] != self._prev:
+            if row[_PREV] != self._prev:
                 raise _EntryError("does not link to the entry before it (prev_hash)")
             stored = row[-1]
-            if sha256_hex(hashed_text(text)) != stored:
+            if _sha256(entry_text(row).encode("ascii")).hexdigest() != stored:
                 raise _EntryError("stored hash does not match its contents")
             self._prev = str(stored)
             self.head = (seq, str(stored))
@@ -230,13 +317,10 @@ class ChainState:
                               "another dataset")
         run = found
         if kind == "mechanism":
-            c_eps, c_delta, c_rho = self._cost(row[_INDEX["cost"]])
+            cost_text = row[_INDEX["cost"]]
+            _parsed_cost(cost_text)  # validated when first seen
+            run.costs[cost_text] += 1
             run.entries += 1
-            run.spent_epsilon = None if run.spent_epsilon is None or c_eps is None \
-                else run.spent_epsilon + c_eps
-            run.spent_delta += c_delta
-            run.spent_rho = None if run.spent_rho is None or c_rho is None \
-                else run.spent_rho + c_rho
             self._mechanisms[seq] = run.run_id
         elif kind == "output":
             of = self._data(row).get("of_seq")
@@ -254,22 +338,14 @@ class ChainState:
             dataset.charged_epsilon += final[0] - held[0]
             dataset.charged_delta += final[1] - held[1]
 
-    def _cost(self, text: object) -> tuple[Fraction | None, Fraction, Fraction | None]:
-        if not isinstance(text, str):
-            raise _EntryError("a mechanism entry without a cost")
-        hit = self._costs.get(text)
-        if hit is None:
-            cost = _cost_from(json.loads(text))
-            hit = self._costs[text] = (cost.epsilon, cost.delta, cost.rho)
-        return hit
-
     def finish(self) -> None:
         """Problems only visible at the end: a run over its reservation."""
         from accounting.ledger._verify import rule_violation
 
         for run in self.runs.values():
+            eps, delta, rho = run.spent
             why = rule_violation(run.rule, run.budget_epsilon, run.budget_delta,
-                                 run.spent_epsilon, run.spent_delta, run.spent_rho)
+                                 eps, delta, rho)
             if why is not None:
                 self.problems.append(f"run {run.run_id!r} exceeds its reservation: {why}")
                 return
