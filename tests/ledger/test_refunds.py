@@ -40,10 +40,10 @@ def test_a_run_stopped_early_returns_exactly_its_unspent_share(tmp_path: Path) -
         led.register_dataset(DATASET, Budget(2.0, 1e-6))
         run = led.open_run(DATASET, Budget(1.0, 1e-6), "basic", seed_explicit=False)
         run.record(laplace_draft(0.25))
-        assert _charged(led) == (1, Fraction(1e-6))  # open: the reservation holds
+        assert _charged(led) == (Fraction(1), Fraction(1e-6))  # open: the reservation holds
         run.close("completed")
         # 3/4 of the epsilon and all of the delta (no mechanism used delta) come back
-        assert _charged(led) == (Fraction(1, 4), 0)
+        assert _charged(led) == (Fraction(1, 4), Fraction(0))
         assert led.dataset(DATASET).remaining_epsilon == Fraction(7, 4)
         assert led.dataset(DATASET).remaining_delta == Fraction(1e-6)
         with pytest.raises(BudgetExceededError):
@@ -70,9 +70,9 @@ def test_zcdp_runs_keep_their_reservation_unless_they_released_nothing(tmp_path:
         run = led.open_run(DATASET, Budget(1.0, 1e-6), "zcdp", seed_explicit=False)
         run.record(draft(Gaussian(l2_sensitivity=1.0, sigma=64.0), "tiny"))
         run.close()
-        assert _charged(led) == (1, Fraction(1e-6))  # no odometer: the whole reservation
+        assert _charged(led) == (Fraction(1), Fraction(1e-6))  # no odometer: the whole reservation
         led.open_run(DATASET, Budget(1.0, 1e-6), "zcdp", seed_explicit=False).close()
-        assert _charged(led) == (1, Fraction(1e-6))  # released nothing: nothing charged
+        assert _charged(led) == (Fraction(1), Fraction(1e-6))  # released nothing: nothing charged
 
 
 def test_a_killed_run_keeps_its_reservation(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_a_killed_run_keeps_its_reservation(tmp_path: Path) -> None:
     # the process "died": the run never closed (tests/ledger/test_processes.py does it
     # with SIGKILL); its whole reservation stays charged
     with Ledger.open(path) as led:
-        assert _charged(led) == (Fraction(3, 2), 0)
+        assert _charged(led) == (Fraction(3, 2), Fraction(0))
         with pytest.raises(BudgetExceededError):
             led.open_run(DATASET, Budget(0.75), "basic", seed_explicit=False)
         assert led.verify().ok
