@@ -121,6 +121,8 @@ def entry_text_generic(row: tuple[Any, ...]) -> str:
             else:
                 raise _EntryError(f"a column holds a {t.__name__}")
     return "".join(parts) + "}"
+
+
 _RELATIONS = frozenset(rel.value for rel in Relation)
 _PREV = _INDEX["prev_hash"]
 SELECT_ALL = f"SELECT {', '.join(STORED_FIELDS)} FROM entries ORDER BY seq"
