@@ -223,3 +223,33 @@ def test_random_run_sequences_keep_the_filter_invariant(tmp_path: Path) -> None:
         for seed in range(1000):
             _sequence(Path(tmp), seed)
 
+
+
+def test_the_verifier_re_derives_refunds_and_certificates_state_them(tmp_path: Path) -> None:
+    """A certificate states each dataset's charge; verify_certificate re-derives it from
+    the entries (a stated charge that hides a run's spending fails), and a legacy
+    certificate (no "charged", remaining from the reservations) still verifies."""
+    import json
+
+    path, cert = tmp_path / "l.db", tmp_path / "c.json"
+    with Ledger.open(path, create=True) as led:
+        led.register_dataset(DATASET, Budget(2.0))
+        run = led.open_run(DATASET, Budget(1.0), "basic", seed_explicit=False)
+        run.record(laplace_draft(0.25))
+        run.close()
+        led.export(cert)
+    doc = json.loads(cert.read_text())
+    (ds,) = doc["datasets"]
+    assert ds["charged"] == {"epsilon": "1/4", "delta": "0"}
+    assert ds["remaining"] == {"epsilon": "7/4", "delta": "0"}
+    assert verify_certificate(cert).ok
+    ds["charged"] = {"epsilon": "0", "delta": "0"}
+    ds["remaining"] = {"epsilon": "2", "delta": "0"}
+    cert.write_text(json.dumps(doc))
+    report = verify_certificate(cert)
+    assert not report.ok
+    assert "per-dataset totals" in report.problems[0]
+    del ds["charged"]  # the form written before refunds
+    ds["remaining"] = {"epsilon": "1", "delta": "0"}
+    cert.write_text(json.dumps(doc))
+    assert verify_certificate(cert).ok
