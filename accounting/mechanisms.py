@@ -40,6 +40,7 @@ import numpy.typing as npt
 from accounting.costs import Cost, round_up
 from accounting.entries import JSONValue
 from accounting.errors import InvalidParameterError, MechanismStateError, StatisticError
+from accounting.flip import permute_and_flip
 from accounting.gumbel import Keys, gumbel_keys, orders, top, winners
 from accounting.noise import (
     SAMPLERS,
@@ -447,7 +448,9 @@ class ReportNoisyMax:
     """Index of the largest ``s_r + noise``; only the index is released.
 
     ``Delta`` bounds ``|s_r(D) - s_r(D')|`` for every candidate ``r``. Noise:
-    ``"exponential"``: ``Expo(2 Delta/eps)`` (= permute-and-flip, Ding et al. 2021);
+    ``"exponential"``: ``Expo(2 Delta/eps)`` (= permute-and-flip, Ding et al. 2021),
+    drawn exactly as permute-and-flip with exact Bernoulli(exp(-x)) coins
+    (:mod:`accounting.flip`);
     ``"gumbel"``: ``Gumbel(2 Delta/eps)`` (= the exponential mechanism);
     ``"laplace"``: ``Lap(2 Delta/eps)``, on the grid by default. Cost ``eps``; rho
     ``eps^2/8`` for gumbel (the exponential mechanism is eps-bounded-range,
@@ -501,8 +504,6 @@ class ReportNoisyMax:
 
     def _noisy(self, s: FloatArray, rng: np.random.Generator, size: int | None) -> FloatArray:
         shape = s.shape if size is None else (size, *s.shape)
-        if self.noise == "exponential":
-            return s + rng.exponential(self.scale, size=shape)
         if self.sampler == "discrete":
             # Each score moves by <= Delta; noise 2 Delta/eps per score (multiplier 2).
             grid = LaplaceGrid.build(self.sensitivity, self.epsilon, 1, multiplier=2)
@@ -521,6 +522,8 @@ class ReportNoisyMax:
         s = _vector(exact, "scores")
         if self.noise == "gumbel":
             return int(self._gumbel(s, rng, None)[0])
+        if self.noise == "exponential":  # permute-and-flip, drawn exactly
+            return permute_and_flip(s, self.epsilon, self.sensitivity, rng)
         return int(np.argmax(self._noisy(s, rng, None)))
 
     def sample(self, exact: Any, rng: np.random.Generator, size: int) -> IntArray:
@@ -528,6 +531,9 @@ class ReportNoisyMax:
         s = _vector(exact, "scores")
         if self.noise == "gumbel":
             return self._gumbel(s, rng, _size(size))
+        if self.noise == "exponential":
+            return np.array([permute_and_flip(s, self.epsilon, self.sensitivity, rng)
+                             for _ in range(_size(size))], dtype=np.int64)
         return _argmax_rows(self._noisy(s, rng, _size(size)))
 
 

@@ -32,7 +32,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from accounting.costs import Budget, Cost
+from accounting.costs import Budget, Cost, round_up, zcdp_to_epsilon
 from accounting.entries import RUN_STATUSES, EntryDraft, JSONValue, RunRecorder
 from accounting.errors import InvalidParameterError, LedgerError, SessionHaltedError
 from accounting.filter import PrivacyFilter, check_rule
@@ -71,6 +71,68 @@ class Guarantee:
             "relation": self.relation.value,
             "rule": self.rule,
         }
+
+
+def _float_up(q: Fraction) -> float | None:
+    try:
+        return round_up(q)
+    except OverflowError:
+        return None
+
+
+def spent_summary(rule: str, budget_epsilon: Fraction, budget_delta: Fraction,
+                  spent: Cost) -> dict[str, JSONValue]:
+    """A run's spent budget stated the way its rule accounts for it (one function for
+    ``result.json``, ``dpcg ledger show`` and the ledger's reports).
+
+    * ``basic``: ``epsilon`` and ``delta`` are the exact sums of the admitted
+      mechanisms' ``(eps, delta)``, the quantities the basic filter bounds.
+    * ``zcdp``: ``rho`` is the exact sum of the admitted mechanisms' rho (plus
+      ``mechanism_delta``, the sum of their own deltas, usually 0); ``epsilon`` is its
+      conversion :func:`~accounting.costs.zcdp_to_epsilon` at ``delta`` = the run's delta
+      less ``mechanism_delta`` (rounded up; ``None`` when no delta is left or the bound
+      overflows). Never the plain sum of the mechanisms' pure epsilons: under zCDP that
+      sum is not a bound the run is accounted by (svt-pc at eps 1 has pure costs summing
+      to 4.4 while it spends rho within ``Budget.rho()``, i.e. at most eps 1).
+
+    ``guarantee`` is the run's stated guarantee: its budget ``(eps, delta)`` under the
+    rule, which the filter enforces under full adaptivity. The spent figures are what was
+    used of it (realized amounts, not a separate guarantee: a run that stops early is
+    still ``guarantee``-DP). Exact values are ``"p/q"`` strings; ``*_float`` are rounded
+    up for display.
+    """
+    check_rule(rule)
+    out: dict[str, JSONValue] = {
+        "rule": rule,
+        "guarantee": {"epsilon": _float_up(budget_epsilon), "delta": _float_up(budget_delta)},
+    }
+    if rule == "basic":
+        eps = spent.epsilon
+        out.update({
+            "epsilon": None if eps is None else str(eps),
+            "delta": str(spent.delta),
+            "epsilon_float": None if eps is None else _float_up(eps),
+            "delta_float": _float_up(spent.delta),
+        })
+        return out
+    rho = spent.rho
+    slack = budget_delta - spent.delta
+    converted: float | None = None
+    if rho is not None and slack > 0:
+        try:
+            converted = _float_up(zcdp_to_epsilon(rho, slack))
+        except (ArithmeticError, ValueError, InvalidParameterError):
+            converted = None
+    out.update({
+        "rho": None if rho is None else str(rho),
+        "rho_float": None if rho is None else _float_up(rho),
+        "mechanism_delta": str(spent.delta),
+        "epsilon": None if converted is None else str(Fraction(converted)),
+        "epsilon_float": converted,
+        "delta": str(budget_delta),
+        "delta_float": _float_up(budget_delta),
+    })
+    return out
 
 
 def _jsonable(output: Any) -> JSONValue:
@@ -155,6 +217,12 @@ class Session:
     def rho_budget(self) -> Fraction | None:
         """``Budget.rho()`` under the zcdp rule (a Fraction), ``None`` under basic."""
         return self._filter.rho_budget
+
+    def spent_summary(self) -> dict[str, JSONValue]:
+        """What this run spent, stated under its rule (:func:`spent_summary`): under
+        ``zcdp`` spent rho and its (eps, delta) conversion, never a sum of pure costs."""
+        return spent_summary(self.rule, self.budget.epsilon_exact, self.budget.delta_exact,
+                             self.spent())
 
     def guarantee(self) -> Guarantee:
         """The run's guarantee: the budget, under the session's relation and rule."""

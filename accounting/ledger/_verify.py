@@ -72,6 +72,35 @@ def rule_violation(
     return f"unknown rule {rule!r}"
 
 
+def run_charge(rule: str, status: str, entries: int, budget_epsilon: Fraction,
+               budget_delta: Fraction, spent_epsilon: Fraction | None,
+               spent_delta: Fraction) -> tuple[Fraction, Fraction]:
+    """What a run takes from its dataset's lifetime (eps, delta), exactly.
+
+    * an **open** run (never closed: running, or killed) holds its whole reservation;
+    * a closed run that admitted **no** mechanism releases nothing: ``(0, 0)``;
+    * a closed ``basic`` run: the exact sums of its mechanisms' ``(eps, delta)``, i.e.
+      the charges of the individual mechanisms, each of which the lifetime's basic
+      composition filter counts (its unspent reservation, and any delta no mechanism
+      used, go back to the lifetime);
+    * a closed ``zcdp`` run that admitted a mechanism: its whole reservation (a
+      zCDP run's realized rho converts to an (eps, delta) bound only through an
+      odometer, which is not what the run's filter proves; see
+      ``docs/privacy/ledger-composition.md``).
+
+    A basic run whose sums are unknown or above its reservation (a corrupt chain) is
+    charged its reservation, never less.
+    """
+    if status == "open":
+        return budget_epsilon, budget_delta
+    if entries == 0:
+        return Fraction(0), Fraction(0)
+    if rule == "basic" and spent_epsilon is not None \
+            and spent_epsilon <= budget_epsilon and spent_delta <= budget_delta:
+        return spent_epsilon, spent_delta
+    return budget_epsilon, budget_delta
+
+
 def _display(q: Fraction) -> float | None:
     """``q`` rounded up to a float, or ``None`` if no finite float is that large."""
     try:
@@ -114,6 +143,11 @@ class RunTotals:
         self.spent_rho = (
             None if self.spent_rho is None or cost.rho is None else self.spent_rho + cost.rho
         )
+
+    def charge(self) -> tuple[Fraction, Fraction]:
+        """What this run takes from its dataset's lifetime now (:func:`run_charge`)."""
+        return run_charge(self.rule, self.status, self.entries, self.budget_epsilon,
+                          self.budget_delta, self.spent_epsilon, self.spent_delta)
 
     def spent_by_rule(self) -> dict[str, JSONValue]:
         """Spending under every rule that applies to all of the run's entries.
@@ -176,21 +210,32 @@ class DatasetTotals:
     reserved_epsilon: Fraction = Fraction(0)
     reserved_delta: Fraction = Fraction(0)
     runs: list[str] = field(default_factory=list)
+    #: What the runs take from the lifetime (open runs: reservation; closed runs: their
+    #: realized charge, :func:`run_charge`), kept current in chain order.
+    charged_epsilon: Fraction = Fraction(0)
+    charged_delta: Fraction = Fraction(0)
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return {
+    def to_dict(self, legacy: bool = False) -> dict[str, JSONValue]:
+        """The certificate's entry. ``legacy``: the form written before refunds (no
+        ``charged``; ``remaining`` from the reservations), which old certificates hold."""
+        used_eps, used_delta = ((self.reserved_epsilon, self.reserved_delta) if legacy
+                                else (self.charged_epsilon, self.charged_delta))
+        out: dict[str, JSONValue] = {
             "dataset_id": self.dataset_id,
             "relation": self.relation,
             "description": self.description,
             "lifetime": budget_dict(self.lifetime_epsilon, self.lifetime_delta),
             "reserved": budget_dict(self.reserved_epsilon, self.reserved_delta),
             "remaining": budget_dict(
-                max(self.lifetime_epsilon - self.reserved_epsilon, Fraction(0)),
-                max(self.lifetime_delta - self.reserved_delta, Fraction(0)),
+                max(self.lifetime_epsilon - used_eps, Fraction(0)),
+                max(self.lifetime_delta - used_delta, Fraction(0)),
             ),
             "registered_seq": self.registered_seq,
             "runs": list(self.runs),
         }
+        if not legacy:
+            out["charged"] = budget_dict(self.charged_epsilon, self.charged_delta)
+        return out
 
 
 @dataclass(frozen=True)
@@ -447,8 +492,14 @@ class ChainChecker:
             status = _str(data, "status")
             if status not in RUN_STATUSES:
                 raise _EntryError(f"unknown run status {status!r}")
+            # the refund, re-derived from the chain at the point the run closed: the
+            # dataset's charge drops from the reservation to the run's realized charge
+            held = run.charge()
             run.status = status
             run.closed_seq = seq
+            final = run.charge()
+            dataset.charged_epsilon += final[0] - held[0]
+            dataset.charged_delta += final[1] - held[1]
 
     def _dataset(self, r: Mapping[str, object], seq: int, data: dict[str, object],
                  dataset_id: str) -> None:
@@ -483,14 +534,16 @@ class ChainChecker:
             raise _EntryError(f"unknown rule {rule!r}")
         if rule == "zcdp" and delta == 0:
             raise _EntryError("the zcdp rule needs a run budget with delta > 0")
-        new_eps = dataset.reserved_epsilon + eps
-        new_delta = dataset.reserved_delta + delta
+        new_eps = dataset.charged_epsilon + eps
+        new_delta = dataset.charged_delta + delta
         if new_eps > dataset.lifetime_epsilon or new_delta > dataset.lifetime_delta:
             raise _EntryError(
                 f"run {run_id!r} reservation exceeds dataset {dataset.dataset_id!r}'s lifetime "
-                f"budget (reserved would be eps={float(new_eps)!r}, delta={float(new_delta)!r})"
+                f"budget (charged would be eps={float(new_eps)!r}, delta={float(new_delta)!r})"
             )
-        dataset.reserved_epsilon, dataset.reserved_delta = new_eps, new_delta
+        dataset.reserved_epsilon += eps
+        dataset.reserved_delta += delta
+        dataset.charged_epsilon, dataset.charged_delta = new_eps, new_delta
         dataset.runs.append(run_id)
         relation = r["relation"]
         assert isinstance(relation, str)

@@ -58,6 +58,7 @@ from accounting.ledger._admission import BOOL_COLUMNS as _BOOL_COLUMNS
 from accounting.ledger._admission import JSON_COLUMNS as _JSON_COLUMNS
 from accounting.ledger._admission import (
     REGISTRY_INDEX_SQL,
+    chain_state,
     check_admission_rows,
     check_unregistered,
 )
@@ -79,20 +80,24 @@ from accounting.ledger._format import (
     sha256_hex,
 )
 from accounting.ledger._rederive import rederive
+from accounting.ledger._state import ChainState, DatasetState
 from accounting.ledger._verify import (
     ChainChecker,
     DatasetTotals,
     RunTotals,
     VerificationReport,
     rule_violation,
+    run_charge,
 )
 from accounting.ledger.signing import (
+    KEY_ENV,
     METADATA_KEY,
     SIGNATURE_SCHEMA,
     SIGNATURE_TABLE,
     SignedHead,
     SigningKey,
     VerifyKey,
+    head_message,
     head_problems,
     load_signing_key,
     load_verify_key,
@@ -313,6 +318,12 @@ class DatasetInfo:
     reserved_epsilon: Fraction
     reserved_delta: Fraction
     n_runs: int
+    #: What the runs take from the lifetime: open runs their reservation, closed runs
+    #: their realized charge (docs/privacy/ledger-composition.md). Re-derived from the
+    #: chain where the ledger admits (``ensure_dataset``); from the ``runs`` rows, for
+    #: display, in :meth:`Ledger.dataset`.
+    charged_epsilon: Fraction = Fraction(0)
+    charged_delta: Fraction = Fraction(0)
 
     @property
     def lifetime(self) -> Budget:
@@ -320,11 +331,11 @@ class DatasetInfo:
 
     @property
     def remaining_epsilon(self) -> Fraction:
-        return self.lifetime_epsilon - self.reserved_epsilon
+        return self.lifetime_epsilon - self.charged_epsilon
 
     @property
     def remaining_delta(self) -> Fraction:
-        return self.lifetime_delta - self.reserved_delta
+        return self.lifetime_delta - self.charged_delta
 
 
 @dataclass(frozen=True)
@@ -425,6 +436,10 @@ class Ledger:
         self._signer: SigningKey | None = None
         #: Whether the current write transaction appended an entry (its head is signed).
         self._tx_appended = False
+        #: (seq, hash) of heads known to be the key holder's: checked to carry a valid
+        #: signature by the writer's key, or signed by this instance (an entry's content
+        #: is authentic once its hash is; a signature deleted later changes nothing).
+        self._trusted_heads: set[tuple[int, str]] = set()
         key = _file_key(path)
         self._release: weakref.finalize[Any, Any] | None = None
         if key is not None:
@@ -474,7 +489,10 @@ class Ledger:
             # A blank database (new, or another process is creating it right now) is
             # initialised under the write lock; a database with other tables is foreign.
             if create and cls._is_blank(conn, p):
-                cls._initialise(conn, timeout, signer)
+                env = signing_key_from_env() if signer is None else None
+                # a key configured in the environment binds every ledger it creates
+                cls._initialise(conn, timeout,
+                                signer if env is None else load_signing_key(env))
             meta = cls._read_metadata(conn, p)
         except BaseException:
             conn.close()
@@ -661,6 +679,7 @@ class Ledger:
                         f"({problem or 'hash mismatch'}); refusing to extend a corrupt chain "
                         "(run `dpcg ledger verify`)")
                 seq, prev = int(head["seq"]) + 1, str(head["hash"])
+                self._require_signed_head(conn, (seq - 1, prev))
         record: dict[str, Any] = {
             "seq": seq, "run_id": None, "mechanism": None, "params": None,
             "sensitivity": None, "cost": None, "purpose": "", "seed_explicit": None,
@@ -737,17 +756,70 @@ class Ledger:
                                  (METADATA_KEY,)).fetchone()
         self._bound_key = None if row is None else str(row[0])
         if self._bound_key is None:
+            if self._signer is not None or signing_key_from_env() is not None:
+                raise UnsignedLedgerError(self._unbound_with_key_message())
             return None
         return self._signing_key().fingerprint
+
+    def _read_binding(self, conn: sqlite3.Connection) -> str | None:
+        """Inside a write transaction: the bound public key (hex), re-read under the
+        write lock. A ledger with a signature table but no binding had its binding
+        removed (a bound ledger stays bound): :class:`LedgerCorruptError`."""
+        row = conn.execute("SELECT value FROM metadata WHERE key=?",
+                           (METADATA_KEY,)).fetchone()
+        bound = None if row is None else str(row[0])
+        if bound is None and (self._signer is not None or signing_key_from_env() is not None):
+            raise UnsignedLedgerError(self._unbound_with_key_message())
+        if bound is None and conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
+                (SIGNATURE_TABLE,)).fetchone() is not None:
+            raise LedgerCorruptError(
+                f"{self.path}: the ledger has head signatures but no bound key: its binding "
+                "was removed (a signed ledger stays signed); nothing was written (run `dpcg "
+                "ledger verify --public-key`)")
+        self._bound_key = bound  # bound by another process since we opened: now signed
+        return bound
+
+    def _unbound_with_key_message(self) -> str:
+        return (f"a signing key is configured (${KEY_ENV} or signing_key) but the ledger "
+                f"{self.path} is not bound to a key: a signed ledger whose binding and "
+                "signatures were removed looks exactly like this, so nothing was written; "
+                f"bind it (`dpcg ledger sign-init {self.path} --key KEY`) or, for a ledger "
+                f"that is meant to be unsigned, unset ${KEY_ENV}")
+
+    def _require_signed_head(self, conn: sqlite3.Connection,
+                             head: tuple[int, str] | None) -> None:
+        """Inside a write transaction, before appending to ``head`` (its seq and stored
+        hash, already checked to match its contents): on a key-bound ledger, the head
+        must carry a valid signature by the writer's own key, else
+        :class:`LedgerCorruptError` and nothing is written. A head without one was
+        written without the key: a hand-written entry, or a history rewritten and
+        re-chained by someone who could edit the file (docs/ledger.md, "Writers verify
+        before they append")."""
+        bound = self._read_binding(conn)
+        if bound is None or head is None or head in self._trusted_heads:
+            return
+        signer = self._signing_key()  # the writer's key; checked to be the bound one
+        seq, h = head
+        try:
+            row = conn.execute(f"SELECT hash, signature FROM {SIGNATURE_TABLE} WHERE seq=?",
+                               (seq,)).fetchone()
+        except sqlite3.OperationalError:  # the signature table was dropped
+            row = None
+        if row is None or row[0] != h or not signer.public.verifies(
+                row[1], head_message(self.ledger_id, seq, h)):
+            raise LedgerCorruptError(
+                f"{self.path}: the head entry {seq} carries no valid signature by the "
+                f"ledger's key (fingerprint {signer.fingerprint[:16]}...): it was not "
+                "written by the key holder, so the history it closes may have been "
+                "rewritten; refusing to extend it, nothing was reserved or written (run "
+                "`dpcg ledger verify --public-key`)")
+        self._trusted_heads.add(head)
 
     def _sign_new_head(self, conn: sqlite3.Connection) -> None:
         """Inside the write transaction that appended entries: store a signature of the
         new head if the ledger is bound (re-read under the write lock)."""
-        row = conn.execute("SELECT value FROM metadata WHERE key=?",
-                           (METADATA_KEY,)).fetchone()
-        bound = None if row is None else str(row[0])
-        if bound != self._bound_key:  # bound by another process since we opened
-            self._bound_key = bound
+        bound = self._read_binding(conn)
         if bound is None:
             return
         signer = self._signing_key()
@@ -756,6 +828,7 @@ class Ledger:
         seq, head = int(last[0]), str(last[-1])
         conn.execute(f"INSERT INTO {SIGNATURE_TABLE}(seq, hash, signature) VALUES (?, ?, ?)",
                      (seq, head, signer.sign_head(self.ledger_id, seq, head)))
+        self._trusted_heads.add((seq, head))
 
     def bind_signing_key(self, signing_key: KeySource) -> str:
         """Bind this ledger to ``signing_key``'s public key and sign the current head.
@@ -829,19 +902,29 @@ class Ledger:
         rel = Relation.parse(relation)
         description = _check_text("description", description)
         with self._transaction("FULL") as conn:
+            state = self._admission_state(conn)
             if conn.execute("SELECT 1 FROM datasets WHERE dataset_id=?",
                             (dataset_id,)).fetchone():
                 raise DuplicateDatasetError(
                     f"dataset {dataset_id!r} is already registered in {self.path}")
-            self._insert_dataset(conn, dataset_id, eps, delta, rel, description)
+            self._insert_dataset(conn, state, dataset_id, eps, delta, rel, description)
 
-    def _insert_dataset(self, conn: sqlite3.Connection, dataset_id: str, eps: Fraction,
-                        delta: Fraction, rel: Relation, description: str) -> None:
+    def _admission_state(self, conn: sqlite3.Connection) -> ChainState:
+        """Inside the write transaction, before a registration or a reservation: the
+        whole chain re-hashed and folded (``accounting/ledger/_state.py``) and, on a
+        key-bound ledger, its head's signature checked with the writer's key. Raises
+        :class:`LedgerCorruptError` (nothing written) when either fails."""
+        state = chain_state(conn, self.path, self._genesis)
+        self._require_signed_head(conn, state.head)
+        return state
+
+    def _insert_dataset(self, conn: sqlite3.Connection, state: ChainState, dataset_id: str,
+                        eps: Fraction, delta: Fraction, rel: Relation,
+                        description: str) -> None:
         """Inside the write transaction: the registration entry and the dataset's row
         (arguments already validated, the id checked to have no row under the write lock;
         the chain must not register it either: a deleted row is not a new id)."""
-        check_unregistered(conn, self.path, dataset_id)
-        conn.execute(REGISTRY_INDEX_SQL)  # a ledger written before the index existed
+        check_unregistered(state, self.path, dataset_id)
         seq = self._append(conn, {
             "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
             "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
@@ -879,12 +962,12 @@ class Ledger:
         description = _check_text("description", description)
         need = None if for_run is None else _check_budget("for_run", for_run)
         with self._transaction("FULL") as conn:
+            state = self._admission_state(conn)
             row = conn.execute(
                 f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets WHERE dataset_id=?",
                 (dataset_id,)).fetchone()
             if row is not None:
-                check_admission_rows(conn, self.path, self._genesis, dataset_id, row)
-                info = self._dataset_info(row)
+                info = _info_of(check_admission_rows(conn, self.path, state, dataset_id, row))
                 if info.relation is not rel:
                     raise DatasetConflictError(
                         f"dataset {dataset_id!r} is registered in {self.path} under the "
@@ -896,7 +979,7 @@ class Ledger:
                 return info, False
             if need is not None:
                 _refuse_unless_fits(dataset_id, need, eps, delta, "lifetime")
-            self._insert_dataset(conn, dataset_id, eps, delta, rel, description)
+            self._insert_dataset(conn, state, dataset_id, eps, delta, rel, description)
         return DatasetInfo(dataset_id=dataset_id, lifetime_epsilon=eps, lifetime_delta=delta,
                            relation=rel, description=description,
                            reserved_epsilon=Fraction(0), reserved_delta=Fraction(0),
@@ -913,6 +996,17 @@ class Ledger:
                 f"(known: {', '.join(repr(d.dataset_id) for d in self.datasets()) or 'none'})")
         return self._dataset_info(row)
 
+    def _charged_from_rows(self, dataset_id: str) -> tuple[Fraction, Fraction]:
+        """The dataset's charge computed from its ``runs`` rows (display only; admission
+        re-derives it from the chain)."""
+        eps, delta = Fraction(0), Fraction(0)
+        for r in self.runs(dataset_id):
+            e, d = run_charge(r.rule, r.status, r.n_entries, r.budget_epsilon, r.budget_delta,
+                              r.spent_epsilon, r.spent_delta)
+            eps += e
+            delta += d
+        return eps, delta
+
     def has_dataset(self, dataset_id: str) -> bool:
         return self._conn.execute("SELECT 1 FROM datasets WHERE dataset_id=?",
                                   (dataset_id,)).fetchone() is not None
@@ -924,11 +1018,13 @@ class Ledger:
 
     def _dataset_info(self, row: tuple[Any, ...]) -> DatasetInfo:
         try:
+            charged = self._charged_from_rows(row[0])
             return DatasetInfo(
                 dataset_id=row[0], lifetime_epsilon=parse_fraction(row[1], "epsilon"),
                 lifetime_delta=parse_fraction(row[2], "delta"), relation=Relation(row[3]),
                 description=row[4], reserved_epsilon=parse_fraction(row[6], "reserved_epsilon"),
-                reserved_delta=parse_fraction(row[7], "reserved_delta"), n_runs=int(row[8]))
+                reserved_delta=parse_fraction(row[7], "reserved_delta"), n_runs=int(row[8]),
+                charged_epsilon=charged[0], charged_delta=charged[1])
         except (ValueError, TypeError) as exc:
             raise LedgerCorruptError(f"{self.path}: dataset row {row[0]!r} is corrupt: {exc}") \
                 from None
@@ -963,20 +1059,20 @@ class Ledger:
             # under the write lock (run-open entries are in time order); every entry of
             # the run carries this time, never a later one
             opened_at = _now()
-            # the reservation is admitted on the datasets row: first tie it and the
-            # dataset's runs rows to their hashed chain entries (docs/ledger.md)
-            conn.execute(REGISTRY_INDEX_SQL)  # a ledger written before the index existed
+            # the reservation is admitted on the state re-derived from the whole chain
+            # (its head signed by our key on a bound ledger), never on the tables; the
+            # tables must agree with it too (docs/ledger.md)
+            state = self._admission_state(conn)
             row = conn.execute(
                 f"SELECT {', '.join(_DATASET_COLUMNS)} FROM datasets WHERE dataset_id=?",
                 (dataset_id,)).fetchone()
             if row is None:
-                check_unregistered(conn, self.path, dataset_id)
+                check_unregistered(state, self.path, dataset_id)
                 self.dataset(dataset_id)  # raises UnknownDatasetError naming the known ids
                 raise UnknownDatasetError(f"dataset {dataset_id!r} is not registered")
-            check_admission_rows(conn, self.path, self._genesis, dataset_id, row)
-            info = self._dataset_info(row)
-            new_eps = info.reserved_epsilon + eps
-            new_delta = info.reserved_delta + delta
+            info = _info_of(check_admission_rows(conn, self.path, state, dataset_id, row))
+            new_eps = info.charged_epsilon + eps
+            new_delta = info.charged_delta + delta
             if new_eps > info.lifetime_epsilon or new_delta > info.lifetime_delta:
                 which = " and ".join(
                     name for name, over in (("epsilon", new_eps > info.lifetime_epsilon),
@@ -986,8 +1082,8 @@ class Ledger:
                     f"dataset {dataset_id!r}: reserving eps={budget.epsilon!r}, "
                     f"delta={budget.delta!r} would exceed its lifetime {which} budget "
                     f"(eps={float(info.lifetime_epsilon)!r}, delta={float(info.lifetime_delta)!r}; "
-                    f"already reserved eps={float(info.reserved_epsilon)!r}, "
-                    f"delta={float(info.reserved_delta)!r})")
+                    f"already charged eps={float(info.charged_epsilon)!r}, "
+                    f"delta={float(info.charged_delta)!r})")
             seq = self._append(conn, {
                 "kind": "run-open", "dataset_id": dataset_id, "run_id": run_id,
                 "relation": info.relation.value, "seed_explicit": seed_explicit,
@@ -1002,7 +1098,8 @@ class Ledger:
                  0, 0, "0", "0", "0"))
             conn.execute(
                 "UPDATE datasets SET reserved_epsilon=?, reserved_delta=?, n_runs=n_runs+1 "
-                "WHERE dataset_id=?", (fraction_str(new_eps), fraction_str(new_delta), dataset_id))
+                "WHERE dataset_id=?", (fraction_str(info.reserved_epsilon + eps),
+                                       fraction_str(info.reserved_delta + delta), dataset_id))
         return LedgerRun(self, run_id, dataset_id, budget, eps, delta, info.relation, rule,
                          seed_explicit, opened_at)
 
@@ -1126,6 +1223,9 @@ class Ledger:
                     f"ledger {self.path} is bound to the key with fingerprint "
                     f"{VerifyKey.from_hex(bound).fingerprint[:16]}..., not to the public key "
                     f"given ({key.fingerprint[:16]}...)")
+            if bound is None:  # signatures without a binding: the binding was removed
+                extra.append("the ledger has head signatures but no bound key: its binding "
+                             "was removed (writers would then append unsigned entries)")
             head_seq = max(hashes_by_seq) if hashes_by_seq else None
             extra.extend(signature_problems(key, meta["ledger_id"], hashes_by_seq, head_seq,
                                             signatures))
@@ -1164,6 +1264,16 @@ def _chain_index(rows: list[tuple[Any, ...]]) -> tuple[dict[int, str], dict[str,
             if row[i_kind] == "dataset" and isinstance(row[i_ds], str):
                 datasets.setdefault(row[i_ds], seq)
     return hashes, datasets
+
+
+def _info_of(d: DatasetState) -> DatasetInfo:
+    """A dataset's info as the chain defines it (what admission decides on)."""
+    reserved = d.reserved
+    return DatasetInfo(
+        dataset_id=d.dataset_id, lifetime_epsilon=d.lifetime_epsilon,
+        lifetime_delta=d.lifetime_delta, relation=Relation(d.relation),
+        description=d.description, reserved_epsilon=reserved[0], reserved_delta=reserved[1],
+        n_runs=len(d.runs), charged_epsilon=d.charged_epsilon, charged_delta=d.charged_delta)
 
 
 def _refuse_unless_fits(dataset_id: str, need: tuple[Fraction, Fraction], eps: Fraction,
@@ -1239,9 +1349,14 @@ class LedgerRun:
         self._rule = rule
         self.seed_explicit = seed_explicit
         self._with_output: set[int] = set()
-        #: (stored texts, parsed values) of the totals this instance committed last
+        #: set once this instance closed the run: later writes are refused first
+        self._closed = False
+        #: (stored texts, values) of the run's totals: this instance writes every entry
+        #: of its run, so these (not the editable ``runs`` row) are what its reservation
+        #: is checked against; open_run stored them as "0", "0", "0"
         self._spent_cache: tuple[tuple[str | None, str, str | None],
-                                 tuple[Fraction | None, Fraction, Fraction | None]] | None = None
+                                 tuple[Fraction | None, Fraction, Fraction | None]] = (
+            ("0", "0", "0"), (Fraction(0), Fraction(0), Fraction(0)))
 
     @property
     def run_id(self) -> str:
@@ -1294,6 +1409,7 @@ class LedgerRun:
             raise InvalidParameterError("entries", entries, "must be a sequence of EntryDraft")
         if not entries:
             return []
+        self._refuse_if_closed()
         checked = [self._validate(entry) for entry in entries]
         with self._ledger._transaction("NORMAL") as conn:
             totals = self._claim_totals(conn, entries)
@@ -1303,6 +1419,10 @@ class LedgerRun:
         # committed: the stored totals are now exactly these texts and values
         self._spent_cache = totals
         return seqs
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise LedgerError(f"run {self._run_id!r} is closed; open a new run")
 
     def _add_costs(self, eps: Fraction | None, delta: Fraction, rho: Fraction | None,
                    entries: Sequence[EntryDraft]
@@ -1321,56 +1441,36 @@ class LedgerRun:
     def _claim_totals(self, conn: sqlite3.Connection, entries: Sequence[EntryDraft]
                       ) -> tuple[tuple[str | None, str, str | None],
                                  tuple[Fraction | None, Fraction, Fraction | None]]:
-        """Inside the write transaction: add ``entries`` to the run's stored totals, or
-        raise (the run is closed or missing, its totals are corrupt, or the entries
-        would exceed its reservation). Returns the new totals (texts, values).
+        """Inside the write transaction: add ``entries`` to the run's totals, or raise
+        (they would exceed its reservation; the run is closed or its row missing or
+        edited). Returns the new totals (texts, values).
 
-        Fast path: the stored totals are usually exactly the texts this instance
-        committed last; one ``UPDATE`` guarded by those texts and ``status = 'open'``
-        then reads and writes the row at once (it matches one row exactly when the
-        stored row is what the new totals were computed from). Otherwise (another
-        writer, a first write, corruption) the row is read and checked first.
+        The totals are this instance's own (it writes every entry of its run), never
+        re-read from the ``runs`` row: one ``UPDATE`` guarded by the texts it committed
+        last and ``status = 'open'`` writes the new ones, and when it matches no row
+        the row was closed, deleted or edited behind the writer's back and nothing is
+        written.
         """
         n = len(entries)
-        cached = self._spent_cache
-        if cached is not None:
-            old_texts, (eps0, delta0, rho0) = cached
-            texts, values, why = self._add_costs(eps0, delta0, rho0, entries)
-            if why is None and conn.execute(
-                    _CLAIM, (n, *texts, self._run_id, *old_texts)).rowcount == 1:
-                return texts, values
-        row = conn.execute(
-            "SELECT status, spent_epsilon, spent_delta, spent_rho FROM runs WHERE run_id=?",
-            (self._run_id,)).fetchone()
-        if row is None:
-            raise LedgerCorruptError(f"run {self._run_id!r} has no row in {self._ledger.path}")
-        status, s_eps, s_delta, s_rho = row
-        if status != "open":
-            raise LedgerError(f"run {self._run_id!r} is closed ({status}); open a new run")
-        try:
-            eps, delta, rho = self._parse_spent(s_eps, s_delta, s_rho)
-        except ValueError as exc:
-            raise LedgerCorruptError(f"run {self._run_id!r} totals are corrupt: {exc}") \
-                from None
-        texts, values, why = self._add_costs(eps, delta, rho, entries)
+        old_texts, (eps0, delta0, rho0) = self._spent_cache
+        texts, values, why = self._add_costs(eps0, delta0, rho0, entries)
         if why is not None:
             what = repr(entries[0].mechanism) if n == 1 else f"{n} entries"
             raise BudgetExceededError(
                 f"run {self._run_id!r}: recording {what} would exceed the run's "
                 f"reservation under rule {self._rule}: {why}")
-        conn.execute(_CLAIM, (n, *texts, self._run_id, s_eps, s_delta, s_rho))  # just read
-        return texts, values
-
-    def _parse_spent(self, s_eps: object, s_delta: object,
-                     s_rho: object) -> tuple[Fraction | None, Fraction, Fraction | None]:
-        """The run's stored totals as fractions (re-parsed unless they are exactly the
-        texts this instance committed last; raises ``ValueError`` when not canonical)."""
-        cached = self._spent_cache
-        if cached is not None and cached[0] == (s_eps, s_delta, s_rho):
-            return cached[1]
-        return (None if s_eps is None else parse_fraction(s_eps, "spent_epsilon"),
-                parse_fraction(s_delta, "spent_delta"),
-                None if s_rho is None else parse_fraction(s_rho, "spent_rho"))
+        if conn.execute(_CLAIM, (n, *texts, self._run_id, *old_texts)).rowcount == 1:
+            return texts, values
+        row = conn.execute("SELECT status FROM runs WHERE run_id=?",
+                           (self._run_id,)).fetchone()
+        if row is None:
+            raise LedgerCorruptError(f"run {self._run_id!r} has no row in {self._ledger.path}")
+        if row[0] != "open":
+            raise LedgerError(f"run {self._run_id!r} is closed ({row[0]}); open a new run")
+        raise LedgerCorruptError(
+            f"{self._ledger.path}: the runs row of run {self._run_id!r} no longer holds the "
+            "totals this run wrote: it was edited behind the writer's back; nothing was "
+            "written (run `dpcg ledger verify`)")
 
     def _validate(self, entry: EntryDraft) -> tuple[dict[str, Any], dict[str, str]]:
         if not isinstance(entry, EntryDraft):
@@ -1472,3 +1572,4 @@ class LedgerRun:
             }, timestamp=self._opened_at)
             conn.execute("UPDATE runs SET status=?, closed_seq=? WHERE run_id=?",
                          (status, seq, self._run_id))
+        self._closed = True

@@ -42,6 +42,7 @@ FILE_CHECKS: dict[str, tuple[str, ...]] = {
     "accounting/planning.py": ("audit:accountant", "audit:mechanisms", _ACCOUNTING_TESTS),
     "accounting/relations.py": ("audit:accountant", "audit:filter", _ACCOUNTING_TESTS),
     "accounting/gumbel.py": ("pytest:tests/accounting/test_exact_gumbel.py",),
+    "accounting/flip.py": ("pytest:tests/accounting/test_exact_flip.py",),
     "dpcg/stats/registry.py": (
         "audit:sensitivity",
         "pytest:tests/stats/test_sensitivity_quick.py tests/stats/test_registry.py",
@@ -290,4 +291,10 @@ MUTANTS: tuple[Mutant, ...] = (
       "an undecided cluster of Gumbel keys keeps its float order instead of the exact "
       "one: the exponential mechanism's law is not exact where the float keys decide "
       "wrongly"),
+    M("exact-flip-first-order-coin", "accounting/flip.py",
+      "return k % 2 == 1",
+      "return k == 1",
+      "permute-and-flip's Bernoulli(exp(-x)) coin stops after its first draw: heads with "
+      "probability 1 - x, a first-order approximation of exp(-x), so report-noisy-max "
+      "with exponential noise (PrivCRT's selection) no longer has the permute-and-flip law"),
 )

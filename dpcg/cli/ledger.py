@@ -38,9 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from accounting.costs import Budget, round_up
+from accounting.costs import Budget, Cost, round_up
 from accounting.entries import JSONValue
-from accounting.errors import BudgetExceededError, ForeignLedgerError, LedgerError
+from accounting.errors import (
+    AccountingError,
+    BudgetExceededError,
+    ForeignLedgerError,
+    LedgerError,
+)
 from accounting.ledger import (
     Ledger,
     VerificationReport,
@@ -48,9 +53,10 @@ from accounting.ledger import (
     session_for_run,
     verify_certificate,
 )
-from accounting.ledger._verify import is_hash
+from accounting.ledger._verify import is_hash, run_charge
 from accounting.ledger.store import DatasetInfo, RunInfo, looks_like_sqlite
 from accounting.relations import Relation
+from accounting.session import spent_summary
 
 
 def register(subparsers: Any) -> None:
@@ -174,6 +180,7 @@ def _dataset_json(d: DatasetInfo, runs: list[RunInfo]) -> dict[str, JSONValue]:
         "description": d.description,
         "lifetime": {"epsilon": str(d.lifetime_epsilon), "delta": str(d.lifetime_delta)},
         "reserved": {"epsilon": str(d.reserved_epsilon), "delta": str(d.reserved_delta)},
+        "charged": {"epsilon": str(d.charged_epsilon), "delta": str(d.charged_delta)},
         "remaining": {"epsilon": str(d.remaining_epsilon), "delta": str(d.remaining_delta)},
         "runs": [_run_json(r) for r in runs],
     }
@@ -189,21 +196,39 @@ def _run_json(r: RunInfo) -> dict[str, JSONValue]:
         "description": r.description,
         "entries": r.n_entries,
         "outputs": r.n_outputs,
-        "spent": {
-            "epsilon": None if r.spent_epsilon is None else str(r.spent_epsilon),
-            "delta": str(r.spent_delta),
-            "rho": None if r.spent_rho is None else str(r.spent_rho),
-        },
+        "spent": _run_spent(r),
+        "charged": dict(zip(("epsilon", "delta"), map(str, _charge(r)), strict=True)),
     }
 
 
+def _charge(r: RunInfo) -> tuple[Fraction, Fraction]:
+    return run_charge(r.rule, r.status, r.n_entries, r.budget_epsilon, r.budget_delta,
+                      r.spent_epsilon, r.spent_delta)
+
+
+def _run_spent(r: RunInfo) -> dict[str, JSONValue]:
+    """The run's spending under its rule (accounting.session.spent_summary): under zcdp
+    spent rho and its (eps, delta) conversion, never the sum of pure epsilons."""
+    try:
+        spent = Cost(r.spent_epsilon, r.spent_delta, r.spent_rho)
+    except AccountingError:
+        return {"rule": r.rule, "error": "the run's stored totals have no bound"}
+    return spent_summary(r.rule, r.budget_epsilon, r.budget_delta, spent)
+
+
 def _run_line(r: RunInfo) -> str:
+    summary = _run_spent(r)
     spent = []
-    if r.spent_epsilon is not None:
-        spent.append(f"eps={_f(r.spent_epsilon)}")
-    if r.spent_rho is not None:
-        spent.append(f"rho={_f(r.spent_rho)}")
-    spent.append(f"delta={_f(r.spent_delta)}")
+    if r.rule == "basic":
+        spent.append(f"eps={_f(r.spent_epsilon) if r.spent_epsilon is not None else '?'}")
+        spent.append(f"delta={_f(r.spent_delta)}")
+    else:
+        spent.append(f"rho={_f(r.spent_rho) if r.spent_rho is not None else '?'}")
+        converted = summary.get("epsilon_float")
+        shown = f"{converted:.6g}" if isinstance(converted, float) else "?"
+        spent.append(f"(eps={shown} at delta={_f(r.budget_delta)})")
+    charge = _charge(r)
+    spent.append(f"charged eps={_f(charge[0])} delta={_f(charge[1])}")
     seeded = ", SEEDED" if r.seed_explicit else ""
     desc = f"  {r.description}" if r.description else ""
     return (f"    run {r.run_id}  {r.rule:5s}  reserved eps={_f(r.budget_epsilon)} "
@@ -240,8 +265,9 @@ def _show(args: argparse.Namespace) -> int:
             print(f"  dataset {d.dataset_id!r} ({d.relation.value}){desc}")
             print(f"    lifetime eps={_f(d.lifetime_epsilon)} delta={_f(d.lifetime_delta)}; "
                   f"reserved eps={_f(d.reserved_epsilon)} delta={_f(d.reserved_delta)} "
-                  f"by {len(runs)} run(s); remaining eps={_f(d.remaining_epsilon)} "
-                  f"delta={_f(d.remaining_delta)}")
+                  f"by {len(runs)} run(s); charged eps={_f(d.charged_epsilon)} "
+                  f"delta={_f(d.charged_delta)} (closed runs: what they spent); "
+                  f"remaining eps={_f(d.remaining_epsilon)} delta={_f(d.remaining_delta)}")
             for r in runs:
                 print(_run_line(r))
     return 0
@@ -304,8 +330,9 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"OK: {report.source} verifies: {report.entries} entries, hash chain intact, "
               f"costs re-derived from parameters, totals and budgets consistent")
         for d in report.datasets:
-            print(f"  dataset {d.dataset_id!r}: reserved eps={_f(d.reserved_epsilon)} "
-                  f"delta={_f(d.reserved_delta)} of lifetime eps={_f(d.lifetime_epsilon)} "
+            print(f"  dataset {d.dataset_id!r}: charged eps={_f(d.charged_epsilon)} "
+                  f"delta={_f(d.charged_delta)} (reserved eps={_f(d.reserved_epsilon)} "
+                  f"delta={_f(d.reserved_delta)}) of lifetime eps={_f(d.lifetime_epsilon)} "
                   f"delta={_f(d.lifetime_delta)} by {len(d.runs)} run(s)")
         print(f"  head hash {report.head_hash or '(empty)'}")
         if args.contains:
@@ -425,8 +452,9 @@ def _demo(args: argparse.Namespace) -> int:
                   f"touched (data read: {bool(touched)}): {exc}")
         session.close("budget-exhausted" if session.halted else "completed")
         info = ledger.dataset(DEMO_DATASET)
-        print(f"  dataset lifetime: {_f(info.reserved_epsilon)} of "
-              f"{_f(info.lifetime_epsilon)} reserved by {info.n_runs} run(s)")
+        print(f"  dataset lifetime: {_f(info.charged_epsilon)} of "
+              f"{_f(info.lifetime_epsilon)} charged by {info.n_runs} run(s) (closed runs: "
+              "what they spent)")
         report = ledger.verify()
     if not report.ok:
         print(f"dpcg ledger demo: ledger does not verify: {report.problems[0]}", file=sys.stderr)

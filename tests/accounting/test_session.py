@@ -333,3 +333,32 @@ def test_cost_cache_is_exact_and_keyed_by_parameters() -> None:
     assert session.cost_of(other) != session.cost_of(g)
     with pytest.raises(BudgetExceededError):
         session.release(g, lambda: 0.5, purpose="one too many")
+
+
+def test_spent_summary_states_zcdp_runs_by_rho_never_by_summed_epsilons() -> None:
+    """Issue 55, item 4: a zCDP run of pure mechanisms reports its spent rho and the
+    conversion at the run's delta (within the budget), never the plain sum of the pure
+    epsilons (which exceeds the guarantee: a reviewer would read an overspend)."""
+    from accounting.session import spent_summary
+
+    session = Session(Budget(1.0, 1e-6), rule="zcdp", seed=0)
+    for _ in range(40):  # 40 pure releases of eps 0.034: rho 40 * eps^2/2 = 0.0231
+        session.release(Laplace(sensitivity=1.0, epsilon=0.034), lambda: 1.0, purpose="q")
+    plain_sum = session.spent().epsilon
+    assert plain_sum is not None
+    assert plain_sum > 1  # 1.36: what `ledger show` and result.json used to print
+    summary = session.spent_summary()
+    assert summary["rule"] == "zcdp"
+    assert summary["rho"] == str(session.spent().rho)
+    converted = summary["epsilon_float"]
+    assert isinstance(converted, float)
+    assert 0 < converted <= 1.0  # within the guarantee, as the filter enforces
+    assert summary["delta"] == str(Fraction(1e-6))
+    assert summary["guarantee"] == {"epsilon": 1.0, "delta": 1e-6}
+    assert "1.36" not in str(summary)
+    basic = Session(Budget(1.0, 1e-6), rule="basic", seed=0)
+    basic.release(Laplace(sensitivity=1.0, epsilon=0.25), lambda: 1.0, purpose="q")
+    assert basic.spent_summary() == spent_summary(
+        "basic", Fraction(1.0), Fraction(1e-6), basic.spent())
+    assert basic.spent_summary()["epsilon"] == "1/4"
+    assert basic.spent_summary()["delta"] == "0"

@@ -13,7 +13,7 @@ import pytest
 from tests.hardening.helpers import cli
 
 ARGS = ["discover", "--dataset", "cancer", "--rows", "500", "--algorithm", "laplace-pc",
-        "--epsilon", "1", "--max-depth", "0", "--lifetime-epsilon", "1.5",
+        "--epsilon", "1", "--max-depth", "0", "--lifetime-epsilon", "1.4",
         "--lifetime-delta", "1e-5", "--out", "r.json"]
 
 
@@ -33,14 +33,16 @@ def test_one_lifetime_per_user_from_any_directory(tmp_path: Path,
     got = cli(ARGS, capsys)
     assert got.code == 0, got.err
     assert json.loads((first / "r.json").read_text())["ledger"]["path"] == str(expected)
+    # the run closed having spent 1/2 of its eps 1 and none of its delta: the lifetime is
+    # charged that (docs/privacy/ledger-composition.md), so 1.4 - 0.5 = 0.9 remain
     assert got.err.splitlines()[0] == (
         f"ledger: {expected}; dataset 'bundled:cancer:rows=500:seed=0': remaining lifetime "
-        "epsilon=0.5, delta=9e-06 (after this run; the lifetime is per ledger file and "
+        "epsilon=0.9, delta=1e-05 (after this run; the lifetime is per ledger file and "
         "dataset id)")
     assert (expected.parent.stat().st_mode & 0o777) == 0o700
-    # another directory: the same file, so the same lifetime (0.5 left < 1: refused)
+    # another directory: the same file, so the same lifetime (0.9 left < 1: refused)
     monkeypatch.chdir(second)
-    got = cli([a for a in ARGS if a not in ("--lifetime-epsilon", "1.5", "--lifetime-delta",
+    got = cli([a for a in ARGS if a not in ("--lifetime-epsilon", "1.4", "--lifetime-delta",
                                             "1e-5")], capsys)
     assert got.code == 2
     assert "remaining lifetime" in got.err
@@ -56,7 +58,7 @@ def test_dpcg_ledger_and_the_flag_override(tmp_path: Path, monkeypatch: pytest.M
     got = cli([*ARGS, "--ledger", str(tmp_path / "flag.sqlite")], capsys)
     assert got.code == 0
     assert f"ledger: {tmp_path / 'flag.sqlite'};" in got.err
-    got = cli([a for a in ARGS if a not in ("--lifetime-epsilon", "1.5", "--lifetime-delta",
+    got = cli([a for a in ARGS if a not in ("--lifetime-epsilon", "1.4", "--lifetime-delta",
                                             "1e-5")] + ["--no-ledger"], capsys)
     assert got.code == 0
     assert got.err.splitlines()[0] == (

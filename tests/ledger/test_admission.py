@@ -1,15 +1,14 @@
-"""A writer refuses to reserve against tables that disagree with the hash chain.
+"""A writer refuses to reserve against a chain or tables that do not verify.
 
 Before a reservation (``open_run``) and in the pre-flight of ``ensure_dataset``, the
-``datasets`` row and the dataset's ``runs`` rows are tied to their hashed chain entries
-(``accounting/ledger/_admission.py``). A ledger edited behind the writer's back is
-refused with :class:`LedgerCorruptError`; the file is unchanged byte for byte and no
-budget is spent. What the check leaves to ``verify`` is pinned at the end.
+whole chain is re-hashed and folded, and the ``datasets`` row and the dataset's ``runs``
+rows are compared with it (``accounting/ledger/_admission.py``, ``_state.py``). A ledger
+edited behind the writer's back is refused with :class:`LedgerCorruptError`; the file
+is unchanged byte for byte and no budget is spent.
 """
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -20,11 +19,7 @@ import pytest
 from accounting.costs import Budget
 from accounting.errors import LedgerCorruptError, UnknownDatasetError
 from accounting.ledger import Ledger
-from accounting.ledger._admission import (
-    _REGISTRY_QUERY,
-    REGISTRY_INDEX,
-    row_to_record,
-)
+from accounting.ledger._admission import row_to_record
 from accounting.ledger._format import STORED_FIELDS, canonical_json, entry_hash
 from accounting.relations import Relation
 from dpcg.cli import main
@@ -218,48 +213,18 @@ def test_untampered_ledger_admits_as_before(populated: Path) -> None:
         assert led.verify().ok
 
 
-def test_a_ledger_without_the_index_is_checked_and_indexed_on_its_next_run(
-        populated: Path) -> None:
-    """A ledger written before the index existed: checked by a scan, refused unchanged
-    when tampered, indexed by the next reservation otherwise."""
-    _tamper(populated, _sql(f"DROP INDEX {REGISTRY_INDEX}"))
-    copy = populated.with_name("copy.db")
-    shutil.copy(populated, copy)
-    _tamper(copy, _sql("UPDATE datasets SET epsilon='1000'"))
-    before = state(copy)
-    with Ledger.open(copy) as led, pytest.raises(LedgerCorruptError):
-        led.open_run(DATASET, Budget(0.1), "basic", seed_explicit=False)
-    assert state(copy) == before  # not even the index was added
-    with Ledger.open(populated) as led:
-        led.open_run(DATASET, Budget(0.1), "basic", seed_explicit=False).close()
-        assert led.verify().ok
-    conn = sqlite3.connect(populated)
-    try:
-        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name=?",
-                            (REGISTRY_INDEX,)).fetchone()
-    finally:
-        conn.close()
-
-
-def test_the_check_uses_the_index(populated: Path) -> None:
-    """O(runs of the dataset), not a scan of the chain."""
-    conn = sqlite3.connect(populated)
-    try:
-        plan = conn.execute("EXPLAIN QUERY PLAN " + _REGISTRY_QUERY, (DATASET,)).fetchall()
-    finally:
-        conn.close()
-    assert any(REGISTRY_INDEX in str(step) for step in plan), plan
-
-
-def test_what_the_check_leaves_to_verify(populated: Path) -> None:
-    """An edited entry that does not define admission (here a mechanism entry's purpose)
-    is found by ``verify``, not at open (docs/ledger.md, "Checked at open")."""
+def test_an_edit_anywhere_in_the_chain_is_refused(populated: Path) -> None:
+    """The whole chain is re-hashed before a reservation: an edited mechanism entry (here
+    its purpose), which no index or table points at, refuses it too."""
     _tamper(populated, _sql("UPDATE entries SET purpose='edited' WHERE seq=3"))
+    before = state(populated)
     with Ledger.open(populated) as led:
-        led.open_run(DATASET, Budget(0.1), "basic", seed_explicit=False).close()
+        with pytest.raises(LedgerCorruptError, match="entry 3: stored hash does not match"):
+            led.open_run(DATASET, Budget(0.1), "basic", seed_explicit=False)
         report = led.verify()
     assert not report.ok
     assert "entry 3: stored hash does not match its contents" in report.problems
+    assert state(populated) == before
 
 
 @pytest.mark.parametrize("edit", [

@@ -36,12 +36,22 @@ def test_init_show_verify_export(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert "dataset 'survey-2024' (replace-one) - test data" in out
     assert "reserved eps=1.5" in out
-    assert "remaining eps=0.5" in out
+    # the closed basic run spent 0.75 of its 1 (refunded 0.25); the zcdp run used rho
+    assert "charged eps=1.25" in out
+    assert "remaining eps=0.75" in out
+    assert "spent rho=0.00195312 (eps=" in out
+    assert "spent eps=0.75 delta=0 charged eps=0.75" in out
     assert "budget-exhausted, SEEDED" in out
     assert main(["ledger", "show", str(path), "--json", "--dataset-id", "survey-2024"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["head_hash"] == head
     assert shown["datasets"][0]["reserved"]["epsilon"] == "3/2"
+    assert shown["datasets"][0]["charged"]["epsilon"] == "5/4"
+    zc = shown["datasets"][0]["runs"][1]["spent"]
+    assert zc["rule"] == "zcdp"
+    assert zc["rho"] == "1/512"
+    assert 0 < zc["epsilon_float"] < 1  # converted at the run's delta, not a sum of epsilons
+    assert zc["guarantee"] == {"epsilon": 0.5, "delta": 1e-07}
     assert len(shown["datasets"][0]["runs"]) == 2
 
     assert main(["ledger", "verify", str(path)]) == 0

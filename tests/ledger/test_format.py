@@ -50,3 +50,33 @@ def test_scalar_json_refuses_what_json_refuses() -> None:
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} was encoded")
+
+
+#: A stored row as the writer stores it: JSON columns as canonical text, the flag as 0/1.
+_rows = st.fixed_dictionaries({
+    "seq": st.integers(min_value=1, max_value=2**62),
+    "kind": st.text(max_size=10), "dataset_id": st.text(max_size=10),
+    "run_id": st.one_of(st.none(), st.text(max_size=10)),
+    "mechanism": st.one_of(st.none(), st.text(max_size=10)),
+    "params": st.one_of(st.none(), st.dictionaries(st.text(max_size=5), scalars, max_size=3)),
+    "sensitivity": st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
+    "relation": st.text(max_size=10),
+    "cost": st.one_of(st.none(), st.dictionaries(st.text(max_size=5), scalars, max_size=3)),
+    "purpose": st.text(max_size=10), "seed_explicit": st.one_of(st.none(), st.booleans()),
+    "data": st.dictionaries(st.text(max_size=5), values, max_size=3),
+    "timestamp": st.text(max_size=10), "prev_hash": st.text(max_size=10),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_rows)
+def test_the_admission_fold_hashes_what_verify_hashes(record: dict[str, Any]) -> None:
+    """``accounting/ledger/_state.py`` re-hashes stored rows (fast and generic paths);
+    both give the canonical JSON of the decoded entry, i.e. the verifier's hash."""
+    from accounting.ledger._state import entry_text, entry_text_generic
+
+    row = (*(
+        canonical_json(record[k]) if k in ("params", "cost", "data") and record[k] is not None
+        else int(record[k]) if k == "seed_explicit" and record[k] is not None
+        else record[k] for k in ENTRY_FIELDS), "hash")
+    assert entry_text(row) == entry_text_generic(row) == canonical_json(record)

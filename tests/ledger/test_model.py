@@ -32,7 +32,11 @@ def test_ledger_agrees_with_exact_model(ops: list[tuple[object, ...]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "l.db"
         lifetime = Fraction(1)
-        reserved = Fraction(0)
+        reserved = Fraction(0)  # every reservation ever made
+
+        def charged() -> Fraction:  # open runs hold their reservation; closed: their spend
+            return sum((spent[r] if r in closed else budget[r] for r in budget), Fraction(0))
+
         runs: list[LedgerRun] = []
         budget: dict[str, Fraction] = {}
         spent: dict[str, Fraction] = {}
@@ -44,7 +48,7 @@ def test_ledger_agrees_with_exact_model(ops: list[tuple[object, ...]]) -> None:
                 if op[0] == "open":
                     eps = op[1]
                     assert isinstance(eps, float)
-                    if reserved + Fraction(eps) <= lifetime:
+                    if charged() + Fraction(eps) <= lifetime:
                         run = led.open_run("d", Budget(eps), "basic", seed_explicit=False)
                         runs.append(run)
                         reserved += Fraction(eps)
@@ -89,7 +93,9 @@ def test_ledger_agrees_with_exact_model(ops: list[tuple[object, ...]]) -> None:
                     closed.add(rid)
             report = led.verify()
             assert report.ok, report.problems
-            assert report.datasets[0].reserved_epsilon == reserved <= lifetime
+            assert report.datasets[0].reserved_epsilon == reserved
+            assert report.datasets[0].charged_epsilon == charged() <= lifetime
+            assert led.dataset("d").remaining_epsilon == lifetime - charged()
             for totals in report.runs:
                 assert totals.spent_epsilon == spent[totals.run_id]
                 assert totals.status == ("completed" if totals.run_id in closed else "open")

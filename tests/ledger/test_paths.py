@@ -12,6 +12,8 @@ from accounting.costs import Budget
 from accounting.errors import LedgerError
 from accounting.ledger import Ledger, default_ledger_path, resolve_ledger_path
 
+from .conftest import laplace_draft
+
 
 def test_dpcg_ledger_wins(tmp_path: Path) -> None:
     target = tmp_path / "somewhere" / "mine.sqlite"
@@ -79,7 +81,9 @@ def test_stable_across_working_directories(tmp_path: Path,
         seen.add(path)
         with Ledger.open(path, create=True) as led:
             led.ensure_dataset("survey", Budget(1.0))
-            led.open_run("survey", Budget(0.5), "basic", seed_explicit=False).close()
+            run = led.open_run("survey", Budget(0.5), "basic", seed_explicit=False)
+            run.record(laplace_draft(0.5))  # spent in full: no refund at close
+            run.close()
     (path,) = seen
     with Ledger.open(path) as led:
         assert led.dataset("survey").remaining_epsilon == 0  # one lifetime, two directories

@@ -19,7 +19,7 @@ from accounting.errors import (
 from accounting.ledger import Ledger
 from accounting.relations import Relation
 
-from .conftest import PYTHON, ROOT, state
+from .conftest import PYTHON, ROOT, laplace_draft, state
 
 
 def test_registers_a_new_id_once(ledger_path: Path) -> None:
@@ -72,7 +72,9 @@ def test_for_run_refuses_a_lifetime_too_small_without_registering(ledger_path: P
 
 def test_for_run_checks_the_remaining_budget_of_an_existing_id(ledger: Ledger,
                                                                ledger_path: Path) -> None:
-    ledger.open_run("survey-2024", Budget(1.5), "basic", seed_explicit=False).close()
+    run = ledger.open_run("survey-2024", Budget(1.5), "basic", seed_explicit=False)
+    run.record(laplace_draft(1.5))  # spent in full: no refund at close
+    run.close()
     before = state(ledger_path)
     with pytest.raises(BudgetExceededError, match="remaining lifetime"):
         ledger.ensure_dataset("survey-2024", Budget(2.0, 1e-6), for_run=Budget(1.0))

@@ -288,7 +288,7 @@ def test_refuses_to_extend_a_corrupt_chain(ledger: Ledger, ledger_path: Path) ->
     conn.commit()
     conn.close()
     before = state(ledger_path)
-    with pytest.raises(LedgerCorruptError, match="corrupt chain"):
+    with pytest.raises(LedgerCorruptError, match="edited or damaged"):
         ledger.open_run("survey-2024", Budget(0.1), "basic", seed_explicit=False)
     assert state(ledger_path) == before
 
@@ -331,46 +331,28 @@ def test_a_ledger_does_not_cross_fork(ledger: Ledger, monkeypatch: pytest.Monkey
     assert ledger.verify().ok
 
 
-def test_totals_changed_by_another_writer_are_reread(ledger: Ledger, ledger_path: Path) -> None:
-    """The run keeps the totals it committed last to skip re-parsing them; a row that
-    differs from them (here: raised by hand, as another writer would) is read again."""
+@pytest.mark.parametrize("edit", ["spent_epsilon='1/8'", "spent_epsilon='7/8'",
+                                  "spent_epsilon='1/4x'", "spent_delta='1/2'",
+                                  "spent_rho=NULL", "status='completed'"])
+def test_a_runs_row_edited_behind_the_writer_is_never_trusted(ledger: Ledger,
+                                                              ledger_path: Path,
+                                                              edit: str) -> None:
+    """The run checks its reservation against the totals it wrote itself, never against
+    the editable ``runs`` row: a row that no longer holds them (lowered, raised, corrupt,
+    or closed by hand) refuses the next entry and nothing is written."""
     run = ledger.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False)
     run.record(laplace_draft(0.25))
     run.record(laplace_draft(0.25))
     conn = sqlite3.connect(ledger_path)
-    conn.execute("UPDATE runs SET spent_epsilon='7/8' WHERE run_id=?", (run.run_id,))
-    conn.commit()
-    conn.close()
-    with pytest.raises(BudgetExceededError):
-        run.record(laplace_draft(0.25))  # 7/8 + 1/4 > 1: the stored row counts
-    conn = sqlite3.connect(ledger_path)
-    conn.execute("UPDATE runs SET spent_epsilon='1/4x' WHERE run_id=?", (run.run_id,))
-    conn.commit()
-    conn.close()
-    with pytest.raises(LedgerCorruptError):
-        run.record(laplace_draft(0.125))
-
-
-def test_guarded_totals_update_never_trusts_a_stale_cache(ledger: Ledger,
-                                                         ledger_path: Path) -> None:
-    """The fast path writes the new totals only where the row still holds the texts they
-    were computed from and the run is open; otherwise the row is read and counts."""
-    run = ledger.open_run("survey-2024", Budget(1.0), "basic", seed_explicit=False)
-    run.record(laplace_draft(0.25))
-    run.record(laplace_draft(0.25))  # cached: 1/2
-    conn = sqlite3.connect(ledger_path)
-    conn.execute("UPDATE runs SET spent_epsilon='1/8' WHERE run_id=?", (run.run_id,))
-    conn.commit()
-    conn.close()
-    run.record(laplace_draft(0.25))
-    assert run.info().spent_epsilon == Fraction(3, 8)  # 1/8 + 1/4, not the cached 1/2 + 1/4
-    conn = sqlite3.connect(ledger_path)
-    conn.execute("UPDATE runs SET status='completed' WHERE run_id=?", (run.run_id,))
+    conn.execute(f"UPDATE runs SET {edit} WHERE run_id=?", (run.run_id,))
     conn.commit()
     conn.close()
     before = state(ledger_path)
-    with pytest.raises(LedgerError, match="closed"):
-        run.record(laplace_draft(0.125))
+    with pytest.raises(LedgerError, match=r"edited behind|closed"):
+        run.record(laplace_draft(0.25))
+    assert state(ledger_path) == before
+    with pytest.raises(BudgetExceededError):  # 1/2 + 3/4 > 1 whatever the row says
+        run.record(laplace_draft(0.75))
     assert state(ledger_path) == before
 
 
