@@ -227,13 +227,23 @@ def run_private(
     return PrivateResult(
         algorithm=algo.name, test=settings.test, pc=result, guarantee=guarantee,
         ledger=ledger_info, budget_exhausted=result.budget_exhausted,
-        spent=_spent_dict(spent), plan=plan_info, mechanisms=dict(handle.recorder.counts),
+        spent=_spent_dict(spent, session.spent_summary()), plan=plan_info, mechanisms=dict(handle.recorder.counts),
         message=message,
     )
 
 
-def _spent_dict(cost: Cost) -> dict[str, Any]:
-    return {"exact": cost.as_dict(), **cost.summary()}
+def _spent_dict(cost: Cost, stated: Mapping[str, Any]) -> dict[str, Any]:
+    """``result.spent``: what the run used, stated under its rule
+    (:func:`accounting.session.spent_summary`): under ``zcdp``, ``epsilon`` is spent rho
+    converted at the run's delta, never the plain sum of pure costs (svt-pc at eps 1 used
+    to show 4.41 beside its guarantee 1.0). ``exact`` keeps the exact sums the rule
+    accounts by (``epsilon`` and ``delta`` under basic; ``rho`` and the mechanisms'
+    ``delta`` under zcdp)."""
+    keep = ("epsilon", "delta") if stated["rule"] == "basic" else ("rho", "delta")
+    exact = {k: v for k, v in cost.as_dict().items() if k in keep}
+    return {"rule": stated["rule"], "epsilon": stated.get("epsilon_float"),
+            "delta": stated.get("delta_float"), "rho": stated.get("rho_float"),
+            "exact": exact, "stated": dict(stated)}
 
 
 def discover_private(

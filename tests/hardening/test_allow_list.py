@@ -61,7 +61,9 @@ RESULT_FIELDS: dict[str, str] = {
     "spent.*": RELEASED, "spent.exact.*": RELEASED,  # declared costs of admitted releases
     "mechanisms.*": RELEASED,  # admitted releases by kind
     "ledger.path": PUBLIC, "ledger.run_id": PUBLIC, "ledger.dataset_id": PUBLIC,
-    "ledger.remaining_lifetime.*": PUBLIC,  # declared budgets only
+    # lifetime less the charges of closed runs' admitted mechanisms (refunds by realized
+    # spend): post-processing of admitted releases
+    "ledger.remaining_lifetime.*": RELEASED,
     "ledger.registered_lifetime.*": PUBLIC,  # the lifetime this run declared for a new id
     "auto.*": PUBLIC,  # --algorithm auto: chosen from the schema kind, n and the budget
     # the plan: fixed before the session opens from params, settings and the schema ...
