@@ -74,6 +74,9 @@ def discover(
     spark_master: str | None = None,
     memory_limit: str | None = None,
     background: object = None,
+    max_seconds: float | None = None,
+    max_memory: int | str | None = None,
+    workers: int = 1,
     **options: object,
 ) -> DiscoveryResult:
     """Learn a causal graph (CPDAG) from ``data``.
@@ -95,6 +98,10 @@ def discover(
     needs ``dataset_id`` (the declared id the lifetime budget belongs to);
     ``lifetime_epsilon``/``lifetime_delta`` set the lifetime of a new id.
     ``background`` is a :class:`dpcg.pc.background.BackgroundKnowledge`.
+    ``max_seconds`` / ``max_memory`` (bytes or ``"2GB"``) bound the run (docs/memory.md):
+    past either it stops with the graph so far and says so (a private run decides from a
+    public test budget, never from the clock); ``workers`` runs a non-private level's
+    tests on that many processes (identical results).
 
     ``engine`` chooses where the contingency tables are counted (docs/scale.md):
     ``"numpy"`` (in memory), ``"duckdb"`` (embedded, out of core; ``memory_limit="2GB"``)
@@ -124,5 +131,6 @@ def discover(
         alpha=alpha, ledger=ledger, dataset_id=dataset_id, lifetime_epsilon=lifetime_epsilon,
         lifetime_delta=lifetime_delta, noise_seed=noise_seed, max_depth=max_depth,
         columns=columns, clip=clip, engine=engine, table=table, spark_master=spark_master,
-        memory_limit=memory_limit, background=background, options=options)
+        memory_limit=memory_limit, background=background, max_seconds=max_seconds,
+        max_memory=max_memory, workers=workers, options=options)
     return execute(request)

@@ -176,7 +176,9 @@ def request_for(args: argparse.Namespace) -> DiscoverRequest:
         dataset_id=args.dataset_id, lifetime_epsilon=args.lifetime_epsilon,
         lifetime_delta=args.lifetime_delta, signing_key=args.ledger_key, clip=args.clip,
         engine=args.engine, table=args.duckdb_table, spark_master=args.spark_master,
-        memory_limit=args.memory_limit, options=_options(args), spelling="cli")
+        memory_limit=args.memory_limit, max_seconds=args.max_seconds,
+        max_memory=args.max_memory, workers=args.workers, options=_options(args),
+        spelling="cli")
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
@@ -347,4 +349,7 @@ def _summary(doc: dict[str, Any]) -> str:
         line += f"; skeleton F1 {doc['metrics']['skeleton_f1']:.3f}, SHD {doc['metrics']['shd']}"
     if doc.get("budget_exhausted"):
         line += "; budget exhausted (graph so far)"
+    stopped = doc.get("stopped")
+    if isinstance(stopped, dict):
+        line += f"; stopped: {stopped.get('message', stopped.get('limit'))} (graph so far)"
     return line

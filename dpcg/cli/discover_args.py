@@ -258,6 +258,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
     algo.add_argument("--background", type=Path, metavar="FILE",
                       help="background knowledge JSON: required_edges, forbidden_edges, "
                            "required_orientations, forbidden_orientations (lists of pairs)")
+    lim = p.add_argument_group("run limits (docs/memory.md)")
+    lim.add_argument("--max-seconds", type=float, default=None, metavar="S",
+                     help="time budget: past it the run stops with the graph so far and a "
+                          "message (default 6 hours for pc; a private run decides from a "
+                          "public test budget and has no default time limit)")
+    lim.add_argument("--max-memory", default=None, metavar="SIZE",
+                     help="memory budget (e.g. 2GB): past it the run stops with the graph "
+                          "so far (default: the smaller of 4 GiB and 3/4 of the RAM; a "
+                          "private run converts it to a public test budget)")
+    lim.add_argument("--workers", type=int, default=1, metavar="N",
+                     help="pc only: processes for a level's independent tests (the same "
+                          "results as one; default 1)")
     algo.add_argument("--list", action="store_true",
                       help="list the registered algorithms and CI tests, then exit")
     budget = p.add_argument_group("privacy budget (private algorithms only)")

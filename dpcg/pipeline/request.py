@@ -46,10 +46,11 @@ DEFAULT: Any = _Default()
 NO_LEDGER: None = None
 
 #: Which runs an option applies to.
-Scope = Literal["any", "private", "ledger", "network", "memory", "engine"]
+Scope = Literal["any", "private", "nonprivate", "ledger", "network", "memory", "engine"]
 
 _SCOPE_TEXT = {
     "private": "only apply to a private algorithm",
+    "nonprivate": "only apply to non-private pc",
     "ledger": "only apply to a run recorded in a ledger",
     "network": "only apply to a sample of a network (--dataset / a network name)",
     "memory": "apply to data read in memory (engine numpy); a table engine reads the "
@@ -140,6 +141,38 @@ def _anything(value: object) -> str | None:
     return None
 
 
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_size(value: object) -> int | None:
+    """Bytes of ``value``: a positive int, or a string such as ``"2GB"``, ``"512MiB"``;
+    ``None`` when it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip().upper().replace(" ", "")
+    number = text.rstrip("KMGTIB")
+    unit = text[len(number):]
+    if unit not in _UNITS:
+        return None
+    try:
+        amount = float(number)
+    except ValueError:
+        return None
+    size = int(amount * _UNITS[unit])
+    return size if math.isfinite(amount) and size > 0 else None
+
+
+def _size(value: object) -> str | None:
+    if parse_size(value) is None:
+        return f"expected a size such as 2GB, 512MiB or a number of bytes, got {_show(value)}"
+    return None
+
+
 @dataclass(frozen=True)
 class Constraint:
     """One option of a run: its values, the runs it applies to, the error type."""
@@ -171,6 +204,9 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("seed", "network", _int, DataValidationError),
     Constraint("columns", "memory", _anything),
     Constraint("clip", "memory", _anything, unset=False),
+    Constraint("max_seconds", "any", _positive),
+    Constraint("max_memory", "any", _size),
+    Constraint("workers", "nonprivate", _positive_int, unset=1),
     Constraint("engine", "any", _anything),
     Constraint("table", "engine", _text),
     Constraint("spark_master", "engine", _text),
@@ -216,6 +252,12 @@ class DiscoverRequest:
     table: str | None = None
     spark_master: str | None = None
     memory_limit: str | None = None
+    #: The run's time budget (seconds) and memory budget (bytes or "2GB"); ``None``: the
+    #: documented defaults of :func:`dpcg.pc.limits.default_limits` (docs/memory.md).
+    max_seconds: float | None = None
+    max_memory: int | str | None = None
+    #: Processes for a non-private level's independent tests (results identical).
+    workers: int = 1
     #: The algorithm's ``Params`` fields and the test's option fields, by field name.
     options: Mapping[str, object] = field(default_factory=dict)
     #: How error messages name options: ``"python"`` (``epsilon``) or ``"cli"``
@@ -282,6 +324,7 @@ class DiscoverRequest:
             applies = {
                 "any": True,
                 "private": self.private,
+                "nonprivate": not self.private,
                 "ledger": self.private and self.recorded,
                 "network": network,
                 "memory": True,  # checked where the data are resolved
@@ -293,6 +336,10 @@ class DiscoverRequest:
             names = misplaced["private"] + misplaced.pop("ledger", [])
             raise AlgorithmError(f"{', '.join(self.name(n) for n in names)}: "
                                  f"{_SCOPE_TEXT['private']}, not to pc")
+        if "nonprivate" in misplaced:
+            names = misplaced["nonprivate"]
+            raise AlgorithmError(f"{', '.join(self.name(n) for n in names)}: "
+                                 f"{_SCOPE_TEXT['nonprivate']}")
         if "ledger" in misplaced:
             names = misplaced["ledger"]
             nl = "--no-ledger" if self.spelling == "cli" else "ledger=NO_LEDGER"

@@ -186,6 +186,23 @@ def _ledger_target(req: DiscoverRequest, algo: Any, delta: float,
                          lifetime_delta=req.lifetime_delta, signing_key=key)
 
 
+def _limits(req: DiscoverRequest, private: bool, n: int, p: int) -> Any:
+    """The run's time and memory budget (docs/memory.md): the given limits, else the
+    documented defaults. A private run decides from public facts only (a budget of tests
+    through the public cost model: the clock and the memory are never read); its default
+    is the memory budget only, since a time model of public facts alone would cut short
+    a slow but valid run on a very large table."""
+    from dpcg.pc.limits import RunLimits, default_limits
+    from dpcg.pipeline.request import parse_size
+
+    base = default_limits(public_only=private, rows=n, columns=p)
+    seconds = req.max_seconds if req.max_seconds is not None else (
+        None if private else base.max_seconds)
+    memory = parse_size(req.max_memory) if req.max_memory is not None else base.max_memory
+    return RunLimits(max_seconds=None if seconds is None else float(seconds),
+                     max_memory=memory, public_only=private, rows=n, columns=p)
+
+
 def execute(req: DiscoverRequest, *, progress: Progress | None = None,
             include_tests: bool = False) -> DiscoveryResult:
     """Run ``req`` (module docstring). Bad input raises the project's errors before
@@ -243,8 +260,10 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
 
             tester = engine_tester(resolved.source, choice.test.name, float(req.alpha),
                                    choice.test_options)
+        n, p = int(resolved.source.n), len(resolved.source.names)
         res = pc_stable(tester, tuple(resolved.source.names), max_depth=req.max_depth,
-                        background=background, progress=progress)
+                        background=background, progress=progress,
+                        limits=_limits(req, False, n, p), workers=req.workers)
         extra: dict[str, Any] = {"privacy": None}
         guarantee = ledger_info = None
     else:
@@ -260,7 +279,8 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
             delta=float(delta), test=choice.requested_test, alpha=float(req.alpha),
             noise_seed=req.noise_seed, max_depth=req.max_depth, params=choice.params,
             test_options=choice.test_options, ledger=target, background=background,
-            progress=progress)
+            progress=progress, limits=_limits(req, True, int(resolved.source.n),
+                                              len(resolved.source.names)))
         res = private_res.pc
         extra = private_res.extra()
         if choice.auto is not None:

@@ -38,6 +38,7 @@ from dpcg.errors import AlgorithmError
 from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import PCResult, pc_stable
+from dpcg.pc.limits import RunLimits
 from dpcg.private.contract import RunSettings, ScoreCache
 from dpcg.private.engines import check_engine_algorithm, run_description
 from dpcg.private.ledger import DEFAULT_RELATIONS, IN_MEMORY, LedgerTarget, open_session
@@ -143,11 +144,17 @@ def run_private(
     background: BackgroundKnowledge | None = None,
     progress: Progress | None = None,
     description: str = "",
+    limits: RunLimits | None = None,
 ) -> PrivateResult:
     """Run ``algorithm`` on an already-built ``source`` (its ``source(...)``'s output).
 
     ``params`` is the algorithm's ``Params`` instance (default: ``Params()``).
+    ``limits`` (:class:`dpcg.pc.limits.RunLimits`, ``public_only=True``) ends the run
+    with the graph so far when a public test budget is reached; the spend stands.
     """
+    if limits is not None and not (isinstance(limits, RunLimits) and limits.public_only):
+        raise AlgorithmError("limits: a private run takes RunLimits(public_only=True) (its "
+                             "stop must not depend on the clock or the memory)")
     algo = _algorithm(algorithm)
     if params is None:
         params = algo.params()
@@ -185,7 +192,7 @@ def run_private(
     try:
         tester = algo.tester(plan, source, session)
         result = pc_stable(tester, names, max_depth=plan.max_depth, background=background,
-                           progress=progress)
+                           progress=progress, limits=limits)
         status = "budget-exhausted" if result.budget_exhausted else "completed"
     finally:
         handle.close(status)
@@ -202,6 +209,10 @@ def run_private(
     note = getattr(tester, "exhaustion_note", None)  # what the user gets, if it says
     if result.budget_exhausted and not nothing and isinstance(note, str) and note:
         message = note
+    stopped = result.info.get("stopped") if result.stop_reason is not None else None
+    if message is None and isinstance(stopped, dict):
+        message = (f"{stopped.get('message', 'a run limit was reached')}: the graph is the "
+                   "graph so far; every release made stands in the ledger")
     if message is None and len(names) > 1 and result.cpdag.n_edges == 0:
         # never a silent empty graph (issue 20): say what it means (post-processing of
         # the released graph only)
@@ -262,6 +273,7 @@ def discover_private(
     background: BackgroundKnowledge | None = None,
     progress: Progress | None = None,
     cache: ScoreCache | None = None,
+    limits: RunLimits | None = None,
 ) -> PrivateResult:
     """A whole private run on ``dataset``: settings -> the test's options -> source ->
     :func:`run_private` (what ``dpcg discover`` and :func:`dpcg.private.discover` call).
@@ -296,4 +308,5 @@ def discover_private(
     source = algo.source(dataset, settings, test_options, cache)  # type: ignore[arg-type]
     return run_private(algo, source, tuple(str(n) for n in dataset.names), settings, params,
                        ledger=ledger, background=background, progress=progress,
-                       description=run_description(algo.name, resolved, dataset))
+                       description=run_description(algo.name, resolved, dataset),
+                       limits=limits)

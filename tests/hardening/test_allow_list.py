@@ -64,7 +64,10 @@ RESULT_FIELDS: dict[str, str] = {
     # lifetime less the charges of closed runs' admitted mechanisms (refunds by realized
     # spend): post-processing of admitted releases
     "ledger.remaining_lifetime.*": RELEASED,
-    "ledger.registered_lifetime.*": PUBLIC,  # the lifetime this run declared for a new id
+    "ledger.registered_lifetime.*": PUBLIC,
+    # a run limit reached: decided for a private run from its count of answered tests
+    # through a public cost model (docs/memory.md): post-processing of releases
+    "stopped.*": RELEASED,  # the lifetime this run declared for a new id
     "auto.*": PUBLIC,  # --algorithm auto: chosen from the schema kind, n and the budget
     # the plan: fixed before the session opens from params, settings and the schema ...
     "plan.rule": PUBLIC, "plan.test": PUBLIC, "plan.alpha": PUBLIC, "plan.max_depth": PUBLIC,
