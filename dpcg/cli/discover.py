@@ -266,17 +266,22 @@ def run(args: argparse.Namespace) -> int:
     request = request_for(args)
     for flag, path in _outputs(args):  # pre-flight: before any data is read or budget spent
         _check_writable(flag, path)
-    progress = None
+    progress: Any = None
     # A private run's progress line is drawn on a terminal only: redrawn into a
     # redirected log it would record the run's pace per level (a timing side channel;
-    # docs/privacy/threat-model.md).
-    if not args.quiet and (not request.private or sys.stderr.isatty()):
+    # docs/privacy/threat-model.md). A non-private run on a terminal gets the engine's
+    # line with the pre-flight estimate after level 0, tests pending and an ETA.
+    if not args.quiet and not request.private and sys.stderr.isatty():
+        from dpcg.pc.progress import ProgressLine
+
+        progress = ProgressLine(max_depth=args.max_depth)
+    elif not args.quiet and (not request.private or sys.stderr.isatty()):
         progress = Progress(label=_label(request), show_time=not request.private)
     try:
         with _quiet_data_notes(args):
             result = execute(request, progress=progress, include_tests=args.include_tests)
     finally:
-        if progress is not None:
+        if progress is not None and hasattr(progress, "close"):
             progress.close()
     doc = result.document
     diagnostics = diagnostics_json(result.pc, load_seconds=result.load_seconds)
