@@ -238,8 +238,8 @@ def run_private(
     return PrivateResult(
         algorithm=algo.name, test=settings.test, pc=result, guarantee=guarantee,
         ledger=ledger_info, budget_exhausted=result.budget_exhausted,
-        spent=_spent_dict(spent, session.spent_summary()), plan=plan_info, mechanisms=dict(handle.recorder.counts),
-        message=message,
+        spent=_spent_dict(spent, session.spent_summary()), plan=plan_info,
+        mechanisms=dict(handle.recorder.counts), message=message,
     )
 
 
