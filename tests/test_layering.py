@@ -35,6 +35,15 @@ NON_PRIVACY_RANDOMNESS: dict[str, str] = {
         "model of released (post-processed) counts and the public noise variance, from a "
         "public seed (docs/privacy/algorithm-marginal-pc.md); never privacy noise"
     ),
+    "dpcg/citests/noisy_gaussian.py": (
+        "Monte-Carlo null of cov-pc's test: replicates of the PUBLIC release noise scale "
+        "added to the released (post-processed) matrix, from the session's auxiliary "
+        "generator (docs/privacy/algorithm-cov-pc.md); never privacy noise"
+    ),
+    "dpcg/testing.py": (
+        "random test data and neighbouring tables for the exported conformance checks "
+        "(check_algorithm / check_statistic / check_engine); nothing is released"
+    ),
     "dpcg/regression.py": (
         "public random Fourier frequencies of the RFF ridge, drawn from a public seed that "
         "is a hyper-parameter (never from the data); the sensitivity bound holds for every "
@@ -45,6 +54,8 @@ NON_PRIVACY_RANDOMNESS: dict[str, str] = {
 #: Modules allowed to import a package above their own, with the reason.
 UPWARD_IMPORTS: dict[str, str] = {
     "dpcg/cli/audit.py": "the `dpcg audit` entry point runs the audits package (lazily)",
+    "dpcg/testing.py": ("check_statistic reuses the audits' sensitivity searches (imported "
+                        "lazily inside it; the rest of dpcg.testing needs no audits)"),
 }
 
 #: Generator / RandomState methods that draw random numbers.

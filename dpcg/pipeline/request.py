@@ -303,6 +303,8 @@ class DiscoverRequest:
     def given(self, option: str) -> bool:
         constraint = _BY_NAME[option]
         value = getattr(self, option)
+        if option == "ledger" and value is None and not self.private:
+            return False  # NO_LEDGER is what non-private pc does anyway
         unset = constraint.unset
         return not (value is unset or (unset is not DEFAULT and value == unset))
 

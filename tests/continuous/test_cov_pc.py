@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcg.bench.cov_pc import DESIGNS, binomial_band, null_rejections
+from benchmarks.cov_pc import DESIGNS, binomial_band, null_rejections
 from dpcg.citests.noisy_gaussian import NoisyMomentTest, score_matrix
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Categorical, Continuous, Ordinal, Schema

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcg.bench.utility_f1 import family_of
+from benchmarks.utility_f1 import family_of
 from dpcg.cli import main
 from dpcg.datasets import bif_file_id, bif_stem, is_bif_path, load_bif_file, load_network
 from dpcg.errors import BifParseError, DatasetNotFoundError

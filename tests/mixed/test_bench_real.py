@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcg.bench.real import (
+from benchmarks.real import (
     SACHS_DATA,
     SACHS_TARGET,
     Config,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dpcg.bench.scale import hub_network, render, run_one
+from benchmarks.scale import hub_network, render, run_one
 from dpcg.cli import main
 
 

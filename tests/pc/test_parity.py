@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpcg.bench.pc import causallearn_cpdag
+from benchmarks.pc import causallearn_cpdag
 from dpcg.citests.nonprivate import FastG2Test
 from dpcg.datasets import load_network
 from dpcg.graph import CPDAG

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dpcg.bench.private import RESULTS, page
-from dpcg.bench.report import page_results
+from benchmarks.private import RESULTS, page
+from benchmarks.report import page_results
 from dpcg.cli import main
 
 GRID = ["bench", "private", "--networks", "earthquake", "--algorithms", "laplace-pc",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dpcg.bench.private import SPEED_SCORES, _speed_here, _speed_table
+from benchmarks.private import SPEED_SCORES, _speed_here, _speed_table
 from dpcg.citests.private import DEFAULT_SCORE
 
 

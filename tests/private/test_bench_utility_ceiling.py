@@ -1,4 +1,4 @@
-"""``python -m dpcg.bench.utility --ceiling``: one G^2 PC run checks the distance on every
+"""``python -m benchmarks.utility --ceiling``: one G^2 PC run checks the distance on every
 table, and the distance's own run is made only when a sign differs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from dpcg.bench import utility
+from benchmarks import utility
 from dpcg.datasets import load_network
 
 

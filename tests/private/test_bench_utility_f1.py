@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dpcg.bench import utility_f1 as f1
-from dpcg.bench.report import page_results
+from benchmarks import utility_f1 as f1
+from benchmarks.report import page_results
 from dpcg.errors import DpcgError
 
 
@@ -145,7 +145,7 @@ def test_speed_rows_pair_each_test_with_g2() -> None:
     import argparse
     import math
 
-    from dpcg.bench.utility import render, speed
+    from benchmarks.utility import render, speed
 
     row = speed(3, 4, 2_000, 1, 3)
     for v in (row.g2_table_ms, row.dist_table_ms, row.g2_stat_us, row.dist_stat_us,
@@ -161,7 +161,7 @@ def test_speed_rows_pair_each_test_with_g2() -> None:
 
 
 def test_callgrind_output_is_read_by_function_name() -> None:
-    from dpcg.bench.utility import parse_inclusive
+    from benchmarks.utility import parse_inclusive
 
     text = """--------------------------------------------------------------------------------
 Ir
@@ -186,7 +186,7 @@ Ir
 def test_instruction_counts_under_callgrind() -> None:
     """A real callgrind run of the probe: every count is positive, and building the
     table plus a statistic costs more than building the table alone."""
-    from dpcg.bench.utility import instructions
+    from benchmarks.utility import instructions
 
     row = instructions(3, 4, 2_000, 1, 2)
     assert row.table > 0

@@ -4,7 +4,7 @@ alarm (37 nodes) sampled to Parquet (streamed, :mod:`dpcg.datasets.parquet_sampl
 each row count; on each engine two workloads: Laplace-PC (``epsilon = 1``, seeded noise,
 in-memory ledger) and non-private PC with the G-test (the ``cmi`` score ``n CMI = G^2/2``
 against ``chi2_{1-alpha}(df)/2``, alpha 0.05). Every measurement runs in a fresh Python
-process (``python -m dpcg.bench.engines --one ...``) so that its peak RSS
+process (``python -m benchmarks.engines --one ...``) so that its peak RSS
 (``VmHWM``) is its own; the Spark measurement also reads the JVM's peak RSS
 (``VmHWM`` of the gateway process, local mode). Reported: wall and CPU time (the numpy
 engine's includes loading the Parquet file into memory; DuckDB and Spark include building
@@ -99,7 +99,7 @@ def measure_one(engine_name: str, workload: str, parquet: str, schema_path: str,
 
 def _child(engine: str, workload: str, parquet: str, schema: str, timeout: float,
            memory_limit: str | None) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "dpcg.bench.engines", "--one", engine, workload, parquet,
+    cmd = [sys.executable, "-m", "benchmarks.engines", "--one", engine, workload, parquet,
            schema]
     if memory_limit:
         cmd += ["--memory-limit", memory_limit]
@@ -167,7 +167,7 @@ def _markdown(results: list[dict[str, Any]], rows_list: list[int], cpus: int) ->
 
 
 def _main(args: argparse.Namespace) -> int:
-    from dpcg.bench.report import write_section
+    from benchmarks.report import write_section
     from dpcg.datasets import load_network
     from dpcg.datasets.parquet_sample import write_sample_parquet
 

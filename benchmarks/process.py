@@ -68,7 +68,7 @@ def _timed(argv: list[str]) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcg.bench.report import machine_description, write_section
+    from benchmarks.report import machine_description, write_section
     from dpcg.datasets import load_network
 
     if args.rows <= 0 or args.repeats <= 0:

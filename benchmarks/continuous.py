@@ -51,7 +51,7 @@ import numpy as np
 from accounting.costs import Budget
 from accounting.mechanisms import Laplace, ReportNoisyMax
 from accounting.session import Session
-from dpcg.bench.report import machine_description, write_section
+from benchmarks.report import machine_description, write_section
 from dpcg.citests.crt import (
     GaussianModelX,
     PrivCRTTest,

@@ -2,7 +2,7 @@
 
 ``write_section(suite, markdown, images)`` writes ``docs/benchmarks/<suite>.md`` and its
 PNGs under ``docs/benchmarks/img/``, then regenerates ``docs/benchmarks.md`` from
-:data:`INTRO` plus one row per existing page, in :data:`dpcg.bench.SUITES` order (the
+:data:`INTRO` plus one row per existing page, in :data:`benchmarks.SUITES` order (the
 index links the pages; it copies none). Inside a page, refer to an image as
 ``img/<name>.png`` (relative to ``docs/benchmarks/``).
 """
@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpcg.bench import SUITES
+from benchmarks import SUITES
 from dpcg.errors import DpcgError
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 INTRO = """\
 # Benchmarks

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import guarded_results, results_comment
 from dpcg.api import discover
-from dpcg.bench.report import guarded_results, results_comment
 from dpcg.datasets import bif_stem, is_bif_path, load_network
 from dpcg.errors import DpcgError
 from dpcg.metrics import skeleton_scores
@@ -424,7 +424,7 @@ def _split(text: str) -> list[str]:
 
 def results_file(args: argparse.Namespace) -> Path:
     """``--results``, or the default file when none was given, unless ``--f1-out`` is a
-    page built from another file (:func:`dpcg.bench.report.guarded_results`)."""
+    page built from another file (:func:`benchmarks.report.guarded_results`)."""
     return guarded_results(args.results, RESULTS, Path(args.f1_out), "--f1-out")
 
 

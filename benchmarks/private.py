@@ -32,7 +32,7 @@ from typing import Any
 from accounting.costs import Budget
 from accounting.ledger import Ledger
 from accounting.relations import Relation
-from dpcg.bench.report import (
+from benchmarks.report import (
     guarded_results,
     machine_description,
     results_comment,

@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_write:
         print(text)
         return 0
-    from dpcg.bench.report import write_section
+    from benchmarks.report import write_section
 
     write_section("scale", text, docs_dir=args.docs_dir)
     return 0

@@ -8,8 +8,8 @@ tests on null data, and skeleton F1 on the Sachs flow-cytometry data.
   Sachs data read from the ``cdt`` 0.6.0 wheel (``pip download cdt==0.6.0 --no-deps``);
   the data is never copied into the package.
 
-Run ``python -m dpcg.bench.cov_pc type1 [REPS]``, ``python -m dpcg.bench.cov_pc sachs
-WHEEL`` or ``python -m dpcg.bench.cov_pc scale P N``.
+Run ``python -m benchmarks.cov_pc type1 [REPS]``, ``python -m benchmarks.cov_pc sachs
+WHEEL`` or ``python -m benchmarks.cov_pc scale P N``.
 """
 
 from __future__ import annotations

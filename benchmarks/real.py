@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcg.bench.report import machine_description, write_section
+from benchmarks.report import machine_description, write_section
 from dpcg.data import Continuous, Dataset, Schema
 from dpcg.errors import DpcgError
 from dpcg.graph import CPDAG

@@ -313,7 +313,7 @@ def _load() -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcg.bench.report import machine_description, write_section
+    from benchmarks.report import machine_description, write_section
     from dpcg.datasets import load_network
 
     networks = [n.strip() for n in args.networks.split(",") if n.strip()]
