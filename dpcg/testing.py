@@ -99,6 +99,18 @@ def _ensure(ok: object, check: str, message: str) -> None:
 # ---------------------------------------------------------------------------------
 
 
+def _proof_note_path(note: str) -> Path:
+    """A statistic's proof note: ``proof_note`` is a path in the source checkout
+    (``docs/privacy/...``; a toy's may be anywhere, or absolute). The notes are docs,
+    not package data: from an installed wheel the check says so."""
+    path = Path(note)
+    if path.is_absolute():
+        return path
+    import dpcg
+
+    return Path(dpcg.__file__).resolve().parents[1] / path
+
+
 def data_kind(algorithm: Any) -> str:
     """The kind of data the algorithm's default test takes: ``discrete``,
     ``continuous`` or ``mixed`` (a test for ``any`` data is given mixed data, the most
@@ -375,7 +387,7 @@ def _check_shape(run: _Runner, work: Path) -> None:
     _ensure(doc["privacy"] == doc["guarantee"], check, "privacy != guarantee")
     for key, fields, optional in (
             ("privacy", {"epsilon", "delta", "relation", "rule"}, set()),
-            ("spent", {"exact", "epsilon", "delta", "rho"}, set()),
+            ("spent", {"rule", "exact", "epsilon", "delta", "rho", "stated"}, set()),
             # a run that registered its dataset id also reports the declared lifetime
             ("ledger", {"path", "run_id", "dataset_id", "remaining_lifetime"},
              {"registered_lifetime"})):
@@ -465,7 +477,7 @@ _BAD_VALUES: tuple[object, ...] = (math.nan, math.inf, -1.0, "1", None)
 
 def _check_note(spec: Any) -> None:
     check = f"statistic {spec.name!r}: proof note"
-    note = spec.proof_path()
+    note = _proof_note_path(spec.proof_note)
     _ensure(note.is_file(), check, f"missing {spec.proof_note}")
     text = note.read_text(encoding="utf-8")
     for section in ("Claim", "Assumptions", "Proof", "Checked by"):

@@ -39,6 +39,7 @@ def test_missing_generator_fails_the_suite() -> None:
             public_params=("mystery",)), *privpc_counterexample(20), 1.0)
 
 
+@pytest.mark.slow
 def test_registered_bounds_hold() -> None:
     light = Effort(random_trials=60, restarts=2, steps=60, hypothesis_examples=30)
     for r in audit_all(light, seed=1):

@@ -168,6 +168,8 @@ def request_for(args: argparse.Namespace) -> DiscoverRequest:
     """THE request of ``dpcg discover`` (validated: nothing read, nothing charged)."""
     if args.no_ledger and args.ledger is not None:
         raise AlgorithmError("--no-ledger: --ledger only apply to a run recorded in a ledger")
+    if args.no_ledger and args.algorithm == NONPRIVATE:
+        raise AlgorithmError("--no-ledger: only apply to a private algorithm, not to pc")
     return DiscoverRequest.create(
         _data(args), schema=args.schema, algorithm=args.algorithm, test=args.test,
         alpha=args.alpha, max_depth=args.max_depth, background=_background(args.background),

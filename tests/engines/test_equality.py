@@ -85,6 +85,7 @@ def test_numpy_equals_duckdb(
         assert_same(contingency_table(codes[:, rows[inner]], cards, *q), got)
 
 
+@pytest.mark.slow
 def test_numpy_equals_duckdb_equals_spark(
     spark: Any, datasets: list[tuple[Schema, Any, str]], tmp_path: Path
 ) -> None:

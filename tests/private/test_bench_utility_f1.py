@@ -180,6 +180,7 @@ Ir
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None
                     or shutil.which("callgrind_annotate") is None,
                     reason="needs valgrind (callgrind)")
