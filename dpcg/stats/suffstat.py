@@ -168,8 +168,17 @@ def _stat_rank_entry(x: NDArray[np.integer], y: NDArray[np.integer],
     return float(u[:, 0] @ u[:, 1]) / float(u.shape[0])
 
 
+def _public_count(name: str, value: object, minimum: int) -> int:
+    """A public count (``n``, a cardinality) as an int; anything else (NaN, inf, a
+    fraction, a string, ``None``, too small) is a :class:`StatisticInputError`."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+            value) or value != int(value) or value < minimum:
+        raise StatisticInputError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def _sens_rank_entry(*, n: float) -> float:
-    return rank_entry_sensitivity(int(n))
+    return rank_entry_sensitivity(_public_count("n", n, 2))
 
 
 def _stat_pearson_entry(x: NDArray[np.integer], y: NDArray[np.integer],
@@ -181,7 +190,9 @@ def _stat_pearson_entry(x: NDArray[np.integer], y: NDArray[np.integer],
 
 
 def _sens_pearson_entry(*, n: float, cx: float, cy: float) -> float:
-    return 2.0 / _check_n_q(int(n), 1)[0]
+    _public_count("cx", cx, 2)
+    _public_count("cy", cy, 2)
+    return 2.0 / _check_n_q(_public_count("n", n, 2), 1)[0]
 
 
 def register_moment_specs() -> None:
