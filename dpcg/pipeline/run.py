@@ -203,6 +203,18 @@ def _limits(req: DiscoverRequest, private: bool, n: int, p: int) -> Any:
                      max_memory=memory, public_only=private, rows=n, columns=p)
 
 
+def _run_delta(req: DiscoverRequest, choice: Choice) -> float:
+    """The private run's delta (the algorithm's default unless given), with the run's
+    numbers validated by :class:`~dpcg.private.contract.RunSettings`."""
+    from dpcg.private.contract import RunSettings
+
+    delta = float(choice.algorithm.default_delta if req.delta is None else req.delta)
+    RunSettings(epsilon=req.epsilon, delta=delta,  # type: ignore[arg-type]
+                test=choice.requested_test, alpha=req.alpha, noise_seed=req.noise_seed,
+                max_depth=req.max_depth)
+    return delta
+
+
 def execute(req: DiscoverRequest, *, progress: Progress | None = None,
             include_tests: bool = False) -> DiscoveryResult:
     """Run ``req`` (module docstring). Bad input raises the project's errors before
@@ -211,7 +223,6 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
     from dpcg.graph import CPDAG
     from dpcg.pc.background import BackgroundKnowledge
     from dpcg.pc.engine import pc_stable
-    from dpcg.private.contract import RunSettings
     from dpcg.private.run import discover_private
 
     background = req.background
@@ -222,16 +233,10 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
     needs_kind = req.algorithm == AUTO or (req.algorithm == NONPRIVATE and req.test is None)
     early = choose(req, kind, n) if not needs_kind or (
         kind is not None and n is not None) else None
-    if early is None and req.algorithm == AUTO and req.epsilon is None:
-        raise AlgorithmError(f"{req.name('epsilon')}: algorithm 'auto' is private and needs "
-                             f"{req.name('epsilon')} (the run's TOTAL privacy budget)")
     delta = None
     if early is not None and early.algorithm is not None:
-        delta = early.algorithm.default_delta if req.delta is None else req.delta
         # the run's numbers, validated before any data is read or a ledger is touched
-        RunSettings(epsilon=req.epsilon, delta=delta,  # type: ignore[arg-type]
-                    test=early.requested_test, alpha=req.alpha, noise_seed=req.noise_seed,
-                    max_depth=req.max_depth)
+        delta = _run_delta(req, early)
     t0 = time.perf_counter()
     discrete = early is not None and _is_discrete_algorithm(early.algorithm)
     if early is None and req.algorithm == AUTO and kind is not None:
@@ -268,11 +273,8 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
         guarantee = ledger_info = None
     else:
         algo = choice.algorithm
-        if delta is None:
-            delta = algo.default_delta if req.delta is None else req.delta
-            RunSettings(epsilon=req.epsilon, delta=delta,  # type: ignore[arg-type]
-                        test=choice.requested_test, alpha=req.alpha,
-                        noise_seed=req.noise_seed, max_depth=req.max_depth)
+        if delta is None:  # auto, or a schema read with the data: checked now
+            delta = _run_delta(req, choice)
         target = _ledger_target(req, algo, float(delta), resolved)
         private_res = discover_private(
             resolved.source, algo, epsilon=float(req.epsilon),  # type: ignore[arg-type]
