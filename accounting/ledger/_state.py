@@ -47,7 +47,13 @@ from accounting.ledger._format import (
     STORED_FIELDS,
     scalar_json,
 )
-from accounting.ledger._verify import _budget_from, _cost_from, _EntryError, run_charge
+from accounting.ledger._verify import (
+    RunRecord,
+    _budget_from,
+    _cost_from,
+    _EntryError,
+    run_charge,
+)
 from accounting.relations import Relation
 
 _INDEX = {name: i for i, name in enumerate(STORED_FIELDS)}
@@ -129,22 +135,9 @@ SELECT_ALL = f"SELECT {', '.join(STORED_FIELDS)} FROM entries ORDER BY seq"
 
 
 @dataclass
-class RunState:
+class RunState(RunRecord):
     """One run as the chain defines it."""
 
-    run_id: str
-    dataset_id: str
-    rule: str
-    relation: str
-    budget_epsilon: Fraction
-    budget_delta: Fraction
-    seed_explicit: bool
-    description: str
-    opened_seq: int
-    status: str = "open"
-    closed_seq: int | None = None
-    entries: int = 0
-    outputs: int = 0
     #: how many mechanism entries carry each cost (eps, delta, rho): a run repeats a few
     #: costs thousands of times, so the sums are formed once, not per entry
     costs: Counter[str] = field(default_factory=Counter)

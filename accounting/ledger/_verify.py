@@ -113,8 +113,10 @@ def _display(q: Fraction) -> float | None:
 # Totals and report
 # ---------------------------------------------------------------------------------
 @dataclass
-class RunTotals:
-    """What one run reserved and spent, re-derived from the chain."""
+class RunRecord:
+    """One run as its entries declare it: identity, budget, status and counts (shared by
+    the verifier's :class:`RunTotals` and the writers' fold,
+    :class:`accounting.ledger._state.RunState`)."""
 
     run_id: str
     dataset_id: str
@@ -129,6 +131,12 @@ class RunTotals:
     closed_seq: int | None = None
     entries: int = 0
     outputs: int = 0
+
+
+@dataclass
+class RunTotals(RunRecord):
+    """What one run reserved and spent, re-derived from the chain."""
+
     spent_epsilon: Fraction | None = Fraction(0)
     spent_delta: Fraction = Fraction(0)
     spent_rho: Fraction | None = Fraction(0)
