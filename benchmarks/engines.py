@@ -60,8 +60,8 @@ def measure_one(engine_name: str, workload: str, parquet: str, schema_path: str,
     """One run in this process; returns the measurements."""
     from dpcg.citests.private import ThresholdCITest, source_for_dataset
     from dpcg.data.schema import Schema
+    from dpcg.engines.resolve import resolve_engine
     from dpcg.pc.engine import pc_stable
-    from dpcg.private.engines import resolve_engine
     from dpcg.private.run import discover_private
 
     schema = Schema.from_json(Path(schema_path))

@@ -641,7 +641,7 @@ def _check_engine_input(factory: EngineFactory) -> None:
 
 
 def _check_engine_tables(factory: EngineFactory, quick: bool, seed: int) -> None:
-    from dpcg.stats.engine import WarmsTables
+    from dpcg.engines.base import WarmsTables
 
     check = "the same tables as the numpy engine, bit for bit"
     rng = np.random.default_rng(seed)
@@ -722,9 +722,9 @@ def _check_engine_runs(factory: EngineFactory, seed: int) -> None:
 
 def check_engine(engine_factory: Any, *, quick: bool = True, seed: int = 0) -> None:
     """Check a table engine: ``engine_factory`` is an
-    :class:`~dpcg.stats.engine.EngineSpec`, a registered engine's name, or a callable
+    :class:`~dpcg.engines.base.EngineSpec`, a registered engine's name, or a callable
     ``(codes, cardinalities, names) -> TableEngine``; raises :class:`AssertionError`."""
-    from dpcg.stats.engine import EngineSpec, get_engine
+    from dpcg.engines.base import EngineSpec, get_engine
 
     if isinstance(engine_factory, str):
         engine_factory = get_engine(engine_factory)

@@ -153,7 +153,7 @@ def test_only_accounting_draws_noise() -> None:
 
 
 #: The layers inside dpcg, lowest first: a unit may import only units at or below it.
-LAYERS = ("data", "stats", "citests", "pc", "private", "cli")
+LAYERS = ("data", "stats", "engines", "citests", "pc", "private", "cli")
 
 
 def _module_of(path: Path) -> str:

@@ -33,10 +33,10 @@ from numpy.typing import NDArray
 
 from dpcg.citests.base import CIResult, CITest, validate_query
 from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test
+from dpcg.engines.base import NumpyEngine
 from dpcg.errors import CITestError
 from dpcg.stats.contingency import MAX_ROWS, StrataTable, contingency_table
 from dpcg.stats.discrete import SPARSE_RULES, ChiSquareResult, chi2_test, g2_test, g2_test_rule
-from dpcg.stats.engine import NumpyEngine
 from dpcg.stats.fisherz import fisher_z
 from dpcg.stats.kendall import (
     conditional_kendall_z,
@@ -209,7 +209,7 @@ class Chi2Test(_ChiSquareFamily):
 
 class FastG2Test(G2Test):
     """:class:`G2Test` with the tables of the ``numpy`` table engine
-    (:class:`dpcg.stats.engine.NumpyEngine`: bitset tables where they are cheaper,
+    (:class:`dpcg.engines.base.NumpyEngine`: bitset tables where they are cheaper,
     ``bincount`` otherwise); the same tables, hence bit-for-bit the same results."""
 
     _engine: NumpyEngine | None = None

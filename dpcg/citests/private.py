@@ -32,7 +32,7 @@ score is at most ``T``. Five scores are offered:
 
 Each score is a registered :class:`dpcg.stats.scores.Score` (its value on a stratified
 table, its registered bound per pair, its threshold rule); a :class:`StatisticSource`
-is a table engine (:mod:`dpcg.stats.engine`: where the tables are counted, ``numpy`` by
+is a table engine (:mod:`dpcg.engines.base`: where the tables are counted, ``numpy`` by
 default) plus one score.
 
 Releases go through :meth:`accounting.session.Session.release` with the mechanism the
@@ -58,9 +58,7 @@ from accounting.relations import Relation
 from accounting.session import Session
 from dpcg.citests.base import CIResult, CITest, validate_query
 from dpcg.citests.registry import TestContext, TestSpec, option, register_test
-from dpcg.errors import CITestError, StatisticInputError
-from dpcg.stats.contingency import StrataTable
-from dpcg.stats.engine import (
+from dpcg.engines.base import (
     DEFAULT_ENGINE,
     NumpyEngine,
     Query,
@@ -68,6 +66,8 @@ from dpcg.stats.engine import (
     WarmsTables,
     get_engine,
 )
+from dpcg.errors import CITestError, StatisticInputError
+from dpcg.stats.contingency import StrataTable
 from dpcg.stats.scores import (
     CMI_SPEC,
     KENDALL_SPEC,
@@ -132,7 +132,7 @@ class DiscreteDataset(Protocol):
 
 class StatisticSource:
     """Exact dependence scores of one discrete dataset, with public sensitivities and
-    thresholds: a table engine (:mod:`dpcg.stats.engine`, where the tables are counted)
+    thresholds: a table engine (:mod:`dpcg.engines.base`, where the tables are counted)
     plus a registered score (:mod:`dpcg.stats.scores`, what is computed from a table,
     its sensitivity and its threshold rule).
 
@@ -298,9 +298,9 @@ class StatisticSource:
     def expect(self, queries: Sequence[Query]) -> None:
         """Announce the queries a tester may ask next, one at a time (an SVT stream,
         CURATE's per-test releases). On an engine that counts where the data live
-        (:class:`~dpcg.stats.engine.WarmsTables`: DuckDB, Spark), the first score that is
+        (:class:`~dpcg.engines.base.WarmsTables`: DuckDB, Spark), the first score that is
         not cached then has the engine count all of them with the scans of one batch
-        (:meth:`~dpcg.stats.grouped.GroupedEngine.warm`) instead of one scan per query;
+        (:meth:`~dpcg.engines.grouped.GroupedEngine.warm`) instead of one scan per query;
         each score is still computed only when it is read, so the same tests are
         computed as without the announcement. Nothing is counted here: that happens when
         a score is first read, inside a release that was already admitted. On the

@@ -19,9 +19,9 @@ import numpy as np
 
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Schema
+from dpcg.engines.base import DEFAULT_ENGINE, TableEngine
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, SchemaError
 from dpcg.pipeline.request import DiscoverRequest, NetworkSpec
-from dpcg.stats.engine import DEFAULT_ENGINE, TableEngine
 
 __all__ = ["Resolved", "Source", "Truth", "check_test_data", "load_schema", "resolve"]
 
@@ -201,7 +201,7 @@ def _engine_options(req: DiscoverRequest) -> list[str]:
 
 def _engine_name(req: DiscoverRequest, private_discrete: bool) -> object:
     """The engine the request asks for, or implies (``None``: in memory)."""
-    from dpcg.private.engines import default_engine_name, is_engine_data
+    from dpcg.engines.resolve import default_engine_name, is_engine_data
 
     engine = req.engine
     if engine is not None:
@@ -242,7 +242,7 @@ def _source_kind(data: object) -> str:
 
 
 def _on_engine(req: DiscoverRequest, engine: object) -> Resolved:
-    from dpcg.private.engines import engine_name_of, resolve_engine
+    from dpcg.engines.resolve import engine_name_of, resolve_engine
 
     given = [req.name(n) for n in ("columns", "clip") if req.given(n)]
     if given:
@@ -335,8 +335,8 @@ def check_test_data(test: str, kind: str, resolved: Resolved, private: bool,
                     spelling: str = "python") -> None:
     """The test fits the data: a discrete test needs discrete columns, a continuous test
     continuous ones; the table engines count discrete columns, and non-private PC runs
-    the tests of :data:`dpcg.private.engines.ENGINE_TESTS` there."""
-    from dpcg.private.engines import ENGINE_TESTS
+    the tests of :data:`dpcg.citests.on_engine.ENGINE_TESTS` there."""
+    from dpcg.citests.on_engine import ENGINE_TESTS
 
     who = f"--test {test}" if spelling == "cli" else f"test {test!r}"
     source = resolved.source

@@ -131,10 +131,10 @@ def _declared_kind(req: DiscoverRequest) -> tuple[str | None, int | None]:
     """The public schema kind and n of ``req`` when they are known before the data are
     read (a Dataset, an engine, a declared schema; a network sample is discrete)."""
     from dpcg.data.dataset import Dataset
+    from dpcg.engines.base import TableEngine
     from dpcg.pipeline.choose import schema_kind
     from dpcg.pipeline.data import load_schema
     from dpcg.pipeline.request import NetworkSpec
-    from dpcg.stats.engine import TableEngine
 
     data = req.data
     if isinstance(data, Dataset | TableEngine):
@@ -261,7 +261,7 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
             tester = choice.test.make(TestContext(resolved.source, float(req.alpha),
                                                   choice.test_options, resolved.truth))
         else:  # a table engine: counted where the data live
-            from dpcg.private.engines import engine_tester
+            from dpcg.citests.on_engine import engine_tester
 
             tester = engine_tester(resolved.source, choice.test.name, float(req.alpha),
                                    choice.test_options)

@@ -23,15 +23,15 @@ from dpcg.citests.private import ThresholdCITest, source_for_dataset
 from dpcg.citests.registry import make_options
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Schema
+from dpcg.engines.base import TableEngine
+from dpcg.engines.resolve import resolve_engine
 from dpcg.errors import AlgorithmError
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import PCResult, pc_stable
 from dpcg.private.contract import ScoreCache
-from dpcg.private.engines import resolve_engine
 from dpcg.private.ledger import IN_MEMORY, LedgerTarget
 from dpcg.private.registry import get_algorithm
 from dpcg.private.run import PrivateResult, discover_private
-from dpcg.stats.engine import TableEngine
 
 __all__ = ["discover", "nonprivate_pc"]
 
@@ -74,7 +74,7 @@ def discover(
     Engines (docs/scale.md): ``engine`` is ``"numpy"``, ``"duckdb"``, ``"spark"`` or an
     open DuckDB connection; ``dataset`` may then be a path/Parquet glob/``DB.duckdb:TABLE``
     (with ``schema``), a DuckDB relation or table name, a Spark DataFrame, or a
-    :class:`~dpcg.stats.engine.TableEngine` (:func:`dpcg.private.engines.resolve_engine`).
+    :class:`~dpcg.engines.base.TableEngine` (:func:`dpcg.engines.resolve.resolve_engine`).
     """
     dataset = resolve_engine(dataset, engine, schema=schema, spark_master=spark_master,
                              memory_limit=memory_limit)

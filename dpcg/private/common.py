@@ -29,12 +29,12 @@ from dpcg.citests.private import DEFAULT_SCORE, SCORES, ScoreOptions, StatisticS
 from dpcg.citests.private import source_for_dataset as _source_for_dataset
 from dpcg.citests.registry import option
 from dpcg.data.dataset import Dataset
+from dpcg.engines.base import WarmsTables
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import CandidateSets, LevelCandidates, Pair, Sepset
 from dpcg.private import planning
 from dpcg.private.contract import Plan, RunSettings, ScoreCache, Tester
 from dpcg.private.planning import SELECT_GAIN, SELECT_SHARE, level0_selection
-from dpcg.stats.engine import WarmsTables
 
 __all__ = ["DiscreteAlgorithm", "PlanSizeParams", "check_count_field", "exhaustion_note", "fits",
            "plan_count", "unspent"]
@@ -371,7 +371,7 @@ class AnnouncesLevels:
 def announce(source: StatisticSource,
              queries: Iterable[tuple[int, int, tuple[int, ...]]]) -> None:
     """:meth:`StatisticSource.expect` of ``queries``, listed only when the source's engine
-    counts announced batches (:class:`~dpcg.stats.engine.WarmsTables`: DuckDB, Spark):
+    counts announced batches (:class:`~dpcg.engines.base.WarmsTables`: DuckDB, Spark):
     the in-memory engine drops announcements, so a level's candidate tests are never
     materialised for it (``docs/internals.md``, "Memory model")."""
     if isinstance(source.engine, WarmsTables):

@@ -58,6 +58,7 @@ from accounting.session import ReleaseRequest, Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
+from dpcg.engines.grouped import column_set
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import CandidateSets, LevelCandidates, Pair, Sepset, hand_over
 from dpcg.private.common import (
@@ -99,7 +100,6 @@ from dpcg.private.planning import (
     unit_epsilon,
 )
 from dpcg.private.registry import register_algorithm
-from dpcg.stats.grouped import column_set
 
 #: Default threshold tweak ``t`` of the sieve (score scale), fixed before any benchmark.
 DEFAULT_TWEAK = 0.5

@@ -34,16 +34,16 @@ from accounting.costs import Cost
 from accounting.relations import Relation
 from dpcg.citests.registry import get_test, make_options
 from dpcg.data.dataset import Dataset
+from dpcg.engines.base import TableEngine
+from dpcg.engines.resolve import run_description
 from dpcg.errors import AlgorithmError
 from dpcg.graph import CPDAG
 from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import PCResult, pc_stable
 from dpcg.pc.limits import RunLimits
 from dpcg.private.contract import RunSettings, ScoreCache
-from dpcg.private.engines import check_engine_algorithm, run_description
 from dpcg.private.ledger import DEFAULT_RELATIONS, IN_MEMORY, LedgerTarget, open_session
 from dpcg.private.registry import AnyAlgorithm, get_algorithm
-from dpcg.stats.engine import TableEngine
 
 __all__ = ["NOT_PROTECTED", "PrivateResult", "diagnostics_json", "discover_private",
            "released_pc_json", "run_private"]
@@ -310,3 +310,14 @@ def discover_private(
                        ledger=ledger, background=background, progress=progress,
                        description=run_description(algo.name, resolved, dataset),
                        limits=limits)
+
+
+def check_engine_algorithm(data: object, algorithm: object) -> None:
+    """A table engine feeds the discrete family only (contingency tables); refused before
+    anything is charged otherwise."""
+    from dpcg.private.common import DiscreteAlgorithm  # lazy: it loads scipy.stats
+
+    if isinstance(data, TableEngine) and not isinstance(algorithm, DiscreteAlgorithm):
+        name = getattr(algorithm, "name", type(algorithm).__name__)
+        raise AlgorithmError(f"engine: {name} needs the rows in memory (engine numpy); the "
+                             f"{data.name} engine serves the discrete algorithms")

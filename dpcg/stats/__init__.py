@@ -7,8 +7,7 @@
 * :mod:`dpcg.stats.spearman`: Spearman rho from midranks of table margins.
 * :mod:`dpcg.stats.fisherz`: Fisher-z partial correlation.
 * :mod:`dpcg.stats.registry`: statistics with proven sensitivity bounds.
-* :mod:`dpcg.stats.engine`: the :class:`TableEngine` protocol and the engine registry
-  (``numpy``: :mod:`dpcg.stats.bitset` bitsets, else ``bincount``).
+* :mod:`dpcg.stats.bitset`: bitset tables (the ``numpy`` engine's hot path).
 * :mod:`dpcg.stats.scores`: the registered dependence scores of the private family
   (not imported here: it loads ``scipy.stats``, which ``import dpcg.stats`` avoids).
 
@@ -27,14 +26,6 @@ from dpcg.stats.discrete import (
     g2_statistic,
     g2_test,
     n_cmi,
-)
-from dpcg.stats.engine import (
-    EngineSpec,
-    NumpyEngine,
-    TableEngine,
-    engine_names,
-    get_engine,
-    register_engine,
 )
 from dpcg.stats.fisherz import FisherZResult, fisher_z, partial_correlation
 from dpcg.stats.kendall import (
@@ -57,11 +48,8 @@ from dpcg.stats.spearman import (
 
 __all__ = [
     "ChiSquareResult",
-    "EngineSpec",
     "FisherZResult",
-    "NumpyEngine",
     "StrataTable",
-    "TableEngine",
     "chi2_statistic",
     "chi2_test",
     "cmi",
@@ -73,16 +61,13 @@ __all__ = [
     "conditional_spearman_z_public",
     "contingency_table",
     "degrees_of_freedom",
-    "engine_names",
     "fisher_z",
     "g2_statistic",
     "g2_test",
-    "get_engine",
     "kendall_numerator",
     "n_cmi",
     "partial_correlation",
     "public_floor",
-    "register_engine",
     "spearman_rho_a",
     "spearman_rho_blocks",
     "table_from_codes",

@@ -1,5 +1,5 @@
 """Bitset contingency tables (the hot path of the ``numpy`` table engine,
-:mod:`dpcg.stats.engine`): the same tables as :func:`dpcg.stats.contingency_table`,
+:mod:`dpcg.engines.base`): the same tables as :func:`dpcg.stats.contingency_table`,
 built faster for the small tables PC asks for on discrete data.
 
 Each category ``k`` of each column is packed once into a bitset of the ``n`` rows

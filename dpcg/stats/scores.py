@@ -6,7 +6,7 @@ release it: its sensitivity (the bound registered in :mod:`dpcg.stats.registry`,
 evaluated per pair through the declared cardinalities) and its decision threshold
 ``T`` (a test says *independent* when the, possibly noisy, score is at most ``T``).
 :class:`dpcg.citests.private.StatisticSource` combines a score with a table engine
-(:mod:`dpcg.stats.engine`).
+(:mod:`dpcg.engines.base`).
 
 * ``kendall-split``: the largest ``|z|`` over binary splits; bound ``split-kendall-z``
   (one bound for every pair: every split is binary); ``T = z_{1-alpha/2}``.

@@ -17,9 +17,9 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from dpcg.data import Categorical, Continuous, Dataset, Ordinal, Schema  # noqa: E402
+from dpcg.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from dpcg.errors import DataValidationError  # noqa: E402
 from dpcg.stats.contingency import contingency_table  # noqa: E402
-from dpcg.stats.duckdb_engine import DuckDBEngine  # noqa: E402
 
 N = 600
 
@@ -162,8 +162,8 @@ def test_duckdb_refusals_name_column_and_rule(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_spark_reads_missing_values_like_memory(tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
-    from dpcg.stats.engine_specs import local_spark
-    from dpcg.stats.spark_engine import SparkEngine
+    from dpcg.engines.spark_engine import SparkEngine
+    from dpcg.engines.specs import local_spark
     from tests.engines.spark_cluster import java_home
 
     home = java_home()

@@ -48,7 +48,7 @@ def main() -> None:
     out: dict[str, Any] = {"engine": engine_name, "path": path}
     t, c = time.perf_counter(), time.process_time()
     if engine_name == "count":
-        from dpcg.stats.duckdb_engine import DuckDBEngine
+        from dpcg.engines.duckdb_engine import DuckDBEngine
 
         eng = DuckDBEngine.from_parquet(path, schema, memory_limit="1GB", threads=2)
         out["open"] = [time.perf_counter() - t, time.process_time() - c]
@@ -78,7 +78,7 @@ def main() -> None:
                 return [contingency_table(codes, cards, *q, check=False) for q in batch]
         scans = None
     else:
-        from dpcg.stats.duckdb_engine import DuckDBEngine
+        from dpcg.engines.duckdb_engine import DuckDBEngine
 
         eng = DuckDBEngine.from_parquet(path, schema, memory_limit="2GB", threads=2)
         answer = eng.tables

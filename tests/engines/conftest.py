@@ -61,12 +61,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def _stop_local_sessions() -> None:
     """Stop a Spark session an earlier test left active in this process (the
-    ``local[1]`` sessions :func:`dpcg.stats.engine_specs.local_spark` keeps, e.g. for the
+    ``local[1]`` sessions :func:`dpcg.engines.specs.local_spark` keeps, e.g. for the
     engine-equality suites), and forget it: ``getOrCreate`` would otherwise hand the
     cluster fixture that local session, whatever the order the tests run in."""
     from pyspark.sql import SparkSession
 
-    from dpcg.stats import engine_specs
+    from dpcg.engines import specs as engine_specs
 
     engine_specs.stop_local_spark()
     active = SparkSession.getActiveSession()
@@ -79,12 +79,12 @@ def local_spark_session() -> Iterator[Any]:
     """A small Spark session for the Python API tests: the session already active in this
     process if there is one (e.g. the standalone cluster of :func:`spark`), else a
     ``local[1]`` session that is stopped (and forgotten by
-    :func:`dpcg.stats.engine_specs.local_spark`) when the module ends, so that a later
+    :func:`dpcg.engines.specs.local_spark`) when the module ends, so that a later
     :func:`spark` fixture still starts its own cluster session."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from dpcg.stats import engine_specs
+    from dpcg.engines import specs as engine_specs
     from tests.engines.spark_cluster import java_home
 
     if java_home() is None:  # pragma: no cover - CI has Java 17

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpcg.cli import main
-from dpcg.private.engines import default_engine_name
+from dpcg.engines.resolve import default_engine_name
 
 pytest.importorskip("duckdb")
 

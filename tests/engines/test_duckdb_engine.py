@@ -13,9 +13,9 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from dpcg.data import Categorical, Continuous, Schema  # noqa: E402
+from dpcg.engines.duckdb_engine import DuckDBEngine, open_duckdb  # noqa: E402
 from dpcg.errors import DataValidationError, StatisticInputError  # noqa: E402
 from dpcg.stats.contingency import StrataTable, contingency_table  # noqa: E402
-from dpcg.stats.duckdb_engine import DuckDBEngine, open_duckdb  # noqa: E402
 from tests.engines.gen import arrow_table, make_data, random_queries, write_parquet  # noqa: E402
 
 CARDS = [2, 3, 4, 2, 5, 3]

@@ -16,9 +16,9 @@ import pytest
 duckdb = pytest.importorskip("duckdb")
 
 from dpcg.data import Schema  # noqa: E402
+from dpcg.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from dpcg.errors import StatisticInputError  # noqa: E402
 from dpcg.stats.contingency import StrataTable, contingency_table  # noqa: E402
-from dpcg.stats.duckdb_engine import DuckDBEngine  # noqa: E402
 from tests.engines.gen import make_data, write_parquet  # noqa: E402
 
 #: (seed, declared cardinalities, rows, files)
@@ -89,7 +89,7 @@ def test_numpy_equals_duckdb(
 def test_numpy_equals_duckdb_equals_spark(
     spark: Any, datasets: list[tuple[Schema, Any, str]], tmp_path: Path
 ) -> None:
-    from dpcg.stats.spark_engine import SparkEngine
+    from dpcg.engines.spark_engine import SparkEngine
 
     for case, (schema, codes, glob) in enumerate(datasets):
         cards = list(schema.cardinalities)
@@ -122,7 +122,7 @@ def test_joint_limit_follows_the_memory_limit(
 ) -> None:
     """The default joint-cache limit is derived from DuckDB's memory_limit (never below
     JOINT_LIMIT), and DuckDB's printed sizes are read back exactly enough."""
-    from dpcg.stats.duckdb_engine import JOINT_LIMIT, derived_joint_limit, parse_size
+    from dpcg.engines.duckdb_engine import JOINT_LIMIT, derived_joint_limit, parse_size
 
     assert parse_size("953.6 MiB") == int(953.6 * 2**20)
     assert parse_size("1.8 GiB") == int(1.8 * 2**30)
@@ -161,7 +161,7 @@ def test_warmed_tables_equal_and_save_scans(
     """``warm`` (a level's tests announced ahead of a one-at-a-time stream) counts the
     queries' column sets with the scans of one batch; asking for the tables one by one
     afterwards scans nothing more and gives the same tables."""
-    from dpcg.stats.grouped import SETS_PER_SCAN, column_set
+    from dpcg.engines.grouped import SETS_PER_SCAN, column_set
 
     schema, codes, glob = datasets[case]
     cards = list(schema.cardinalities)
@@ -188,7 +188,7 @@ def test_warm_keeps_a_bounded_number_of_rows(
     datasets: list[tuple[Schema, Any, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past ``WARM_ROWS`` rows of frames the rest is counted when asked: same tables."""
-    import dpcg.stats.grouped as grouped
+    import dpcg.engines.grouped as grouped
 
     monkeypatch.setattr(grouped, "WARM_ROWS", 40)
     schema, codes, glob = datasets[1]

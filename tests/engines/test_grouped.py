@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpcg.stats import grouped
-from dpcg.stats.contingency import contingency_table
-from dpcg.stats.grouped import (
+from dpcg.engines import grouped
+from dpcg.engines.grouped import (
     GroupedFrame,
     chunk_sets,
     grouping_id,
@@ -16,6 +15,7 @@ from dpcg.stats.grouped import (
     table_from_frame,
     union_order,
 )
+from dpcg.stats.contingency import contingency_table
 
 
 def _joint(codes: np.ndarray) -> GroupedFrame:

@@ -15,9 +15,9 @@ from dpcg.data import Categorical, Continuous, Dataset, Schema  # noqa: E402
 from dpcg.data.parquet_write import write_parquet_chunks  # noqa: E402
 from dpcg.datasets import load_network  # noqa: E402
 from dpcg.datasets.parquet_sample import write_sample_parquet  # noqa: E402
+from dpcg.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 from dpcg.errors import DataValidationError  # noqa: E402
 from dpcg.stats.contingency import contingency_table  # noqa: E402
-from dpcg.stats.duckdb_engine import DuckDBEngine  # noqa: E402
 
 
 def test_sample_is_the_concatenation_of_seeded_chunks(tmp_path: Path) -> None:

@@ -18,9 +18,9 @@ pq = pytest.importorskip("pyarrow.parquet")
 from accounting import Budget, InMemoryRecorder, Session  # noqa: E402
 from accounting.mechanisms import Laplace  # noqa: E402
 from dpcg.data import Categorical, Schema  # noqa: E402
+from dpcg.engines.spark_engine import SparkEngine  # noqa: E402
 from dpcg.errors import DataValidationError  # noqa: E402
 from dpcg.stats.contingency import StrataTable, contingency_table  # noqa: E402
-from dpcg.stats.spark_engine import SparkEngine  # noqa: E402
 from tests.engines.gen import arrow_table, make_data, random_queries, write_parquet  # noqa: E402
 from tests.engines.spark_cluster import java_home  # noqa: E402
 
@@ -149,8 +149,8 @@ def test_cluster_joint_cache_with_wide_codes(spark: Any, tmp_path: Path) -> None
     """Codes are collected in the smallest signed type (tinyint up to 128 categories,
     smallint beyond) and still give numpy's tables; the default joint limit is sized
     by SPARK_JOINT_BYTES."""
-    from dpcg.stats.grouped import JOINT_LIMIT
-    from dpcg.stats.spark_engine import SPARK_JOINT_BYTES
+    from dpcg.engines.grouped import JOINT_LIMIT
+    from dpcg.engines.spark_engine import SPARK_JOINT_BYTES
 
     cards = [129, 128, 3, 300]
     schema, codes = make_data(29, cards, 2000)

@@ -321,7 +321,7 @@ def spark_local() -> Iterator[None]:
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from dpcg.stats import engine_specs
+    from dpcg.engines import specs as engine_specs
     from tests.engines.spark_cluster import java_home
 
     if java_home() is None:  # pragma: no cover - CI has Java 17

@@ -1,4 +1,4 @@
-"""Private discovery on every registered table engine (dpcg.stats.engine): for the same
+"""Private discovery on every registered table engine (dpcg.engines.base): for the same
 data and noise seed, numpy, duckdb and spark (local) give identical graphs, identical
 results and identical ledgers -- apart from the engine recorded with the run -- for every
 discrete private algorithm, and the ledger names the engine and verifies."""
@@ -16,12 +16,12 @@ import pytest
 
 from accounting.ledger import Ledger
 from dpcg.data import Categorical, Dataset, Schema
+from dpcg.engines.base import engine_names, get_engine
+from dpcg.engines.resolve import engine_name_of, resolve_engine
 from dpcg.errors import AlgorithmError
 from dpcg.private import discover
 from dpcg.private.common import DiscreteAlgorithm
-from dpcg.private.engines import engine_name_of, resolve_engine
 from dpcg.private.registry import algorithms
-from dpcg.stats.engine import engine_names, get_engine
 from tests.stats.test_engines import _engines
 
 DISCRETE = tuple(n for n, a in algorithms().items() if isinstance(a, DiscreteAlgorithm))
@@ -123,7 +123,7 @@ def test_streamed_tests_scan_once_per_batch_without_joint_counts(
     its level's tests in one call, so a run scans per batch of column sets, not per test,
     and gives the numpy run exactly."""
     pytest.importorskip("duckdb")
-    from dpcg.stats.duckdb_engine import DuckDBEngine
+    from dpcg.engines.duckdb_engine import DuckDBEngine
     from tests.engines.gen import write_parquet
 
     glob = write_parquet(tmp_path, _DS.schema, _DS.codes.astype(np.int64), 1)
@@ -156,7 +156,7 @@ def test_priv_pc_scans_per_round_not_per_test_without_joint_counts(
     engine and of the subsample engines is counted."""
     pytest.importorskip("duckdb")
     from dpcg.datasets import load_network
-    from dpcg.stats.duckdb_engine import DuckDBEngine
+    from dpcg.engines.duckdb_engine import DuckDBEngine
     from tests.engines.gen import write_parquet
 
     data = load_network("random:nodes=12,max_parents=2,card=2-3,seed=3,conc=1").sample(

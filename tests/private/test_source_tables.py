@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dpcg.citests.private import StatisticSource
+from dpcg.engines.base import NumpyEngine
 from dpcg.stats.contingency import contingency_table
 from dpcg.stats.discrete import n_cmi
-from dpcg.stats.engine import NumpyEngine
 from dpcg.stats.g2_distance import g2_distance
 from dpcg.stats.kendall import conditional_kendall_z
 
@@ -59,7 +59,7 @@ def test_announced_tests_are_dropped_in_memory_and_warmed_on_duckdb() -> None:
     want = [mem.score(*q) for q in queries]
 
     pytest.importorskip("duckdb")
-    from dpcg.stats.engine_specs import duckdb_from_codes
+    from dpcg.engines.specs import duckdb_from_codes
 
     engine = duckdb_from_codes(codes, cards, ["a", "b", "c", "d"])
     warmed: list[list[tuple[int, int, Sequence[int]]]] = []

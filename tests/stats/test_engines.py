@@ -1,4 +1,4 @@
-"""Conformance suite of the table engines: every registered engine (dpcg.stats.engine)
+"""Conformance suite of the table engines: every registered engine (dpcg.engines.base)
 returns exactly the tables of ``contingency_table`` -- same observed strata in the same
 order, integer counts, batches in query order with repeats -- declares ``n`` and the
 cardinalities it was given, and restricts itself to the rows of an ``accounting``
@@ -22,9 +22,7 @@ from dpcg.citests.private import (
     source_for_dataset,
 )
 from dpcg.data import Categorical, Dataset, Schema
-from dpcg.errors import StatisticInputError
-from dpcg.stats.contingency import StrataTable, contingency_table
-from dpcg.stats.engine import (
+from dpcg.engines.base import (
     DEFAULT_ENGINE,
     EngineSpec,
     NumpyEngine,
@@ -34,6 +32,8 @@ from dpcg.stats.engine import (
     get_engine,
     register_engine,
 )
+from dpcg.errors import StatisticInputError
+from dpcg.stats.contingency import StrataTable, contingency_table
 from dpcg.testing import check_engine
 
 ENGINES = engine_names()

@@ -18,12 +18,12 @@ from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.private import PrivateCITest, StatisticSource
 from dpcg.data.dataset import Dataset
+from dpcg.engines.base import Query, engine_names, get_engine
 from dpcg.errors import StatisticInputError
 from dpcg.pc.engine import PCResult
 from dpcg.private import nonprivate_pc
 from dpcg.private.registry import algorithms, get_algorithm
 from dpcg.stats.contingency import StrataTable
-from dpcg.stats.engine import Query, engine_names, get_engine
 from dpcg.stats.registry import get
 from dpcg.testing import (
     check_algorithm,

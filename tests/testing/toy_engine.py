@@ -4,7 +4,7 @@
 configurations of ``S``, in mixed-radix order, ``S[0]`` most significant) and one
 ``np.bincount`` over ``(stratum, x, y)``; a subset keeps the selected rows. In
 ``dpcg/stats/`` it would end with ``register_engine(SPEC)`` (imported by
-``dpcg.stats.engine`` like ``engine_specs``); here the tests call :func:`registered`.
+``dpcg.engines.base`` like ``engine_specs``); here the tests call :func:`registered`.
 It releases nothing (engines count; only ``accounting`` releases), so it has no proof
 note: ``dpcg.testing.check_engine`` proves its tables are numpy's, bit for bit.
 """
@@ -17,9 +17,9 @@ from contextlib import contextmanager
 import numpy as np
 from numpy.typing import NDArray
 
+from dpcg.engines.base import EngineSpec, Query, Rows, register_engine, unregister_engine
 from dpcg.errors import StatisticInputError
 from dpcg.stats.contingency import StrataTable
-from dpcg.stats.engine import EngineSpec, Query, Rows, register_engine, unregister_engine
 
 
 class ToyEngine:

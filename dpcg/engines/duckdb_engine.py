@@ -58,8 +58,7 @@ from dpcg.data.sql_validate import (
     raise_violations,
     validation_plan,
 )
-from dpcg.errors import DataValidationError, MissingDependencyError, StatisticInputError
-from dpcg.stats.grouped import (
+from dpcg.engines.grouped import (
     JOINT_LIMIT,
     MAX_UNION,
     SETS_PER_SCAN,
@@ -69,6 +68,7 @@ from dpcg.stats.grouped import (
     code_columns,
     violations_of,
 )
+from dpcg.errors import DataValidationError, MissingDependencyError, StatisticInputError
 
 if TYPE_CHECKING:  # the optional dependency is imported lazily on purpose
     import duckdb
@@ -527,7 +527,7 @@ class DuckDBEngine(GroupedEngine):
         if self._root.own_connection:
             self._root.con.close()
 
-    # -- counting (the strategy: dpcg.stats.grouped.GroupedEngine) --------------------
+    # -- counting (the strategy: dpcg.engines.grouped.GroupedEngine) --------------------
     def _fetch(self, sql: str) -> dict[str, NDArray[Any]]:
         self.scans += 1
         try:
@@ -569,7 +569,7 @@ class DuckDBEngine(GroupedEngine):
 
 def _code_sql_type(cardinality: int) -> str:
     """DuckDB's smallest unsigned integer type holding the codes ``0..cardinality-1``
-    (the same widths as :func:`~dpcg.stats.grouped.small_codes`)."""
+    (the same widths as :func:`~dpcg.engines.grouped.small_codes`)."""
     return "UTINYINT" if cardinality <= 256 else "USMALLINT" if cardinality <= 65536 else "BIGINT"
 
 

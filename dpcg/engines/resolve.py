@@ -1,12 +1,12 @@
 """Where a private run's statistics are counted: public options -> a table engine.
 
-Private discovery runs on every registered table engine (:mod:`dpcg.stats.engine`):
+Private discovery runs on every registered table engine (:mod:`dpcg.engines.base`):
 ``numpy`` (in memory), ``duckdb`` (embedded, out of core) and ``spark`` (distributed).
 :func:`resolve_engine` turns what a user gives -- an engine name, a data path or Parquet
 glob, ``FILE.duckdb:TABLE``, a Spark master URL, a DuckDB memory limit, an open DuckDB
 connection or relation, a Spark DataFrame, or an engine already built -- into the object
 the run reads: a :class:`dpcg.data.Dataset` (the ``numpy`` engine) or a
-:class:`~dpcg.stats.engine.TableEngine`.
+:class:`~dpcg.engines.base.TableEngine`.
 
 Guarantees (PRIVACY.md; docs/scale.md):
 
@@ -36,18 +36,15 @@ from typing import Any
 
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Schema
+from dpcg.engines.base import DEFAULT_ENGINE, TableEngine, engine_names, get_engine
 from dpcg.errors import AlgorithmError, DataValidationError
-from dpcg.stats.engine import DEFAULT_ENGINE, TableEngine, engine_names, get_engine
 
 __all__ = [
-    "ENGINE_TESTS",
     "RAM_SHARE",
     "SPARK_CONNECT_TIMEOUT",
-    "check_engine_algorithm",
     "check_spark_master",
     "default_engine_name",
     "engine_name_of",
-    "engine_tester",
     "is_engine_data",
     "resolve_engine",
     "run_description",
@@ -63,12 +60,6 @@ _PARQUET = (".parquet", ".parq", ".pq")
 #: is refused (``DPCG_SPARK_CONNECT_TIMEOUT`` overrides it): an unreachable engine is a
 #: pre-flight error, found before any budget is reserved.
 SPARK_CONNECT_TIMEOUT = 5.0
-
-#: The non-private tests that run on a table engine (``--algorithm pc --engine ...``):
-#: the chi-square family on the engine's tables, and the registered scores with their
-#: exact threshold rule (:class:`dpcg.citests.private.ThresholdCITest`). The others
-#: (Kendall, Spearman, Fisher-z) read the rows themselves: engine numpy.
-ENGINE_TESTS = ("g2", "chi2", "kendall-split", "kendall-z", "kendall-p", "cmi", "g2-distance")
 
 
 def _ram_bytes() -> int | None:
@@ -153,17 +144,6 @@ def run_description(algorithm: str, test: str, data: object) -> str:
     return f"dpcg {algorithm}/{test} engine={name}"
 
 
-def check_engine_algorithm(data: object, algorithm: object) -> None:
-    """A table engine feeds the discrete family only (contingency tables); refused before
-    anything is charged otherwise."""
-    from dpcg.private.common import DiscreteAlgorithm
-
-    if isinstance(data, TableEngine) and not isinstance(algorithm, DiscreteAlgorithm):
-        name = getattr(algorithm, "name", type(algorithm).__name__)
-        raise AlgorithmError(f"engine: {name} needs the rows in memory (engine numpy); the "
-                             f"{data.name} engine serves the discrete algorithms")
-
-
 def _type_name(obj: object) -> str:
     """``module.Class`` of ``obj``, without a leading underscore (DuckDB's connection
     lives in ``_duckdb``)."""
@@ -203,7 +183,7 @@ def check_spark_master(master: str, timeout: float | None = None) -> None:
 
 
 def _spark_session(master: str | None) -> Any:
-    from dpcg.stats.engine_specs import local_spark
+    from dpcg.engines.specs import local_spark
 
     url = master or "local[2]"
     check_spark_master(url)
@@ -276,12 +256,12 @@ def resolve_engine(
     if tname.startswith("pyspark") and hasattr(data, "sparkSession"):
         if name not in (None, "spark"):
             raise AlgorithmError(f"engine: a Spark DataFrame runs on spark, not {name!r}")
-        from dpcg.stats.spark_engine import SparkEngine
+        from dpcg.engines.spark_engine import SparkEngine
 
         frame: Any = data
         return SparkEngine.from_dataframe(frame, _need_schema(schema, "a Spark DataFrame"))
     if tname.startswith("duckdb") and "Relation" in tname:
-        from dpcg.stats.duckdb_engine import DuckDBEngine
+        from dpcg.engines.duckdb_engine import DuckDBEngine
 
         if name not in (None, "duckdb"):
             raise AlgorithmError(f"engine: a DuckDB relation runs on duckdb, not {name!r}")
@@ -297,7 +277,7 @@ def resolve_engine(
         if table is None:
             raise AlgorithmError("table: a DuckDB connection needs the name of the table "
                                  "to read (table=\"events\")")
-        from dpcg.stats.duckdb_engine import DuckDBEngine
+        from dpcg.engines.duckdb_engine import DuckDBEngine
 
         con: Any = data
         return DuckDBEngine.from_table(con, table, _need_schema(schema, "a DuckDB table"),
@@ -306,7 +286,7 @@ def resolve_engine(
         if not isinstance(data, str):
             raise AlgorithmError("data: with engine=<DuckDB connection>, give a table name "
                                  "or a relation")
-        from dpcg.stats.duckdb_engine import DuckDBEngine
+        from dpcg.engines.duckdb_engine import DuckDBEngine
 
         return DuckDBEngine.from_table(connection, data, _need_schema(schema, "a DuckDB table"),
                                        memory_limit=memory_limit)
@@ -328,8 +308,8 @@ def _from_dataset(ds: Dataset, name: str, spark_master: str | None,
                              "dataset has continuous columns")
     ints = [int(c) for c in cards if c is not None]
     if name == "spark" and spark_master is not None:
-        from dpcg.stats.engine_specs import codes_schema
-        from dpcg.stats.spark_engine import SparkEngine
+        from dpcg.engines.spark_engine import SparkEngine
+        from dpcg.engines.specs import codes_schema
 
         arr, schema = codes_schema(ds.codes, ints, ds.names)
         spark = _spark_session(spark_master)
@@ -351,7 +331,7 @@ def _from_path(text: str, name: str | None, schema: Schema, spark_master: str | 
 
         return load_table(Path(text), schema)
     if chosen == "duckdb":
-        from dpcg.stats.duckdb_engine import DuckDBEngine
+        from dpcg.engines.duckdb_engine import DuckDBEngine
 
         if db is not None:
             if not Path(db[0]).is_file():
@@ -363,7 +343,7 @@ def _from_path(text: str, name: str | None, schema: Schema, spark_master: str | 
         return DuckDBEngine.from_csv(text, schema, memory_limit=memory_limit,
                                      delimiter="\t" if text.lower().endswith(".tsv") else ",")
     if chosen == "spark":
-        from dpcg.stats.spark_engine import SparkEngine
+        from dpcg.engines.spark_engine import SparkEngine
 
         if db is not None:
             raise AlgorithmError("engine: a DuckDB table is read by the duckdb engine")
@@ -388,63 +368,3 @@ def is_engine_data(data: object) -> bool:
     if tname.startswith("pyspark") and hasattr(data, "sparkSession"):
         return True
     return tname.startswith("duckdb") and ("Relation" in tname or hasattr(data, "execute"))
-
-
-class _EngineTableTest:
-    """A non-private chi-square-family test (``g2``, ``chi2``) on a table engine's tables:
-    each PC round's queries are counted with ONE engine call (a few scans), and every
-    answer is the statistic of :class:`dpcg.citests.nonprivate.G2Test` on the same
-    (normalised) query's table, so the graph equals the numpy engine's bit for bit."""
-
-    def __init__(self, engine: TableEngine, stat: Any, alpha: float) -> None:
-        self.engine = engine
-        self.stat = stat
-        self.alpha = alpha
-        self._cache: dict[tuple[int, int, tuple[int, ...]], Any] = {}
-
-    def test_many(self, queries: Any) -> list[Any]:
-        from dpcg.citests.base import CIResult
-
-        keys = []
-        for x, y, S in queries:
-            a, b = (x, y) if x < y else (y, x)
-            keys.append((int(a), int(b), tuple(sorted(int(s) for s in S))))
-        todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
-        for key, table in zip(todo, self.engine.tables(todo), strict=True):
-            r = self.stat(table)
-            self._cache[key] = CIResult(r.pvalue > self.alpha, r.statistic, r.pvalue)
-        return [self._cache[k] for k in keys]
-
-
-class _EngineScoreTest:
-    """A registered score's exact threshold rule (``cmi``, ``kendall-*``) on a table
-    engine: one engine call per PC round (:meth:`StatisticSource.prefetch`)."""
-
-    def __init__(self, source: Any) -> None:
-        from dpcg.citests.private import ThresholdCITest
-
-        self.source = source
-        self.tester = ThresholdCITest(source)
-
-    def test_many(self, queries: Any) -> list[Any]:
-        self.source.prefetch([(int(x), int(y), tuple(int(s) for s in S))
-                              for x, y, S in queries])
-        return [self.tester.test(x, y, S) for x, y, S in queries]
-
-
-def engine_tester(engine: TableEngine, test: str, alpha: float, options: object = None) -> Any:
-    """The NON-private tester of ``--algorithm pc --test TEST`` on a table engine (a
-    :class:`~dpcg.pc.engine.BatchEdgeTester`): the same answers as the test on the numpy
-    engine, counted where the data live. ``test`` must be one of :data:`ENGINE_TESTS`."""
-    from dpcg.citests.private import SCORES, source_for_dataset
-    from dpcg.errors import CITestError
-    from dpcg.stats.discrete import chi2_test, g2_test
-
-    if test in ("g2", "chi2"):
-        return _EngineTableTest(engine, g2_test if test == "g2" else chi2_test, float(alpha))
-    if test in SCORES:
-        threshold = getattr(options, "threshold", None)
-        return _EngineScoreTest(source_for_dataset(engine, test, alpha=float(alpha),
-                                                   threshold=threshold))
-    raise CITestError(f"test {test!r} reads the rows in memory (engine numpy); on the "
-                      f"{engine.name} engine choose one of {list(ENGINE_TESTS)}")

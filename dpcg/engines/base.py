@@ -42,6 +42,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from dpcg.engines.specs import duckdb_from_codes, spark_from_codes
 from dpcg.errors import StatisticInputError
 from dpcg.stats.bitset import BitsetTables
 from dpcg.stats.contingency import (
@@ -50,7 +51,6 @@ from dpcg.stats.contingency import (
     stratum_index,
     table_with_prefix,
 )
-from dpcg.stats.engine_specs import duckdb_from_codes, spark_from_codes
 
 __all__ = [
     "DEFAULT_ENGINE",

@@ -8,7 +8,7 @@ The cluster computes ``GROUP BY`` counts; only those small grouped results are c
 to the driver (as Arrow), where NumPy turns them into tables. Noise, filter and ledger
 stay on the driver, in ``accounting``.
 
-Counting mirrors :mod:`dpcg.stats.duckdb_engine`: the joint counts of all discrete
+Counting mirrors :mod:`dpcg.engines.duckdb_engine`: the joint counts of all discrete
 columns once (codes cast to the smallest integer type) if they have at most
 ``joint_limit`` distinct rows (default: as many as fit in :data:`SPARK_JOINT_BYTES` at
 ``p + 8`` bytes each, at least :data:`JOINT_LIMIT`) (then every batch is a
@@ -48,8 +48,7 @@ from dpcg.data.sql_validate import (
     raise_violations,
     validation_plan,
 )
-from dpcg.errors import DataValidationError, MissingDependencyError
-from dpcg.stats.grouped import (
+from dpcg.engines.grouped import (
     JOINT_LIMIT,
     MAX_UNION,
     SETS_PER_SCAN,
@@ -59,6 +58,7 @@ from dpcg.stats.grouped import (
     code_columns,
     violations_of,
 )
+from dpcg.errors import DataValidationError, MissingDependencyError
 
 if TYPE_CHECKING:  # the optional dependency is imported lazily on purpose
     from pyspark.sql import DataFrame, SparkSession
@@ -286,7 +286,7 @@ class SparkEngine(GroupedEngine):
             pd: Any = importlib.import_module("pandas")  # pyspark 3.5 needs pandas here
             return self._spark.createDataFrame(pd.DataFrame({_ROW: absolute}))
 
-    # -- counting (the strategy: dpcg.stats.grouped.GroupedEngine) --------------------
+    # -- counting (the strategy: dpcg.engines.grouped.GroupedEngine) --------------------
     def _default_joint_limit(self) -> int:
         """At least :data:`JOINT_LIMIT`, and as many distinct rows as fit in
         :data:`SPARK_JOINT_BYTES` at ``p + 8`` bytes each."""

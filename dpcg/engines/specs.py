@@ -1,13 +1,13 @@
 """Registry entries of the out-of-core table engines (``duckdb``, ``spark``).
 
-Each :class:`~dpcg.stats.engine.EngineSpec` builds its engine on a ``(p, n)`` code array
+Each :class:`~dpcg.engines.base.EngineSpec` builds its engine on a ``(p, n)`` code array
 (the conformance suite's constructor, and how a :class:`dpcg.data.Dataset` already in
 memory runs on another engine): the codes become integer columns of a table whose schema
 declares categories ``0..c-1``, in row order, so a subsample's row indices select the
 same rows on every engine. The optional packages are imported only when an engine is
 built (``dpcg[duckdb]``, ``dpcg[spark]``): the core install stays light.
 
-:mod:`dpcg.stats.engine` registers them (this module does not import it: no circle).
+:mod:`dpcg.engines.base` registers them (this module does not import it: no circle).
 Spark's ``from_codes`` runs on a local session (:func:`local_spark`, ``local[1]`` unless
 ``DPCG_SPARK_MASTER`` names another master), started once per process and reused.
 """
@@ -25,8 +25,8 @@ from dpcg.data.schema import Categorical, Schema
 from dpcg.errors import MissingDependencyError, StatisticInputError
 
 if TYPE_CHECKING:  # optional extras, imported lazily
-    from dpcg.stats.duckdb_engine import DuckDBEngine
-    from dpcg.stats.spark_engine import SparkEngine
+    from dpcg.engines.duckdb_engine import DuckDBEngine
+    from dpcg.engines.spark_engine import SparkEngine
 
 __all__ = ["codes_schema", "duckdb_from_codes", "local_spark", "spark_from_codes",
            "stop_local_spark"]
@@ -55,7 +55,7 @@ def codes_schema(codes: NDArray[np.integer], cardinalities: Sequence[int],
 def duckdb_from_codes(codes: NDArray[np.integer], cardinalities: Sequence[int],
                       names: Sequence[str]) -> DuckDBEngine:
     """A :class:`DuckDBEngine` on an in-memory DuckDB table holding ``codes``."""
-    from dpcg.stats.duckdb_engine import DuckDBEngine, _duckdb, _pyarrow
+    from dpcg.engines.duckdb_engine import DuckDBEngine, _duckdb, _pyarrow
 
     arr, schema = codes_schema(codes, cardinalities, names)
     pa = _pyarrow()
@@ -109,7 +109,7 @@ def stop_local_spark(session: Any | None = None) -> None:
 def spark_from_codes(codes: NDArray[np.integer], cardinalities: Sequence[int],
                      names: Sequence[str]) -> SparkEngine:
     """A :class:`SparkEngine` on a one-partition DataFrame of ``codes`` (local session)."""
-    from dpcg.stats.spark_engine import SparkEngine
+    from dpcg.engines.spark_engine import SparkEngine
 
     arr, schema = codes_schema(codes, cardinalities, names)
     spark = local_spark()
