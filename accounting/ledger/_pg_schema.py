@@ -123,25 +123,25 @@ LANGUAGE plpgsql STABLE AS $f$
 DECLARE r record; be numeric[]; bd numeric[];
 BEGIN
   ce := '{0,1}'; cd := '{0,1}'; re := '{0,1}'; rd := '{0,1}'; n_runs := 0;
+  -- one pass over the dataset's chain rows, grouped by run
   FOR r IN
-    WITH o AS (
-      SELECT e.run_id, (e.body::jsonb) -> 'data' AS d FROM dpcg.entries e
-      WHERE e.dataset_id = ds AND e.kind = 'run-open'),
-    mc AS (
-      SELECT e.run_id, (e.body::jsonb) -> 'cost' AS c FROM dpcg.entries e
-      WHERE e.dataset_id = ds AND e.kind = 'mechanism'),
-    m AS (
-      SELECT mc.run_id, count(*) AS n,
-             bool_or(jsonb_typeof(mc.c -> 'epsilon') IS DISTINCT FROM 'string') AS eps_null,
-             dpcg.qsum(dpcg._q(coalesce(mc.c ->> 'epsilon', '0'))) AS se,
-             dpcg.qsum(dpcg._q(mc.c ->> 'delta')) AS sd
-      FROM mc GROUP BY mc.run_id),
-    c AS (
-      SELECT e.run_id FROM dpcg.entries e WHERE e.dataset_id = ds AND e.kind = 'run-close')
-    SELECT o.d ->> 'rule' AS rule, o.d -> 'budget' ->> 'epsilon' AS be,
-           o.d -> 'budget' ->> 'delta' AS bd, (c.run_id IS NOT NULL) AS closed,
-           coalesce(m.n, 0) AS n, coalesce(m.eps_null, false) AS eps_null, m.se, m.sd
-    FROM o LEFT JOIN m USING (run_id) LEFT JOIN c USING (run_id)
+    SELECT x.run_id,
+           min(x.j -> 'data' ->> 'rule') FILTER (WHERE x.kind = 'run-open') AS rule,
+           min(x.j -> 'data' -> 'budget' ->> 'epsilon') FILTER (WHERE x.kind = 'run-open')
+             AS be,
+           min(x.j -> 'data' -> 'budget' ->> 'delta') FILTER (WHERE x.kind = 'run-open')
+             AS bd,
+           bool_or(x.kind = 'run-close') AS closed,
+           count(*) FILTER (WHERE x.kind = 'mechanism') AS n,
+           coalesce(bool_or(x.kind = 'mechanism' AND jsonb_typeof(x.j -> 'cost' -> 'epsilon')
+                            IS DISTINCT FROM 'string'), false) AS eps_null,
+           dpcg.qsum(CASE WHEN x.kind = 'mechanism'
+                     THEN dpcg._q(coalesce(x.j -> 'cost' ->> 'epsilon', '0')) END) AS se,
+           dpcg.qsum(CASE WHEN x.kind = 'mechanism'
+                     THEN dpcg._q(x.j -> 'cost' ->> 'delta') END) AS sd
+    FROM (SELECT e.run_id, e.kind, e.body::jsonb AS j FROM dpcg.entries e
+          WHERE e.dataset_id = ds AND e.kind IN ('run-open', 'mechanism', 'run-close')) x
+    GROUP BY x.run_id
   LOOP
     be := dpcg._q(r.be);
     bd := dpcg._q(r.bd);

@@ -453,18 +453,29 @@ class PostgresLedger:
             raise InvalidParameterError(
                 "budget.delta", budget.delta,
                 "the zcdp rule needs delta > 0 to convert to (eps, delta)")
-        info = self.dataset(dataset_id)  # UnknownDatasetError naming the known ids
+        relation = self._relation(dataset_id)  # UnknownDatasetError naming the known ids
         run_id = uuid.uuid4().hex
         data = {"budget": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
                 "rule": rule, "description": description}
         head, mid = _encode({
             "kind": "run-open", "dataset_id": dataset_id, "run_id": run_id,
-            "relation": info.relation.value, "seed_explicit": seed_explicit, "data": data},
+            "relation": relation.value, "seed_explicit": seed_explicit, "data": data},
             {"data": _json_encoded(data, "description")[1]})
         (_seq, _h, opened_at), = self._call(
             "SELECT o_seq, o_hash, o_timestamp FROM dpcg.reserve(%s, %s)", (head, mid))
-        return PostgresRun(self, run_id, dataset_id, budget, eps, delta, info.relation, rule,
+        return PostgresRun(self, run_id, dataset_id, budget, eps, delta, relation, rule,
                            seed_explicit, str(opened_at))
+
+    def _relation(self, dataset_id: str) -> Relation:
+        """The registered relation of ``dataset_id`` (read from its registration entry)."""
+        rows = self._call("SELECT body FROM dpcg.entries WHERE kind = 'dataset' AND "
+                          "dataset_id = %s", (dataset_id,))
+        if not rows:
+            self.dataset(dataset_id)  # raises UnknownDatasetError naming the known ids
+        try:
+            return Relation(json.loads(rows[0][0])["relation"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LedgerCorruptError(f"{self.path}: dataset {dataset_id!r}: {exc}") from None
 
     def _checker(self) -> tuple[ChainChecker, dict[str, str], list[tuple[Any, ...]],
                                 list[tuple[Any, ...]]]:

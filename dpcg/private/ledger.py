@@ -126,7 +126,7 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False,
                       budget.delta if lifetime_delta is None else lifetime_delta)
     explicit = lifetime_epsilon is not None or lifetime_delta is not None
     where: Path | str = default_ledger_path() if path is None else (
-        str(path) if is_postgres(path) else Path(path))
+        str(path) if is_postgres(path) else _unfolded(Path(path)))
     if isinstance(where, str) and urlsplit(where).password is not None:
         raise AlgorithmError("--ledger: no password in a PostgreSQL ledger URL (it would be "
                              "shown in the result and the shell history); use PGPASSWORD "
@@ -134,6 +134,17 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False,
     return LedgerTarget(where, dataset_id, lifetime, explicit,
                         None if signing_key is None else Path(signing_key),
                         None if data_path is None else Path(data_path))
+
+
+def _unfolded(path: Path) -> Path | str:
+    """``path``, or the ``postgresql://`` URL a caller turned into a ``Path`` (which folds
+    ``//`` to ``/``: ``Path("postgresql://u@h/db")`` is ``postgresql:/u@h/db``); the URL
+    is restored exactly (the scheme's ``//`` is the only one a ledger URL has)."""
+    text = str(path)
+    for scheme in ("postgresql:/", "postgres:/"):
+        if text.startswith(scheme) and not text.startswith(scheme + "/"):
+            return scheme + "/" + text[len(scheme):]
+    return path
 
 
 def register_dataset_if_new(ledger: LedgerBackend, dataset_id: str, lifetime: Budget,

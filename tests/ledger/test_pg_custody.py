@@ -223,3 +223,30 @@ def test_a_sqlite_ledger_is_unaffected_without_a_policy(tmp_path: Path,
     handle.close("completed")
     with Ledger.open(tmp_path / "l.db") as led:
         assert led.verify().ok
+
+
+def test_dpcg_discover_records_in_postgres_under_the_policy(
+        governed_pg: tuple[PgLedger, Path], keys: tuple[Path, Path],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`dpcg discover --ledger postgresql://...` end to end: a governed id on its ledger
+    runs (no key in the analyst's environment), another id's run on the governed ledger
+    is not the policy's business, --no-ledger is refused."""
+    pg, _ = governed_pg
+    private, public = keys
+
+    def discover(*extra: str) -> int:
+        return main(["discover", "--dataset", "asia", "--rows", "500", "--algorithm",
+                     "laplace-pc", "--epsilon", "1", "--delta", "0", "--quiet", *extra])
+
+    assert discover("--dataset-id", "survey", "--ledger", pg.analyst) == 0
+    with PostgresLedger.open(pg.analyst) as led:
+        (run,) = led.runs("survey")
+        assert run.status == "completed"
+        assert run.n_entries > 0
+        assert led.verify().ok
+    capsys.readouterr()
+    assert discover("--no-ledger") == 2
+    assert "--no-ledger" in capsys.readouterr().err
+    assert discover("--dataset-id", "survey", "--ledger", pg.analyst + "-other") == 2
+    assert sign_heads(pg.custodian, private) is not None
+    assert main(["ledger", "verify", pg.analyst, "--public-key", str(public)]) == 0
