@@ -14,8 +14,8 @@ mechanism and charges nothing):
   reservations over the wall time from the common start to the last finish.
 
 PostgreSQL: ``--postgres URL`` (an analyst role of a ledger installed with ``dpcg ledger
-pg-install``; a fresh database is best), or ``--start-server`` for a throwaway cluster
-from Debian's binaries on 127.0.0.1 (``tests/ledger/pgcluster.py``; fsync off, like the
+pg-install --analysts-register``; a fresh database is best), or ``--start-server`` for a
+throwaway cluster from Debian's binaries on 127.0.0.1 (``tests/ledger/pgcluster.py``; fsync off, like the
 tests: the rates are for the ledger's own work, not the disk's).
 """
 
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             raise DpcgError("--start-server: no PostgreSQL binaries (apt-get install postgresql)")
         cluster = Cluster(bindir)
         db = cluster.new_database()
-        install_schema(cluster.url(db))
+        install_schema(cluster.url(db), analysts_register=True)
         pg_url = cluster.url(db, "dpcg_analyst")
     rows: list[tuple[str, dict[str, float], float]] = []
     try:

@@ -4,9 +4,10 @@ Installed once per database by :func:`accounting.ledger.postgres.install_schema`
 role that may create roles and schemas: the database administrator). Everything lives
 in the schema ``dpcg``, owned by a ``NOLOGIN`` owner role. The analyst's role gets
 ``SELECT`` on the tables (to read, show and verify the ledger) and ``EXECUTE`` on the
-``SECURITY DEFINER`` functions ``register``, ``reserve``, ``charge`` and ``close_run``
-only: no ``INSERT``, ``UPDATE``, ``DELETE`` or ``TRUNCATE`` on any table. The
-custodian's role gets ``sign_head`` and ``bind_key`` besides (it writes head
+``SECURITY DEFINER`` functions ``reserve``, ``charge`` and ``close_run`` only (and
+``register`` where the installer lets analysts register new ids): no ``INSERT``,
+``UPDATE``, ``DELETE`` or ``TRUNCATE`` on any table. The custodian's role gets
+``register``, ``sign_head`` and ``bind_key`` (it registers datasets and writes head
 signatures, which no analyst can write or remove).
 
 Every append function takes one transaction-scoped advisory lock (the chain is one
@@ -32,14 +33,16 @@ SQLSTATE_BUDGET = "DPB01"
 SQLSTATE_RELATION = "DPR01"
 SQLSTATE_CLOSED = "DPL01"
 
-#: The functions an analyst may call (besides reading the tables).
+#: The functions an analyst may call (besides reading the tables); ``register`` only
+#: where the installer allows analysts to register new dataset ids (a team without a
+#: custodian: :data:`REGISTER_FUNCTION`).
 ANALYST_FUNCTIONS = (
-    "dpcg.register(text, text)",
     "dpcg.reserve(text, text)",
     "dpcg.charge(text, text[], text[])",
     "dpcg.close_run(text, text, text)",
     "dpcg.dataset_info(text)",
 )
+REGISTER_FUNCTION = "dpcg.register(text, text)"
 #: The functions a custodian may call.
 CUSTODIAN_FUNCTIONS = (
     "dpcg.register(text, text)",
@@ -503,9 +506,11 @@ END $f$""",
     ]
 
 
-def grant_sql(owner: str, analysts: list[str], custodians: list[str]) -> list[str]:
+def grant_sql(owner: str, analysts: list[str], custodians: list[str],
+              analysts_register: bool = False) -> list[str]:
     """Privileges: nothing for PUBLIC; readers get SELECT; analysts and custodians get
-    EXECUTE on their functions only (identifiers already quoted)."""
+    EXECUTE on their functions only (identifiers already quoted); analysts may register
+    new dataset ids only with ``analysts_register``."""
     readers = ", ".join([*analysts, *custodians])
     out = [
         "REVOKE ALL ON SCHEMA dpcg FROM PUBLIC",
@@ -515,7 +520,7 @@ def grant_sql(owner: str, analysts: list[str], custodians: list[str]) -> list[st
     if readers:
         out += [f"GRANT USAGE ON SCHEMA dpcg TO {readers}",
                 f"GRANT SELECT ON dpcg.metadata, dpcg.entries, dpcg.head_signatures TO {readers}"]
-    for fn in ANALYST_FUNCTIONS:
+    for fn in (*ANALYST_FUNCTIONS, *((REGISTER_FUNCTION,) if analysts_register else ())):
         out += [f"GRANT EXECUTE ON FUNCTION {fn} TO {a}" for a in analysts]
     for fn in CUSTODIAN_FUNCTIONS:
         out += [f"GRANT EXECUTE ON FUNCTION {fn} TO {c}" for c in custodians]

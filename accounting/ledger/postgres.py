@@ -173,15 +173,18 @@ def _encode(fields: dict[str, Any], encoded: dict[str, str] | None = None) -> tu
 def install_schema(admin_url: str, *, owner: str = "dpcg_owner",
                    analysts: Sequence[str] = ("dpcg_analyst",),
                    custodians: Sequence[str] = ("dpcg_custodian",),
-                   create_roles: bool = True, public_key: VerifyKey | None = None) -> str:
+                   create_roles: bool = True, public_key: VerifyKey | None = None,
+                   analysts_register: bool = False) -> str:
     """Install the ledger in the database of ``admin_url`` (a role that may create
     schemas and roles, e.g. the database's owner or a superuser); returns its ledger id.
 
     Creates (with ``create_roles``, when missing) the ``NOLOGIN`` owner role that owns
     the schema ``dpcg`` and its ``SECURITY DEFINER`` functions, and the analyst and
     custodian login roles (no password: the administrator sets one or a ``pg_hba.conf``
-    rule); grants analysts ``SELECT`` and ``register``/``reserve``/``charge``/
-    ``close_run``, custodians ``SELECT``, ``register``, ``sign_head`` and ``bind_key``.
+    rule); grants analysts ``SELECT`` and ``reserve``/``charge``/``close_run`` (and
+    ``register`` with ``analysts_register``: a team without a custodian, where the
+    first run of a new id registers it), custodians ``SELECT``, ``register``,
+    ``sign_head`` and ``bind_key``.
     ``public_key`` binds the ledger to the custodian's key at creation. Refuses a
     database that already has a ``dpcg`` schema (:class:`LedgerError`)."""
     psycopg = _psycopg()
@@ -216,7 +219,7 @@ def install_schema(admin_url: str, *, owner: str = "dpcg_owner",
             for k, v in meta:
                 conn.execute("INSERT INTO dpcg.metadata (key, value) VALUES (%s, %s)", (k, v))
             for stmt in pgs.grant_sql(ident(owner), [ident(a) for a in analysts],
-                                      [ident(c) for c in custodians]):
+                                      [ident(c) for c in custodians], analysts_register):
                 conn.execute(stmt)
     except psycopg.Error as exc:
         raise LedgerError(f"cannot install the ledger in {redact(admin_url)}: "
@@ -358,8 +361,17 @@ class PostgresLedger:
             {"data": _json_encoded({"lifetime": {"epsilon": fraction_str(eps),
                                                  "delta": fraction_str(delta)},
                                     "description": description}, "description")[1]})
-        (seq, _h, created), = self._call(
-            "SELECT o_seq, o_hash, o_created FROM dpcg.register(%s, %s)", (head, mid))
+        try:
+            (seq, _h, created), = self._call(
+                "SELECT o_seq, o_hash, o_created FROM dpcg.register(%s, %s)", (head, mid))
+        except LedgerError as exc:
+            if "permission denied" not in str(exc):
+                raise
+            raise UnknownDatasetError(
+                f"dataset {dataset_id!r} is not registered in {self.path} and this role may "
+                "not register datasets: the custodian registers it (`dpcg ledger init "
+                f"URL --dataset-id {dataset_id} ...` as the custodian role); nothing was "
+                "reserved") from None
         return int(seq), bool(created)
 
     def register_dataset(self, dataset_id: str, lifetime: Budget,

@@ -143,7 +143,7 @@ def register(subparsers: Any) -> None:
     p_pg = sub.add_parser(
         "pg-install", help="install a PostgreSQL ledger in a database (administrator)",
         description="Create the schema dpcg, its owner role and the analyst and custodian "
-                    "roles' privileges (analysts: read + register/reserve/charge/close_run; "
+                    "roles' privileges (analysts: read + reserve/charge/close_run; "
                     "custodians: read + register/sign_head/bind_key). Run once, as a role "
                     "that may create roles and schemas.")
     p_pg.add_argument("url", metavar="URL", help="postgresql:// URL of the database, as its "
@@ -155,6 +155,9 @@ def register(subparsers: Any) -> None:
                       help="a custodian login role (repeatable; default dpcg_custodian)")
     p_pg.add_argument("--public-key", type=Path, metavar="PUB",
                       help="bind the new ledger to the custodian's public key now")
+    p_pg.add_argument("--analysts-register", action="store_true",
+                      help="let analysts register new dataset ids on their first run (a "
+                           "team without a custodian; default: only custodians register)")
     p_pg.set_defaults(func=_pg_install)
 
     p_sh = sub.add_parser(
@@ -459,7 +462,8 @@ def _pg_install(args: argparse.Namespace) -> int:
     custodians = args.custodian or ["dpcg_custodian"]
     key = None if args.public_key is None else load_verify_key(args.public_key)
     ledger_id = install_schema(args.url, owner=args.owner, analysts=analysts,
-                               custodians=custodians, public_key=key)
+                               custodians=custodians, public_key=key,
+                               analysts_register=args.analysts_register)
     print(f"installed ledger {ledger_id} in {redact(args.url)}: owner {args.owner}, "
           f"analysts {', '.join(analysts)}, custodians {', '.join(custodians)}")
     if key is not None:
@@ -501,6 +505,10 @@ def _policy(args: argparse.Namespace) -> int:
             entries.append(governed(ds, ledger, data=data.pop(ds, [])))
     if data:
         raise LedgerError(f"--data names dataset ids not governed: {', '.join(sorted(data))}")
+    for g in entries:
+        print(f"  {g.dataset_id}: ledger {g.ledger} (id {g.ledger_id}), lifetime "
+              f"eps={_f(g.lifetime_epsilon)} delta={_f(g.lifetime_delta)} as registered "
+              f"there, relation {g.relation}, data {', '.join(g.data) or '(none)'}")
     policy = write_policy(args.out, args.key, entries, allow_no_ledger=args.allow_no_ledger)
     print(f"wrote policy {args.out} signed by {policy.public_key.fingerprint}: governs "
           f"{', '.join(sorted(policy.datasets))}; --no-ledger "

@@ -120,10 +120,11 @@ def pg_cluster() -> Iterator[Any]:
 
 @pytest.fixture
 def pg(pg_cluster: Any) -> PgLedger:
-    """A new database with the ledger installed (roles dpcg_analyst, dpcg_custodian)."""
+    """A new database with the ledger installed (roles dpcg_analyst, dpcg_custodian;
+    analysts may register new ids, as in a team without a custodian)."""
     from accounting.ledger.postgres import install_schema
 
     db = pg_cluster.new_database()
-    install_schema(pg_cluster.url(db))
+    install_schema(pg_cluster.url(db), analysts_register=True)
     return PgLedger(pg_cluster.url(db), pg_cluster.url(db, "dpcg_analyst"),
                     pg_cluster.url(db, "dpcg_custodian"), db)

@@ -364,3 +364,26 @@ def test_kill_9_mid_run_keeps_the_reservation(pg: PgLedger) -> None:
             led.open_run("d", Budget(0.75), "basic", seed_explicit=False)
         led.open_run("d", Budget(0.5), "basic", seed_explicit=False)
         assert led.verify().ok
+
+
+def test_by_default_only_the_custodian_registers(pg_cluster: Any) -> None:
+    """Installed without --analysts-register, the analyst's role cannot register a new id
+    (so it cannot register a governed id before the custodian, with its own lifetime)."""
+    db = pg_cluster.new_database()
+    install_schema(pg_cluster.url(db))
+    analyst, custodian = pg_cluster.url(db, "dpcg_analyst"), pg_cluster.url(db, "dpcg_custodian")
+    with PostgresLedger.open(analyst) as led:
+        with pytest.raises(UnknownDatasetError, match="the custodian registers it"):
+            led.ensure_dataset("new", Budget(1.0), for_run=Budget(1.0))
+        assert led.entry_count() == 0
+    with psycopg.connect(analyst, autocommit=True) as conn, \
+            pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("SELECT * FROM dpcg.register('{}', '{}')")
+    with PostgresLedger.open(custodian) as led:
+        led.register_dataset("new", Budget(1.0))
+    with PostgresLedger.open(analyst) as led:
+        info, created = led.ensure_dataset("new", Budget(9.0), for_run=Budget(1.0))
+        assert not created
+        assert info.lifetime_epsilon == 1
+        led.open_run("new", Budget(1.0), "basic", seed_explicit=False).close()
+        assert led.verify().ok
