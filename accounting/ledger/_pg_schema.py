@@ -55,6 +55,41 @@ _ENTRY_KEYS = ("ARRAY['cost','data','dataset_id','kind','mechanism','params','pr
                "'purpose','relation','run_id','seed_explicit','sensitivity','seq','timestamp']")
 
 
+def _mech_sums_sql(name: str, where: str) -> str:
+    """A set-returning SQL function ``dpcg.<name>(p text)``: per run, the number of
+    mechanism entries selected by ``where``, whether any lacks an epsilon or a rho, and
+    the exact sums of their epsilons and deltas (``{numerator, denominator}``, reduced).
+    Built-in numeric arithmetic only: one pass for the lcm of the denominators, one for
+    the sum of the scaled numerators (no per-row procedural call)."""
+    return f"""CREATE FUNCTION dpcg.{name}(p text)
+RETURNS TABLE (run_id text, n bigint, eps_null boolean, rho_null boolean, se numeric[],
+               sd numeric[])
+LANGUAGE sql STABLE AS $f$
+WITH c AS MATERIALIZED (
+  SELECT e.run_id, (e.body::jsonb) -> 'cost' AS c FROM dpcg.entries e WHERE {where}
+), q AS MATERIALIZED (
+  SELECT c.run_id,
+         jsonb_typeof(c.c -> 'epsilon') IS DISTINCT FROM 'string' AS en_null,
+         jsonb_typeof(c.c -> 'rho') IS DISTINCT FROM 'string' AS rn_null,
+         dpcg._num(coalesce(c.c ->> 'epsilon', '0')) AS en,
+         dpcg._den(coalesce(c.c ->> 'epsilon', '0')) AS ed,
+         dpcg._num(c.c ->> 'delta') AS dn, dpcg._den(c.c ->> 'delta') AS dd
+  FROM c
+), l AS (
+  SELECT q.run_id, count(*) AS n, bool_or(q.en_null) AS eps_null,
+         bool_or(q.rn_null) AS rho_null, dpcg.lcm_agg(q.ed) AS le, dpcg.lcm_agg(q.dd) AS ld
+  FROM q GROUP BY q.run_id
+), t AS (
+  SELECT q.run_id, sum(q.en * div(l.le, q.ed)) AS ne, sum(q.dn * div(l.ld, q.dd)) AS nd
+  FROM q JOIN l ON l.run_id = q.run_id GROUP BY q.run_id
+)
+SELECT l.run_id, l.n, l.eps_null, l.rho_null,
+       ARRAY[div(t.ne, gcd(t.ne, l.le)), div(l.le, gcd(t.ne, l.le))],
+       ARRAY[div(t.nd, gcd(t.nd, l.ld)), div(l.ld, gcd(t.nd, l.ld))]
+FROM l JOIN t ON t.run_id = l.run_id
+$f$"""
+
+
 def schema_sql(owner: str) -> list[str]:
     """The statements creating the schema ``dpcg`` owned by ``owner`` (run as a role
     that is ``owner`` or a member of it; ``owner`` is an already quoted identifier)."""
@@ -116,6 +151,19 @@ SELECT CASE WHEN a[2] = 1 THEN a[1]::text ELSE a[1]::text || '/' || a[2]::text E
         """CREATE FUNCTION dpcg._now() RETURNS text LANGUAGE sql VOLATILE AS $f$
 SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') || '+00:00'
 $f$""",
+        # -- fast exact sums of mechanism costs (one pass of built-in numeric arithmetic:
+        # the lcm of the denominators, then the sum of scaled numerators, reduced once)
+        r"""CREATE FUNCTION dpcg._num(t text) RETURNS numeric LANGUAGE sql IMMUTABLE AS $f$
+SELECT CASE WHEN t ~ '^(0|[1-9][0-9]*)(/[1-9][0-9]*)?$' THEN split_part(t, '/', 1)::numeric
+            ELSE ('not an exact fraction: ' || coalesce(t, 'null'))::numeric END $f$""",
+        r"""CREATE FUNCTION dpcg._den(t text) RETURNS numeric LANGUAGE sql IMMUTABLE AS $f$
+SELECT CASE WHEN t ~ '^(0|[1-9][0-9]*)(/[1-9][0-9]*)?$'
+            THEN coalesce(nullif(split_part(t, '/', 2), ''), '1')::numeric
+            ELSE ('not an exact fraction: ' || coalesce(t, 'null'))::numeric END $f$""",
+        "CREATE AGGREGATE dpcg.lcm_agg(numeric) (SFUNC = lcm, STYPE = numeric, INITCOND = '1')",
+        *[_mech_sums_sql(name, where) for name, where in (
+            ("_run_sums", "e.run_id = p AND e.kind = 'mechanism'"),
+            ("_dataset_sums", "e.dataset_id = p AND e.kind = 'mechanism'"))],
         # -- the charge of a dataset, re-derived from its chain rows ----------------------
         # (docs/ledger.md, "Lifetime charged by realized spend": an open run holds its
         # reservation; a closed run without a mechanism nothing; a closed basic run the
@@ -126,25 +174,22 @@ LANGUAGE plpgsql STABLE AS $f$
 DECLARE r record; be numeric[]; bd numeric[];
 BEGIN
   ce := '{0,1}'; cd := '{0,1}'; re := '{0,1}'; rd := '{0,1}'; n_runs := 0;
-  -- one pass over the dataset's chain rows, grouped by run
+  -- one pass over the dataset's run-open and run-close rows, grouped by run, joined with
+  -- the exact sums of its mechanism entries' costs
   FOR r IN
-    SELECT x.run_id,
-           min(x.j -> 'data' ->> 'rule') FILTER (WHERE x.kind = 'run-open') AS rule,
-           min(x.j -> 'data' -> 'budget' ->> 'epsilon') FILTER (WHERE x.kind = 'run-open')
-             AS be,
-           min(x.j -> 'data' -> 'budget' ->> 'delta') FILTER (WHERE x.kind = 'run-open')
-             AS bd,
-           bool_or(x.kind = 'run-close') AS closed,
-           count(*) FILTER (WHERE x.kind = 'mechanism') AS n,
-           coalesce(bool_or(x.kind = 'mechanism' AND jsonb_typeof(x.j -> 'cost' -> 'epsilon')
-                            IS DISTINCT FROM 'string'), false) AS eps_null,
-           dpcg.qsum(CASE WHEN x.kind = 'mechanism'
-                     THEN dpcg._q(coalesce(x.j -> 'cost' ->> 'epsilon', '0')) END) AS se,
-           dpcg.qsum(CASE WHEN x.kind = 'mechanism'
-                     THEN dpcg._q(x.j -> 'cost' ->> 'delta') END) AS sd
-    FROM (SELECT e.run_id, e.kind, e.body::jsonb AS j FROM dpcg.entries e
-          WHERE e.dataset_id = ds AND e.kind IN ('run-open', 'mechanism', 'run-close')) x
-    GROUP BY x.run_id
+    SELECT g.rule, g.be, g.bd, g.closed, coalesce(m.n, 0) AS n,
+           coalesce(m.eps_null, false) AS eps_null, m.se, m.sd
+    FROM (SELECT x.run_id,
+                 min(x.j -> 'data' ->> 'rule') FILTER (WHERE x.kind = 'run-open') AS rule,
+                 min(x.j -> 'data' -> 'budget' ->> 'epsilon')
+                   FILTER (WHERE x.kind = 'run-open') AS be,
+                 min(x.j -> 'data' -> 'budget' ->> 'delta')
+                   FILTER (WHERE x.kind = 'run-open') AS bd,
+                 bool_or(x.kind = 'run-close') AS closed
+          FROM (SELECT e.run_id, e.kind, e.body::jsonb AS j FROM dpcg.entries e
+                WHERE e.dataset_id = ds AND e.kind IN ('run-open', 'run-close')) x
+          GROUP BY x.run_id) g
+    LEFT JOIN dpcg._dataset_sums(ds) m ON m.run_id = g.run_id
   LOOP
     be := dpcg._q(r.be);
     bd := dpcg._q(r.bd);
@@ -361,13 +406,11 @@ BEGIN
   rule := run.ro -> 'data' ->> 'rule';
   SELECT * INTO bud FROM dpcg._budget(run.ro -> 'data' -> 'budget', 'the budget');
   -- the run's spending so far, re-derived from its mechanism entries
-  SELECT dpcg.qsum(dpcg._q(coalesce(x.c ->> 'epsilon', '0'))),
-         dpcg.qsum(dpcg._q(x.c ->> 'delta')),
-         coalesce(bool_or(jsonb_typeof(x.c -> 'epsilon') IS DISTINCT FROM 'string'), false),
-         coalesce(bool_or(jsonb_typeof(x.c -> 'rho') IS DISTINCT FROM 'string'), false)
-    INTO se, sd, eps_null, rho_null
-  FROM (SELECT (e.body::jsonb) -> 'cost' AS c FROM dpcg.entries e
-        WHERE e.run_id = rid AND e.kind = 'mechanism') x;
+  SELECT m.se, m.sd, m.eps_null, m.rho_null INTO se, sd, eps_null, rho_null
+  FROM dpcg._run_sums(rid) m;
+  IF NOT FOUND THEN
+    se := '{{0,1}}'; sd := '{{0,1}}'; eps_null := false; rho_null := false;
+  END IF;
   FOR i IN 1 .. cardinality(heads) LOOP
     SELECT * INTO b FROM dpcg._build(heads[i], mids[i], ts);
     PERFORM dpcg._same_run(b.o_j, run.ro);

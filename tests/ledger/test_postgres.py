@@ -387,3 +387,36 @@ def test_by_default_only_the_custodian_registers(pg_cluster: Any) -> None:
         assert info.lifetime_epsilon == 1
         led.open_run("new", Budget(1.0), "basic", seed_explicit=False).close()
         assert led.verify().ok
+
+
+def test_the_database_charge_equals_the_verifier_exactly(pg: PgLedger) -> None:
+    """The database's exact rational sums (lcm of the denominators, scaled numerators)
+    agree with the Python verifier's Fractions on runs of mixed costs, rules and
+    statuses (refunds of closed basic runs, open runs, zCDP runs, runs without entries)."""
+    import random
+
+    rng = random.Random(55)
+    with PostgresLedger.open(pg.analyst) as led:
+        led.register_dataset("mix", Budget(1000.0, 0.5))
+        for i in range(14):
+            rule = "zcdp" if i % 5 == 4 else "basic"
+            run = led.open_run("mix", Budget(rng.choice([1.0, 0.3, 2.5]), 1e-3), rule,
+                               seed_explicit=False)
+            if rule == "zcdp":
+                run.record(gaussian_draft(rng.choice([8.0, 16.0])))
+            else:
+                k = rng.randrange(0, 4)
+                if k:
+                    run.record_many([laplace_draft(rng.choice([0.1, 0.05, 0.07]))
+                                     for _ in range(k)])
+            if i % 3:
+                run.close(rng.choice(["completed", "error", "budget-exhausted"]))
+        info = led.dataset("mix")
+        report = led.verify()
+        assert report.ok, report.problems
+        (totals,) = report.datasets
+        assert (info.charged_epsilon, info.charged_delta) == (totals.charged_epsilon,
+                                                              totals.charged_delta)
+        assert (info.reserved_epsilon, info.reserved_delta) == (totals.reserved_epsilon,
+                                                                totals.reserved_delta)
+        assert info.n_runs == len(totals.runs) == 14
