@@ -17,7 +17,15 @@ Signed heads (optional extra ``dpcg[sign]``)::
     dpcg ledger export-head runs.db --out head.json  # give head.json to the reviewer
     dpcg ledger verify runs.db --public-key ops.key.pub --head head.json
 
-``verify`` accepts either a ledger (SQLite) file or an exported JSON certificate. It
+PostgreSQL (optional extra ``dpcg[postgres]``; every LEDGER argument takes a URL)::
+
+    dpcg ledger pg-install postgresql://admin@db/dpcg --public-key custodian.key.pub
+    dpcg ledger init postgresql://dpcg_custodian@db/dpcg --dataset-id survey --epsilon 3
+    dpcg ledger sign-heads postgresql://dpcg_custodian@db/dpcg --key custodian.key
+    dpcg ledger policy --key custodian.key --out /etc/dpcg/policy.json \
+        --govern survey=postgresql://dpcg_analyst@db/dpcg --data survey=/srv/survey.csv
+
+``verify`` accepts a ledger (SQLite file or PostgreSQL URL) or an exported JSON certificate. It
 exits 0 and prints a summary when everything verifies, 1 with a one-line reason when
 the chain, a cost, a total, a head signature or the exported head does not, and 2 for
 a file that is not a ledger at all, a missing/unsafe/wrong key, an unsigned ledger
@@ -229,7 +237,9 @@ def _init(args: argparse.Namespace) -> int:
         print(f"ledger {args.path} (id {ledger.ledger_id})")
         key = ledger.signing_public_key
         if key is not None:
-            print(f"signed with key {key.fingerprint}")
+            verb = "bound to key (heads signed by the custodian)" if is_postgres(args.path) \
+                else "signed with key"
+            print(f"{verb} {key.fingerprint}")
         print(f"registered dataset {args.dataset_id!r}: lifetime epsilon={args.epsilon:g}, "
               f"delta={args.delta:g}, relation {args.relation}")
     return 0
