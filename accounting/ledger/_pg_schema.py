@@ -59,34 +59,46 @@ def _mech_sums_sql(name: str, where: str) -> str:
     """A set-returning SQL function ``dpcg.<name>(p text)``: per run, the number of
     mechanism entries selected by ``where``, whether any lacks an epsilon or a rho, and
     the exact sums of their epsilons and deltas (``{numerator, denominator}``, reduced).
-    Built-in numeric arithmetic only: one pass for the lcm of the denominators, one for
-    the sum of the scaled numerators (no per-row procedural call)."""
+
+    Built-in string and numeric functions only (no per-row procedural call, no JSON
+    parse, no regex): a mechanism entry's body starts with its cost object in canonical
+    form, ``{"cost":{"delta":"p/q","epsilon":"p/q"|null,"rho":"p/q"|null}``, which
+    ``charge`` checked byte for byte when it appended the entry; the values are cut out
+    of that prefix. One aggregate gives the lcm of all the denominators, a second pass
+    sums the numerators scaled to it per run, and each sum is reduced once."""
     return f"""CREATE FUNCTION dpcg.{name}(p text)
 RETURNS TABLE (run_id text, n bigint, eps_null boolean, rho_null boolean, se numeric[],
                sd numeric[])
 LANGUAGE sql STABLE AS $f$
-WITH c AS MATERIALIZED (
-  SELECT e.run_id, (e.body::jsonb) -> 'cost' AS c FROM dpcg.entries e WHERE {where}
-), q AS MATERIALIZED (
-  SELECT c.run_id,
-         jsonb_typeof(c.c -> 'epsilon') IS DISTINCT FROM 'string' AS en_null,
-         jsonb_typeof(c.c -> 'rho') IS DISTINCT FROM 'string' AS rn_null,
-         dpcg._num(coalesce(c.c ->> 'epsilon', '0')) AS en,
-         dpcg._den(coalesce(c.c ->> 'epsilon', '0')) AS ed,
-         dpcg._num(c.c ->> 'delta') AS dn, dpcg._den(c.c ->> 'delta') AS dd
-  FROM c
-), l AS (
-  SELECT q.run_id, count(*) AS n, bool_or(q.en_null) AS eps_null,
-         bool_or(q.rn_null) AS rho_null, dpcg.lcm_agg(q.ed) AS le, dpcg.lcm_agg(q.dd) AS ld
-  FROM q GROUP BY q.run_id
+WITH m AS (
+  SELECT e.run_id, split_part(e.body, '}}', 1) AS pre FROM dpcg.entries e WHERE {where}
+), x AS (
+  SELECT m.run_id, split_part(split_part(m.pre, '"delta":"', 2), '"', 1) AS dt,
+         split_part(split_part(m.pre, '"epsilon":', 2), ',', 1) AS ex,
+         split_part(m.pre, '"rho":', 2) AS rx
+  FROM m
+), q AS (
+  SELECT x.run_id, x.ex = 'null' AS en_null, x.rx = 'null' AS rn_null,
+         CASE WHEN x.ex = 'null' THEN 0::numeric
+              ELSE split_part(btrim(x.ex, '"'), '/', 1)::numeric END AS en,
+         CASE WHEN x.ex = 'null' THEN 1::numeric
+              ELSE coalesce(nullif(split_part(btrim(x.ex, '"'), '/', 2), ''), '1')::numeric
+         END AS ed,
+         split_part(x.dt, '/', 1)::numeric AS dn,
+         coalesce(nullif(split_part(x.dt, '/', 2), ''), '1')::numeric AS dd
+  FROM x
+), l AS MATERIALIZED (
+  SELECT dpcg.lcm_agg(q.ed) AS le, dpcg.lcm_agg(q.dd) AS ld FROM q
 ), t AS (
-  SELECT q.run_id, sum(q.en * div(l.le, q.ed)) AS ne, sum(q.dn * div(l.ld, q.dd)) AS nd
-  FROM q JOIN l ON l.run_id = q.run_id GROUP BY q.run_id
+  SELECT q.run_id, count(*) AS n, bool_or(q.en_null) AS eps_null,
+         bool_or(q.rn_null) AS rho_null, min(l.le) AS le, min(l.ld) AS ld,
+         sum(q.en * div(l.le, q.ed)) AS ne, sum(q.dn * div(l.ld, q.dd)) AS nd
+  FROM q CROSS JOIN l GROUP BY q.run_id
 )
-SELECT l.run_id, l.n, l.eps_null, l.rho_null,
-       ARRAY[div(t.ne, gcd(t.ne, l.le)), div(l.le, gcd(t.ne, l.le))],
-       ARRAY[div(t.nd, gcd(t.nd, l.ld)), div(l.ld, gcd(t.nd, l.ld))]
-FROM l JOIN t ON t.run_id = l.run_id
+SELECT t.run_id, t.n, t.eps_null, t.rho_null,
+       ARRAY[div(t.ne, gcd(t.ne, t.le)), div(t.le, gcd(t.ne, t.le))],
+       ARRAY[div(t.nd, gcd(t.nd, t.ld)), div(t.ld, gcd(t.nd, t.ld))]
+FROM t
 $f$"""
 
 
@@ -424,6 +436,12 @@ BEGIN
       IF jsonb_typeof(c) IS DISTINCT FROM 'object'
          OR (SELECT count(*) FROM jsonb_object_keys(c)) <> 3
          OR NOT (c ?& ARRAY['epsilon', 'delta', 'rho'])
+         -- the cost object first and in canonical form, byte for byte (the sums read it
+         -- from this prefix: dpcg._run_sums / _dataset_sums)
+         OR split_part(b.o_body, '}}', 1) || '}}' IS DISTINCT FROM
+            '{{"cost":{{"delta":' || to_json(c ->> 'delta')::text || ',"epsilon":'
+            || coalesce(to_json(c ->> 'epsilon')::text, 'null') || ',"rho":'
+            || coalesce(to_json(c ->> 'rho')::text, 'null') || '}}'
          OR jsonb_typeof(b.o_j -> 'mechanism') IS DISTINCT FROM 'string'
          OR jsonb_typeof(b.o_j -> 'params') IS DISTINCT FROM 'object' THEN
         RAISE EXCEPTION 'a mechanism entry has a mechanism, params and a cost'

@@ -230,7 +230,18 @@ def test_direct_calls_cannot_overspend_or_forge(pg: PgLedger) -> None:
         with pytest.raises(psycopg.DatabaseError) as exc:
             _call(conn, "SELECT * FROM dpcg.charge(%s, %s, %s)", run.run_id, [head], [mid])
         assert exc.value.sqlstate == "DPB01"  # over the run's reservation
+        small, small_mid = mechanism("1/4")
+        canonical_cost = '{"cost":{"delta":"0","epsilon":"1/4","rho":null}'
+        assert small.startswith(canonical_cost)
         forged = [
+            # the cost object must come first and in canonical form, byte for byte (the
+            # database's sums read it from that prefix)
+            (small.replace(canonical_cost,
+                           '{"cost":{"epsilon":"1/4","delta":"0","rho":null}'), small_mid),
+            (small.replace(canonical_cost,
+                           '{"cost":{"delta":"0", "epsilon":"1/4","rho":null}'), small_mid),
+            (small.replace(canonical_cost,
+                           '{"cost":{"delta":"0","epsilon":"1/4","rho":null,"x":1}'), small_mid),
             (head.replace('"kind":"mechanism"', '"kind":"mechanism","kind":"dataset"'), mid),
             (head, mid.replace('"purpose":""', '"purpose":"","seq":99')),
             (head, mid + "1,"),
