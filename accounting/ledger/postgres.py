@@ -66,7 +66,6 @@ from accounting.ledger._format import (
 )
 from accounting.ledger._verify import (
     ChainChecker,
-    DatasetTotals,
     RunTotals,
     VerificationReport,
     rule_violation,
@@ -357,10 +356,7 @@ class PostgresLedger:
         head, mid = _encode({
             "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
             "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                     "description": description}},
-            {"data": _json_encoded({"lifetime": {"epsilon": fraction_str(eps),
-                                                 "delta": fraction_str(delta)},
-                                    "description": description}, "description")[1]})
+                     "description": description}})
         try:
             (seq, _h, created), = self._call(
                 "SELECT o_seq, o_hash, o_created FROM dpcg.register(%s, %s)", (head, mid))
@@ -471,8 +467,7 @@ class PostgresLedger:
                 "rule": rule, "description": description}
         head, mid = _encode({
             "kind": "run-open", "dataset_id": dataset_id, "run_id": run_id,
-            "relation": relation.value, "seed_explicit": seed_explicit, "data": data},
-            {"data": _json_encoded(data, "description")[1]})
+            "relation": relation.value, "seed_explicit": seed_explicit, "data": data})
         (_seq, _h, opened_at), = self._call(
             "SELECT o_seq, o_hash, o_timestamp FROM dpcg.reserve(%s, %s)", (head, mid))
         return PostgresRun(self, run_id, dataset_id, budget, eps, delta, relation, rule,
@@ -660,16 +655,6 @@ def _run_info(r: RunTotals) -> RunInfo:
         spent_delta=r.spent_delta, spent_rho=r.spent_rho)
 
 
-def dataset_info(d: DatasetTotals) -> DatasetInfo:
-    """A verifier's dataset totals as a :class:`DatasetInfo`."""
-    return DatasetInfo(
-        dataset_id=d.dataset_id, lifetime_epsilon=d.lifetime_epsilon,
-        lifetime_delta=d.lifetime_delta, relation=Relation(d.relation),
-        description=d.description, reserved_epsilon=d.reserved_epsilon,
-        reserved_delta=d.reserved_delta, n_runs=len(d.runs),
-        charged_epsilon=d.charged_epsilon, charged_delta=d.charged_delta)
-
-
 def _translate(exc: Exception, where: str) -> Exception:
     """A database error as the accounting error it stands for."""
     state = getattr(exc, "sqlstate", None)
@@ -813,5 +798,5 @@ class PostgresRun:
         self._closed = True
 
 
-__all__ = ["URL_SCHEMES", "PostgresLedger", "PostgresRun", "dataset_info", "install_schema",
+__all__ = ["URL_SCHEMES", "PostgresLedger", "PostgresRun", "install_schema",
            "is_postgres_url", "redact"]

@@ -77,6 +77,8 @@ class LedgerTarget:
     data_path: Path | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.path, Path):  # LedgerTarget(Path(url)) folds a URL's //
+            object.__setattr__(self, "path", _unfolded(self.path))
         if self.path is not None and (
             not isinstance(self.dataset_id, str) or not self.dataset_id.strip()
         ):

@@ -250,3 +250,14 @@ def test_dpcg_discover_records_in_postgres_under_the_policy(
     assert discover("--dataset-id", "survey", "--ledger", pg.analyst + "-other") == 2
     assert sign_heads(pg.custodian, private) is not None
     assert main(["ledger", "verify", pg.analyst, "--public-key", str(public)]) == 0
+
+
+def test_a_url_folded_into_a_path_is_restored(tmp_path: Path) -> None:
+    """Callers that build LedgerTarget(Path(ledger)) (the private API) fold a URL's //."""
+    from dpcg.private.ledger import LedgerTarget
+
+    url = "postgresql://dpcg_analyst@127.0.0.1:5432/db"
+    assert LedgerTarget(Path(url), "x").path == url
+    assert LedgerTarget(Path("postgres://h/db"), "x").path == "postgres://h/db"
+    assert LedgerTarget(tmp_path / "l.db", "x").path == tmp_path / "l.db"
+    assert ledger_target(budget=Budget(1.0), path=Path(url), dataset_id="x").path == url
