@@ -1,4 +1,8 @@
-"""The durable, append-only, hash-chained privacy ledger (SQLite, one file).
+"""The durable, append-only, hash-chained privacy ledger (SQLite file or PostgreSQL).
+
+* :func:`open_ledger` - open a SQLite file or a ``postgresql://`` ledger
+  (:class:`LedgerBackend`, the interface both implement; PostgreSQL needs the optional
+  ``psycopg`` driver: :mod:`accounting.ledger.postgres`).
 
 * :class:`Ledger` - open/create a ledger, register datasets with a lifetime budget,
   reserve runs (:meth:`Ledger.open_run`), verify, export a certificate.
@@ -18,6 +22,7 @@ See ``docs/ledger.md`` (format and threat model) and
 
 from accounting.ledger._format import CERTIFICATE_FORMAT, FORMAT_NAME, FORMAT_VERSION
 from accounting.ledger._verify import DatasetTotals, RunTotals, VerificationReport
+from accounting.ledger.backend import LedgerBackend, RunHandle, is_postgres, open_ledger
 from accounting.ledger.certificate import check_certificate, verify_certificate
 from accounting.ledger.paths import LEDGER_ENV, default_ledger_path, resolve_ledger_path
 from accounting.ledger.session import session_for_run
@@ -49,7 +54,9 @@ __all__ = [
     "DatasetInfo",
     "DatasetTotals",
     "Ledger",
+    "LedgerBackend",
     "LedgerRun",
+    "RunHandle",
     "RunInfo",
     "RunTotals",
     "SignedHead",
@@ -60,8 +67,10 @@ __all__ = [
     "check_dataset_id",
     "default_ledger_path",
     "generate_keypair",
+    "is_postgres",
     "load_signing_key",
     "load_verify_key",
+    "open_ledger",
     "read_head_file",
     "resolve_ledger_path",
     "session_for_run",

@@ -38,7 +38,7 @@ from accounting.ledger.signing import (
 )
 
 if TYPE_CHECKING:
-    from accounting.ledger.store import Ledger
+    from accounting.ledger.backend import LedgerBackend as Ledger
 
 _TOP_KEYS = frozenset({
     "format", "format_version", "ledger_id", "created_at", "genesis_hash",

@@ -11,7 +11,7 @@ from accounting.errors import AccountingError
 from accounting.session import Session
 
 if TYPE_CHECKING:
-    from accounting.ledger.store import Ledger
+    from accounting.ledger.backend import LedgerBackend as Ledger
 
 
 def session_for_run(ledger: Ledger, dataset_id: str, budget: Budget, rule: str,

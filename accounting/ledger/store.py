@@ -1473,59 +1473,7 @@ class LedgerRun:
             "written (run `dpcg ledger verify`)")
 
     def _validate(self, entry: EntryDraft) -> tuple[dict[str, Any], dict[str, str]]:
-        if not isinstance(entry, EntryDraft):
-            raise InvalidParameterError("entry", entry, "must be an accounting.entries.EntryDraft")
-        if not isinstance(entry.relation, Relation):
-            raise InvalidParameterError("entry.relation", entry.relation, "must be a Relation")
-        if entry.relation is not self._relation:
-            raise RelationMismatchError(
-                f"entry {entry.mechanism!r} is declared under {entry.relation.value} but run "
-                f"{self._run_id!r} (dataset {self.dataset_id!r}) uses {self._relation.value}")
-        if not isinstance(entry.cost, Cost):
-            raise InvalidParameterError("entry.cost", entry.cost, "must be an accounting Cost")
-        mechanism = _check_id("entry.mechanism", entry.mechanism)
-        params, params_json = _flat_encoded(entry.params, "entry.params")
-        if not isinstance(params, dict):
-            raise InvalidParameterError("entry.params", entry.params, "must be a mapping")
-        extra, extra_json = _flat_encoded(entry.extra, "entry.extra")
-        if not isinstance(extra, dict):
-            raise InvalidParameterError("entry.extra", entry.extra, "must be a mapping")
-        sens = entry.sensitivity
-        if sens is not None:
-            if isinstance(sens, bool) or not isinstance(sens, int | float) \
-                    or not math.isfinite(sens) or sens < 0:
-                raise InvalidParameterError("entry.sensitivity", sens, "must be finite and >= 0")
-            sens = float(sens)
-        purpose = _check_text("entry.purpose", entry.purpose)
-        if not isinstance(entry.seed_explicit, bool):
-            raise InvalidParameterError("entry.seed_explicit", entry.seed_explicit,
-                                        "must be a bool")
-        try:
-            derived, derived_sensitivity = rederive(mechanism, params, self._relation,
-                                                    params_json=params_json)
-        except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
-            raise InvalidParameterError(
-                "entry.params", entry.params,
-                f"the cost of {mechanism!r} cannot be re-derived from them ({exc})") from None
-        if derived != entry.cost:
-            raise InvalidParameterError(
-                "entry.cost", entry.cost.as_dict(),
-                f"must equal the cost re-derived from the parameters, {derived.as_dict()}")
-        if sens != derived_sensitivity:
-            raise InvalidParameterError(
-                "entry.sensitivity", entry.sensitivity,
-                f"must equal the mechanism's declared sensitivity {derived_sensitivity!r}")
-        cost = entry.cost.as_dict()
-        fields = {
-            "kind": "mechanism", "dataset_id": self.dataset_id, "run_id": self._run_id,
-            "mechanism": mechanism, "params": params, "sensitivity": sens,
-            "relation": self._relation.value, "cost": cost, "purpose": purpose,
-            "seed_explicit": entry.seed_explicit, "data": {"extra": extra},
-        }
-        # the canonical JSON of the structured fields, encoded once (keys sorted)
-        encoded = {"params": params_json, "cost": _cost_json(entry.cost),
-                   "data": '{"extra":' + extra_json + "}"}
-        return fields, encoded
+        return validate_draft(entry, self._relation, self._run_id, self.dataset_id)
 
     def record_output(self, sequence: int, output: object) -> None:
         """Append the released output of mechanism entry ``sequence`` as its own entry.
@@ -1573,3 +1521,66 @@ class LedgerRun:
             conn.execute("UPDATE runs SET status=?, closed_seq=? WHERE run_id=?",
                          (status, seq, self._run_id))
         self._closed = True
+
+
+def validate_draft(entry: EntryDraft, relation: Relation, run_id: str,
+                   dataset_id: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """A mechanism entry of run ``run_id`` (of ``dataset_id``, under ``relation``) checked
+    and encoded: its fields and the canonical JSON of ``params``, ``cost`` and ``data``.
+
+    Raises (writing nothing) for a malformed draft, another relation, or a declared cost
+    or sensitivity that differs from the one re-derived from its parameters. Shared by
+    every backend's writer (SQLite, PostgreSQL)."""
+    if not isinstance(entry, EntryDraft):
+        raise InvalidParameterError("entry", entry, "must be an accounting.entries.EntryDraft")
+    if not isinstance(entry.relation, Relation):
+        raise InvalidParameterError("entry.relation", entry.relation, "must be a Relation")
+    if entry.relation is not relation:
+        raise RelationMismatchError(
+            f"entry {entry.mechanism!r} is declared under {entry.relation.value} but run "
+            f"{run_id!r} (dataset {dataset_id!r}) uses {relation.value}")
+    if not isinstance(entry.cost, Cost):
+        raise InvalidParameterError("entry.cost", entry.cost, "must be an accounting Cost")
+    mechanism = _check_id("entry.mechanism", entry.mechanism)
+    params, params_json = _flat_encoded(entry.params, "entry.params")
+    if not isinstance(params, dict):
+        raise InvalidParameterError("entry.params", entry.params, "must be a mapping")
+    extra, extra_json = _flat_encoded(entry.extra, "entry.extra")
+    if not isinstance(extra, dict):
+        raise InvalidParameterError("entry.extra", entry.extra, "must be a mapping")
+    sens = entry.sensitivity
+    if sens is not None:
+        if isinstance(sens, bool) or not isinstance(sens, int | float) \
+                or not math.isfinite(sens) or sens < 0:
+            raise InvalidParameterError("entry.sensitivity", sens, "must be finite and >= 0")
+        sens = float(sens)
+    purpose = _check_text("entry.purpose", entry.purpose)
+    if not isinstance(entry.seed_explicit, bool):
+        raise InvalidParameterError("entry.seed_explicit", entry.seed_explicit,
+                                    "must be a bool")
+    try:
+        derived, derived_sensitivity = rederive(mechanism, params, relation,
+                                                params_json=params_json)
+    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+        raise InvalidParameterError(
+            "entry.params", entry.params,
+            f"the cost of {mechanism!r} cannot be re-derived from them ({exc})") from None
+    if derived != entry.cost:
+        raise InvalidParameterError(
+            "entry.cost", entry.cost.as_dict(),
+            f"must equal the cost re-derived from the parameters, {derived.as_dict()}")
+    if sens != derived_sensitivity:
+        raise InvalidParameterError(
+            "entry.sensitivity", entry.sensitivity,
+            f"must equal the mechanism's declared sensitivity {derived_sensitivity!r}")
+    cost = entry.cost.as_dict()
+    fields = {
+        "kind": "mechanism", "dataset_id": dataset_id, "run_id": run_id,
+        "mechanism": mechanism, "params": params, "sensitivity": sens,
+        "relation": relation.value, "cost": cost, "purpose": purpose,
+        "seed_explicit": entry.seed_explicit, "data": {"extra": extra},
+    }
+    # the canonical JSON of the structured fields, encoded once (keys sorted)
+    encoded = {"params": params_json, "cost": _cost_json(entry.cost),
+               "data": '{"extra":' + extra_json + "}"}
+    return fields, encoded

@@ -17,7 +17,15 @@ Signed heads (optional extra ``dpcg[sign]``)::
     dpcg ledger export-head runs.db --out head.json  # give head.json to the reviewer
     dpcg ledger verify runs.db --public-key ops.key.pub --head head.json
 
-``verify`` accepts either a ledger (SQLite) file or an exported JSON certificate. It
+PostgreSQL (optional extra ``dpcg[postgres]``; every LEDGER argument takes a URL)::
+
+    dpcg ledger pg-install postgresql://admin@db/dpcg --public-key custodian.key.pub
+    dpcg ledger init postgresql://dpcg_custodian@db/dpcg --dataset-id survey --epsilon 3
+    dpcg ledger sign-heads postgresql://dpcg_custodian@db/dpcg --key custodian.key
+    dpcg ledger policy --key custodian.key --out /etc/dpcg/policy.json \
+        --govern survey=postgresql://dpcg_analyst@db/dpcg --data survey=/srv/survey.csv
+
+``verify`` accepts a ledger (SQLite file or PostgreSQL URL) or an exported JSON certificate. It
 exits 0 and prints a summary when everything verifies, 1 with a one-line reason when
 the chain, a cost, a total, a head signature or the exported head does not, and 2 for
 a file that is not a ledger at all, a missing/unsafe/wrong key, an unsigned ledger
@@ -50,6 +58,8 @@ from accounting.ledger import (
     Ledger,
     VerificationReport,
     generate_keypair,
+    is_postgres,
+    open_ledger,
     session_for_run,
     verify_certificate,
 )
@@ -69,7 +79,9 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=lambda args: _usage(parser))
 
     p_init = sub.add_parser("init", help="create a ledger (if missing) and register a dataset")
-    p_init.add_argument("path", type=Path, metavar="PATH", help="ledger file (SQLite)")
+    p_init.add_argument("path", type=_location, metavar="LEDGER",
+                        help="ledger file (SQLite) or postgresql:// URL (installed with "
+                             "`pg-install`)")
     p_init.add_argument("--dataset-id", required=True, metavar="ID",
                         help="declared dataset id (a name you choose, never a hash of rows)")
     p_init.add_argument("--epsilon", type=float, required=True, metavar="E",
@@ -86,14 +98,15 @@ def register(subparsers: Any) -> None:
     p_init.set_defaults(func=_init)
 
     p_show = sub.add_parser("show", help="datasets, runs and budgets recorded in a ledger")
-    p_show.add_argument("path", type=Path, metavar="PATH", help="ledger file")
+    p_show.add_argument("path", type=_location, metavar="LEDGER",
+                        help="ledger file or postgresql:// URL")
     p_show.add_argument("--dataset-id", metavar="ID", help="only this dataset")
     p_show.add_argument("--json", action="store_true", help="print JSON instead of text")
     p_show.set_defaults(func=_show)
 
     p_verify = sub.add_parser("verify", help="verify a ledger or an exported certificate")
-    p_verify.add_argument("path", type=Path, metavar="PATH_OR_CERTIFICATE",
-                          help="ledger file or JSON certificate")
+    p_verify.add_argument("path", type=_location, metavar="LEDGER_OR_CERTIFICATE",
+                          help="ledger file, postgresql:// URL or JSON certificate")
     p_verify.add_argument("--head", metavar="HASH_OR_HEAD_FILE",
                           help="a 64-hex hash: require it to be the current head; otherwise "
                                "an exported head file (`export-head`, needs --public-key): "
@@ -109,7 +122,8 @@ def register(subparsers: Any) -> None:
     p_verify.set_defaults(func=_verify)
 
     p_export = sub.add_parser("export", help="verify a ledger and write its JSON certificate")
-    p_export.add_argument("path", type=Path, metavar="PATH", help="ledger file")
+    p_export.add_argument("path", type=_location, metavar="LEDGER",
+                          help="ledger file or postgresql:// URL")
     p_export.add_argument("--out", type=Path, required=True, metavar="FILE",
                           help="certificate to write")
     p_export.set_defaults(func=_export)
@@ -128,10 +142,60 @@ def register(subparsers: Any) -> None:
 
     p_head = sub.add_parser("export-head",
                             help="write the current signed head for a reviewer to keep")
-    p_head.add_argument("path", type=Path, metavar="PATH", help="signed ledger file")
+    p_head.add_argument("path", type=_location, metavar="LEDGER",
+                        help="signed ledger file or postgresql:// URL")
     p_head.add_argument("--out", type=Path, required=True, metavar="HEAD.json",
                         help="head file to write")
     p_head.set_defaults(func=_export_head)
+
+    p_pg = sub.add_parser(
+        "pg-install", help="install a PostgreSQL ledger in a database (administrator)",
+        description="Create the schema dpcg, its owner role and the analyst and custodian "
+                    "roles' privileges (analysts: read + reserve/charge/close_run; "
+                    "custodians: read + register/sign_head/bind_key). Run once, as a role "
+                    "that may create roles and schemas.")
+    p_pg.add_argument("url", metavar="URL", help="postgresql:// URL of the database, as its "
+                                                   "administrator")
+    p_pg.add_argument("--owner", default="dpcg_owner", help="NOLOGIN owner role (created)")
+    p_pg.add_argument("--analyst", action="append", metavar="ROLE",
+                      help="an analyst login role (repeatable; default dpcg_analyst)")
+    p_pg.add_argument("--custodian", action="append", metavar="ROLE",
+                      help="a custodian login role (repeatable; default dpcg_custodian)")
+    p_pg.add_argument("--public-key", type=Path, metavar="PUB",
+                      help="bind the new ledger to the custodian's public key now")
+    p_pg.add_argument("--analysts-register", action="store_true",
+                      help="let analysts register new dataset ids on their first run (a "
+                           "team without a custodian; default: only custodians register)")
+    p_pg.set_defaults(func=_pg_install)
+
+    p_sh = sub.add_parser(
+        "sign-heads", help="custodian: verify a PostgreSQL ledger and sign its head",
+        description="Run by the custodian (who holds the key; the analysts' processes "
+                    "never do): binds the ledger to the key on first use, verifies every "
+                    "earlier head signature and the whole chain, then signs the current "
+                    "head. Run it before `export-head`, e.g. from cron.")
+    p_sh.add_argument("url", metavar="URL", help="postgresql:// URL, as the custodian role")
+    p_sh.add_argument("--key", type=Path, required=True, metavar="KEY",
+                      help="the custodian's private key file (from `keygen`)")
+    p_sh.set_defaults(func=_sign_heads)
+
+    p_pol = sub.add_parser(
+        "policy", help="custodian: sign the policy that governs datasets",
+        description="Write a policy signed with the custodian's key: the governed dataset "
+                    "ids (each registered in the named ledger, which must be bound to the "
+                    "same key), the data files that are each of them, and whether "
+                    "--no-ledger runs are allowed. Install it as /etc/dpcg/policy.json "
+                    "(where analysts cannot write) or name it in $DPCG_POLICY.")
+    p_pol.add_argument("--key", type=Path, required=True, metavar="KEY",
+                       help="the custodian's private key file")
+    p_pol.add_argument("--out", type=Path, required=True, metavar="POLICY.json")
+    p_pol.add_argument("--govern", action="append", required=True, metavar="ID=LEDGER",
+                       help="govern dataset ID, registered in LEDGER (repeatable)")
+    p_pol.add_argument("--data", action="append", default=[], metavar="ID=FILE",
+                       help="FILE is dataset ID: a run on it must use that id (repeatable)")
+    p_pol.add_argument("--allow-no-ledger", action="store_true",
+                       help="allow --no-ledger runs (default: refused)")
+    p_pol.set_defaults(func=_policy)
 
     p_demo = sub.add_parser("demo", help="a small private analysis recorded in a ledger")
     p_demo.add_argument("--ledger", type=Path, metavar="PATH",
@@ -141,6 +205,12 @@ def register(subparsers: Any) -> None:
     from dpcg.cli.plot import register_ledger_plot
 
     register_ledger_plot(sub)
+
+
+def _location(text: str) -> Path | str:
+    """A ledger location argument: a postgresql:// URL stays text, anything else is a
+    path."""
+    return text if is_postgres(text) else Path(text)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -161,13 +231,15 @@ def _f(q: Fraction) -> str:
 # ---------------------------------------------------------------------------------
 def _init(args: argparse.Namespace) -> int:
     lifetime = Budget(args.epsilon, args.delta)  # validates before anything is written
-    with Ledger.open(args.path, create=True, signing_key=args.signing_key) as ledger:
+    with open_ledger(args.path, create=True, signing_key=args.signing_key) as ledger:
         ledger.register_dataset(args.dataset_id, lifetime, Relation.parse(args.relation),
                                 args.description)
         print(f"ledger {args.path} (id {ledger.ledger_id})")
         key = ledger.signing_public_key
         if key is not None:
-            print(f"signed with key {key.fingerprint}")
+            verb = "bound to key (heads signed by the custodian)" if is_postgres(args.path) \
+                else "signed with key"
+            print(f"{verb} {key.fingerprint}")
         print(f"registered dataset {args.dataset_id!r}: lifetime epsilon={args.epsilon:g}, "
               f"delta={args.delta:g}, relation {args.relation}")
     return 0
@@ -237,7 +309,7 @@ def _run_line(r: RunInfo) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
-    with Ledger.open(args.path) as ledger:
+    with open_ledger(args.path) as ledger:
         datasets = ([ledger.dataset(args.dataset_id)] if args.dataset_id
                     else ledger.datasets())
         per = [(d, ledger.runs(d.dataset_id)) for d in datasets]
@@ -274,7 +346,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    with Ledger.open(args.path) as ledger:
+    with open_ledger(args.path) as ledger:
         report = ledger.export(args.out)
     print(f"wrote certificate {args.out}: {report.entries} entries, "
           f"head hash {report.head_hash or '(empty)'}")
@@ -291,15 +363,20 @@ def _is_sqlite(path: Path) -> bool:
         raise LedgerError(f"cannot read {path}: {exc}") from None
 
 
-def verify_path(path: Path, head: str | None = None, contains: str | None = None,
+def verify_path(path: Path | str, head: str | None = None, contains: str | None = None,
                 public_key: Path | None = None,
                 head_file: Path | None = None) -> VerificationReport:
-    """Verify a ledger file or a certificate, whichever ``path`` is."""
-    if not path.is_file():
-        raise LedgerError(f"{path} does not exist or is not a file")
+    """Verify a ledger file, a PostgreSQL ledger or a certificate, whichever ``path`` is."""
     if head_file is not None and public_key is None:
         raise LedgerError("an exported head file is checked with the ledger's public key: "
                           "add --public-key PUB")
+    if isinstance(path, str) and is_postgres(path):
+        with open_ledger(path) as pg:
+            return pg.verify(expected_head=head, contains=contains, public_key=public_key,
+                             head=head_file)
+    path = Path(path)
+    if not path.is_file():
+        raise LedgerError(f"{path} does not exist or is not a file")
     if _is_sqlite(path):
         with Ledger.open(path) as ledger:
             return ledger.verify(expected_head=head, contains=contains,
@@ -342,8 +419,8 @@ def _verify(args: argparse.Namespace) -> int:
         if head_file is not None:
             print(f"  still holds the exported head {head_file} (no truncation after it, no "
                   "rewrite before it)")
-        if args.public_key is None and _is_sqlite(args.path):
-            with Ledger.open(args.path) as ledger:
+        if args.public_key is None and (is_postgres(args.path) or _is_sqlite(args.path)):
+            with open_ledger(args.path) as ledger:
                 key = ledger.signing_public_key
             if key is not None:
                 print(f"  signed ledger (key {key.fingerprint[:16]}...): the head signatures "
@@ -373,12 +450,79 @@ def _sign_init(args: argparse.Namespace) -> int:
 
 
 def _export_head(args: argparse.Namespace) -> int:
-    with Ledger.open(args.path) as ledger:
+    with open_ledger(args.path) as ledger:
         head = ledger.export_head(args.out)
     print(f"wrote signed head {args.out}: seq {head.seq}, hash {head.hash}, "
           f"datasets {', '.join(head.datasets) or '(none)'}, key {head.public_key.fingerprint}")
     print("keep it where the operator cannot change it; check later with "
           f"`dpcg ledger verify {args.path} --head {args.out} --public-key PUB`")
+    return 0
+
+
+# ---------------------------------------------------------------------------------
+# PostgreSQL and custody
+# ---------------------------------------------------------------------------------
+def _pg_install(args: argparse.Namespace) -> int:
+    from accounting.ledger import load_verify_key
+    from accounting.ledger.postgres import install_schema, redact
+
+    if not is_postgres(args.url):
+        raise LedgerError(f"{args.url!r} is not a postgresql:// URL")
+    analysts = args.analyst or ["dpcg_analyst"]
+    custodians = args.custodian or ["dpcg_custodian"]
+    key = None if args.public_key is None else load_verify_key(args.public_key)
+    ledger_id = install_schema(args.url, owner=args.owner, analysts=analysts,
+                               custodians=custodians, public_key=key,
+                               analysts_register=args.analysts_register)
+    print(f"installed ledger {ledger_id} in {redact(args.url)}: owner {args.owner}, "
+          f"analysts {', '.join(analysts)}, custodians {', '.join(custodians)}")
+    if key is not None:
+        print(f"bound to key {key.fingerprint}")
+    return 0
+
+
+def _sign_heads(args: argparse.Namespace) -> int:
+    from accounting.ledger.custody import sign_heads
+    from accounting.ledger.postgres import redact
+
+    signed = sign_heads(args.url, args.key)
+    if signed is None:
+        print(f"ledger {redact(args.url)} is empty: nothing to sign")
+    else:
+        print(f"ledger {redact(args.url)}: verified and signed head seq {signed[0]}, "
+              f"hash {signed[1]}")
+    return 0
+
+
+def _policy(args: argparse.Namespace) -> int:
+    from accounting.ledger.custody import governed, write_policy
+
+    def pairs(values: list[str], flag: str) -> list[tuple[str, str]]:
+        out = []
+        for v in values:
+            name, sep, rest = v.partition("=")
+            if not sep or not name or not rest:
+                raise LedgerError(f"{flag}: expected ID=VALUE, got {v!r}")
+            out.append((name, rest))
+        return out
+
+    data: dict[str, list[str]] = {}
+    for ds, f in pairs(args.data, "--data"):
+        data.setdefault(ds, []).append(f)
+    entries = []
+    for ds, where in pairs(args.govern, "--govern"):
+        with open_ledger(_location(where)) as ledger:
+            entries.append(governed(ds, ledger, data=data.pop(ds, [])))
+    if data:
+        raise LedgerError(f"--data names dataset ids not governed: {', '.join(sorted(data))}")
+    for g in entries:
+        print(f"  {g.dataset_id}: ledger {g.ledger} (id {g.ledger_id}), lifetime "
+              f"eps={_f(g.lifetime_epsilon)} delta={_f(g.lifetime_delta)} as registered "
+              f"there, relation {g.relation}, data {', '.join(g.data) or '(none)'}")
+    policy = write_policy(args.out, args.key, entries, allow_no_ledger=args.allow_no_ledger)
+    print(f"wrote policy {args.out} signed by {policy.public_key.fingerprint}: governs "
+          f"{', '.join(sorted(policy.datasets))}; --no-ledger "
+          f"{'allowed' if policy.allow_no_ledger else 'refused'}")
     return 0
 
 

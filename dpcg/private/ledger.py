@@ -22,11 +22,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from accounting.costs import Budget
 from accounting.entries import EntryDraft, JSONValue, RunRecorder
-from accounting.ledger import Ledger, check_dataset_id, session_for_run
+from accounting.ledger import (
+    LedgerBackend,
+    check_dataset_id,
+    is_postgres,
+    open_ledger,
+    session_for_run,
+)
 from accounting.ledger import default_ledger_path as _user_default_ledger
+from accounting.ledger.custody import check_policy
 from accounting.memory import InMemoryRecorder
 from accounting.relations import Relation
 from accounting.session import Session
@@ -52,7 +60,9 @@ def default_ledger_path() -> Path:
 class LedgerTarget:
     """Where a run is recorded: ``path=None`` keeps the entries in memory only."""
 
-    path: Path | None = None
+    #: A SQLite file, or a ``postgresql://`` URL (kept as a string: a Path would fold
+    #: its ``//``); ``None``: in memory.
+    path: Path | str | None = None
     dataset_id: str | None = None
     #: Lifetime budget of a dataset id the ledger does not know yet (None: the run's).
     lifetime: Budget | None = None
@@ -62,8 +72,13 @@ class LedgerTarget:
     #: Private key file that signs the new ledger heads (``--ledger-key``; None: the
     #: ledger's own policy, ``$DPCG_LEDGER_KEY`` for a bound ledger).
     signing_key: Path | None = None
+    #: The data file the run reads (the custodian's policy may govern it as a dataset id:
+    #: :func:`accounting.ledger.custody.check_policy`); ``None``: not a file.
+    data_path: Path | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.path, Path):  # LedgerTarget(Path(url)) folds a URL's //
+            object.__setattr__(self, "path", _unfolded(self.path))
         if self.path is not None and (
             not isinstance(self.dataset_id, str) or not self.dataset_id.strip()
         ):
@@ -78,15 +93,20 @@ class LedgerTarget:
 IN_MEMORY = LedgerTarget()
 
 
-def ledger_target(*, budget: Budget, no_ledger: bool = False, path: Path | None = None,
+def ledger_target(*, budget: Budget, no_ledger: bool = False,
+                  path: Path | str | None = None,
                   dataset_id: str | None = None, default_dataset_id: str | None = None,
                   lifetime_epsilon: float | None = None,
                   lifetime_delta: float | None = None,
-                  signing_key: Path | None = None) -> LedgerTarget:
+                  signing_key: Path | None = None,
+                  data_path: Path | None = None) -> LedgerTarget:
     """THE ledger policy of a private run (the same for every algorithm).
 
     ``default_dataset_id`` is the public recipe of a bundled sample (``None`` for a
-    user's table, which must then be named with ``dataset_id``).
+    user's table, which must then be named with ``dataset_id``). ``path`` may be a
+    ``postgresql://`` URL (a PostgreSQL ledger; no password in it: it would be shown
+    in the result and the shell history, use ``PGPASSWORD`` or ``~/.pgpass``).
+    ``data_path``: the data file, for the custodian's policy.
     """
     if no_ledger:
         given = [flag for flag, v in (("--ledger", path), ("--dataset-id", dataset_id),
@@ -96,7 +116,7 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False, path: Path | None 
         if given:
             raise AlgorithmError(f"--no-ledger: {', '.join(given)} only apply to a run "
                                  "recorded in a ledger")
-        return IN_MEMORY
+        return IN_MEMORY if data_path is None else LedgerTarget(data_path=Path(data_path))
     dataset_id = dataset_id if dataset_id is not None else default_dataset_id
     if dataset_id is None:
         raise AlgorithmError(
@@ -107,12 +127,29 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False, path: Path | None 
     lifetime = Budget(budget.epsilon if lifetime_epsilon is None else lifetime_epsilon,
                       budget.delta if lifetime_delta is None else lifetime_delta)
     explicit = lifetime_epsilon is not None or lifetime_delta is not None
-    return LedgerTarget(default_ledger_path() if path is None else Path(path), dataset_id,
-                        lifetime, explicit,
-                        None if signing_key is None else Path(signing_key))
+    where: Path | str = default_ledger_path() if path is None else (
+        str(path) if is_postgres(path) else _unfolded(Path(path)))
+    if isinstance(where, str) and urlsplit(where).password is not None:
+        raise AlgorithmError("--ledger: no password in a PostgreSQL ledger URL (it would be "
+                             "shown in the result and the shell history); use PGPASSWORD "
+                             "or ~/.pgpass")
+    return LedgerTarget(where, dataset_id, lifetime, explicit,
+                        None if signing_key is None else Path(signing_key),
+                        None if data_path is None else Path(data_path))
 
 
-def register_dataset_if_new(ledger: Ledger, dataset_id: str, lifetime: Budget,
+def _unfolded(path: Path) -> Path | str:
+    """``path``, or the ``postgresql://`` URL a caller turned into a ``Path`` (which folds
+    ``//`` to ``/``: ``Path("postgresql://u@h/db")`` is ``postgresql:/u@h/db``); the URL
+    is restored exactly (the scheme's ``//`` is the only one a ledger URL has)."""
+    text = str(path)
+    for scheme in ("postgresql:/", "postgres:/"):
+        if text.startswith(scheme) and not text.startswith(scheme + "/"):
+            return scheme + "/" + text[len(scheme):]
+    return path
+
+
+def register_dataset_if_new(ledger: LedgerBackend, dataset_id: str, lifetime: Budget,
                             relation: Relation, description: str = "", *,
                             explicit: bool = False, for_run: Budget | None = None) -> None:
     """Register ``dataset_id`` with ``lifetime`` unless the ledger knows it already (the
@@ -202,7 +239,7 @@ class SessionHandle:
     recorder: CountingRecorder
     target: LedgerTarget = field(default=IN_MEMORY)
     #: The open ledger (``None`` in memory); :meth:`close` closes it once the run is over.
-    ledger: Ledger | None = None
+    ledger: LedgerBackend | None = None
     #: The dataset's remaining lifetime ``(epsilon, delta)`` after the run (read by
     #: :meth:`close`; public: a function of declared budgets only).
     remaining: tuple[float, float] | None = None
@@ -249,6 +286,10 @@ def open_session(budget: Budget, rule: str, target: LedgerTarget = IN_MEMORY, *,
     ``dpcg ledger init`` to declare it explicitly) in the same transaction as the check.
     """
     supported = tuple(Relation.parse(r) for r in relations)
+    # the custodian's policy (accounting/ledger/custody.py): --no-ledger, another ledger
+    # or another id on a governed dataset are refused before anything is opened
+    check_policy(dataset_id=target.dataset_id, ledger=target.path,
+                 no_ledger=target.path is None, data_path=target.data_path)
     if target.path is None:
         _check_relation(relation, supported, algorithm, None)
         recorder = CountingRecorder(InMemoryRecorder(budget=budget, rule=rule,
@@ -257,9 +298,13 @@ def open_session(budget: Budget, rule: str, target: LedgerTarget = IN_MEMORY, *,
         return SessionHandle(session, recorder)
     assert target.dataset_id is not None  # LedgerTarget checks it
     check_dataset_id(target.dataset_id)  # before the file is created
-    led = Ledger.open(target.path, create=True, signing_key=target.signing_key)
+    led = open_ledger(target.path, create=True, signing_key=target.signing_key)
     try:
         # -- pre-flight: nothing below writes until ensure_dataset's check passed.
+        # the opened ledger must be the governed one (its id, the custodian's key binding,
+        # the dataset registered by the custodian)
+        check_policy(dataset_id=target.dataset_id, ledger=target.path, no_ledger=False,
+                     data_path=target.data_path, opened=led)
         led.check_signing()
         run_relation = (led.dataset(target.dataset_id).relation
                         if led.has_dataset(target.dataset_id) else relation)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,49 @@ def populate(led: Ledger) -> None:
     run2 = led.open_run("survey-2024", Budget(0.5, 1e-7), "zcdp", seed_explicit=True)
     run2.record(gaussian_draft(16.0))
     run2.close("budget-exhausted")
+
+
+# ---------------------------------------------------------------------------------
+# PostgreSQL: a throwaway cluster for the whole session, a fresh database per test
+# ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PgLedger:
+    """URLs of one freshly installed PostgreSQL ledger, per role."""
+
+    admin: str
+    analyst: str
+    custodian: str
+    database: str
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("the PostgreSQL ledger tests need psycopg: pip install 'dpcg[postgres]' "
+                    "(bash .ci/setup --dev installs it)")
+    from .pgcluster import Cluster, pg_bin
+
+    bindir = pg_bin()
+    if bindir is None:
+        pytest.skip("the PostgreSQL ledger tests need Debian's postgresql server binaries "
+                    "(/usr/lib/postgresql/*/bin/initdb, pg_ctl): apt-get install postgresql "
+                    "(bash .ci/setup --dev installs it)")
+    cluster = Cluster(bindir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg(pg_cluster: Any) -> PgLedger:
+    """A new database with the ledger installed (roles dpcg_analyst, dpcg_custodian;
+    analysts may register new ids, as in a team without a custodian)."""
+    from accounting.ledger.postgres import install_schema
+
+    db = pg_cluster.new_database()
+    install_schema(pg_cluster.url(db), analysts_register=True)
+    return PgLedger(pg_cluster.url(db), pg_cluster.url(db, "dpcg_analyst"),
+                    pg_cluster.url(db, "dpcg_custodian"), db)
