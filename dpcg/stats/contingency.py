@@ -442,7 +442,7 @@ class PairTables:
     them is bit for bit the same. A set whose table has more than
     :data:`PAIR_TABLE_CELLS` cells gets ``None`` (the caller counts it another way).
     Codes are not checked (validated data). Memory: a few ``uint16`` arrays of ``n``
-    (the prefix cache keeps :data:`PREFIXES` of them).
+    (the prefix caches keep ``3 * PREFIXES`` of them).
     """
 
     PREFIXES = 4
@@ -458,6 +458,7 @@ class PairTables:
         self.n = n
         self._xy: NDArray[np.uint16] | None = None
         self._prefix: dict[tuple[tuple[int, ...], int], NDArray[np.uint16]] = {}
+        self._indices: dict[tuple[int, ...], NDArray[np.uint16]] = {}
         self._key = np.empty(n, dtype=np.uint16)
         self._tmp = np.empty(n, dtype=np.uint16)
 
@@ -480,16 +481,36 @@ class PairTables:
         if not prefix:
             out = xy
         else:
-            codes, cards = self.codes, self.cards
-            out = codes[prefix[0]].astype(np.uint16)
-            for j in prefix[1:]:
-                np.multiply(out, cards[j], out=out, dtype=np.uint16, casting="unsafe")
-                np.add(out, codes[j], out=out, dtype=np.uint16, casting="unsafe")
-            np.multiply(out, radix * self.cxy, out=out, dtype=np.uint16, casting="unsafe")
+            out = np.multiply(self._index(prefix), radix * self.cxy, dtype=np.uint16,
+                              casting="unsafe")
             np.add(out, xy, out=out)
         if len(self._prefix) >= self.PREFIXES:
             del self._prefix[next(iter(self._prefix))]
         self._prefix[key] = out
+        return out
+
+    def _index(self, prefix: tuple[int, ...]) -> NDArray[np.uint16]:
+        """The mixed-radix index of ``prefix`` per row, by Horner's rule from that of
+        ``prefix[:-1]`` when it is cached (lexicographic sets change the last
+        variable of their prefix most often)."""
+        hit = self._indices.get(prefix)
+        if hit is not None:
+            return hit
+        codes, cards = self.codes, self.cards
+        head = prefix[:-1]
+        last = prefix[-1]
+        out: NDArray[np.uint16]
+        if not head:
+            out = codes[last].astype(np.uint16)
+        else:
+            up = self._indices.get(head)
+            if up is None:
+                up = self._index(head)
+            out = np.multiply(up, cards[last], dtype=np.uint16, casting="unsafe")
+            np.add(out, codes[last], out=out, dtype=np.uint16, casting="unsafe")
+        if len(self._indices) >= 2 * self.PREFIXES:
+            del self._indices[next(iter(self._indices))]
+        self._indices[prefix] = out
         return out
 
     def _counts(self, prefix: tuple[int, ...], lasts: Sequence[int]) -> NDArray[np.int64]:
