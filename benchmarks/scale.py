@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ScaleRun", "hub_network", "register", "run", "run_one"]
+__all__ = ["ScaleRun", "hub_network", "pc_speed", "register", "run", "run_one"]
 
 
 def hub_network(nodes: int, *, max_parents: int = 3, card: str = "2-5", seed: int = 1,
@@ -121,6 +121,101 @@ def run_one(network: str, rows: int, algorithm: str, epsilon: float | None, *,
         return run
 
 
+Query = tuple[int, int, tuple[int, ...]]
+
+
+def _reference_rates(codes: Any, queries_by_level: dict[int, list[Query]],
+                     seconds: float) -> dict[int, tuple[int, float]]:
+    """causal-learn's G^2 (``CIT(data, "gsq")``, a fresh cache) on the first queries of
+    each level, for at most ``seconds`` of CPU per level: ``{level: (tests, cpu s)}``."""
+    import numpy as np
+    from causallearn.utils.cit import CIT
+
+    data = np.ascontiguousarray(np.asarray(codes).T.astype(np.int64))
+    out: dict[int, tuple[int, float]] = {}
+    for level, queries in sorted(queries_by_level.items()):
+        cit = CIT(data, "gsq")
+        c0 = time.process_time()
+        done = 0
+        for x, y, S in queries:
+            cit(x, y, list(S))
+            done += 1
+            if time.process_time() - c0 >= seconds:
+                break
+        out[level] = (done, time.process_time() - c0)
+    return out
+
+
+def pc_speed(network: str, rows: int, *, workers: int = 2, max_seconds: float = 600.0,
+             seed: int = 0, reference_seconds: float = 0.0,
+             reference_queries: int = 3000) -> dict[str, Any]:
+    """Non-private G^2 PC-stable (``FastG2Test``, blocks of shared counting, ``workers``
+    processes) on ``network`` to completion or ``max_seconds``, in this process: wall and
+    CPU seconds (the parent's and its workers'), peak RSS (parent, largest worker),
+    tests per level, tests per second, the stop message, and the load average before and
+    after. With ``reference_seconds > 0``, causal-learn's G^2 on the first
+    ``reference_queries`` of each level of the same run (time-capped per level; its rate
+    per level applied to this run's test counts gives its CPU estimate for the same test
+    sequence)."""
+    from collections import Counter
+
+    from dpcg.citests.nonprivate import FastG2Test
+    from dpcg.datasets import load_network
+    from dpcg.pc import pc_stable
+    from dpcg.pc.limits import RunLimits
+
+    ds = load_network(network).sample(rows, seed)
+    load0 = os.getloadavg()
+    ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = pc_stable(FastG2Test(ds), ds.names, workers=workers,
+                    limits=RunLimits(max_seconds=max_seconds))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_children = (ch.ru_utime + ch.ru_stime) - (ch0.ru_utime + ch0.ru_stime)
+    levels = dict(sorted(Counter(t.level for t in res.tests).items()))
+    out: dict[str, Any] = {
+        "network": network, "rows": rows, "workers": workers, "wall": wall,
+        "cpu": cpu + cpu_children, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        / 1024.0, "worker_rss_mb": ch.ru_maxrss / 1024.0, "tests": res.n_tests,
+        "levels": levels, "edges": sum(len(a) for a in res.adjacency) // 2,
+        "stopped": res.info.get("stopped", {}).get("message"),
+        "load": (load0, os.getloadavg())}
+    if reference_seconds > 0:
+        by_level: dict[int, list[Query]] = {}
+        for t in res.tests:
+            q = by_level.setdefault(t.level, [])
+            if len(q) < reference_queries:
+                q.append((t.x, t.y, t.S))
+        ref = _reference_rates(ds.codes, by_level, reference_seconds)
+        out["reference"] = ref
+        out["reference_cpu_estimate"] = sum(
+            levels[lv] * cpu_l / max(n, 1) for lv, (n, cpu_l) in ref.items())
+    return out
+
+
+def render_speed(r: dict[str, Any]) -> str:
+    """One markdown row of :func:`pc_speed`."""
+    nodes = r["network"].split("nodes=")[1].split(",")[0]
+    ref = ""
+    if "reference" in r:
+        est = r["reference_cpu_estimate"]
+        ref = f"{r['tests'] / est:,.0f} (est. {est:,.0f} CPU s)"
+    status = "stopped: " + r["stopped"] if r["stopped"] else "complete"
+    lv = ", ".join(f"{k}: {v:,}" for k, v in r["levels"].items())
+    return (f"| hub-{nodes} | {r['rows']:,} | {r['workers']} | {status} | {r['wall']:.0f} | "
+            f"{r['cpu']:.0f} | {r['rss_mb']:.0f} / {r['worker_rss_mb']:.0f} | {r['tests']:,} | "
+            f"{r['tests'] / max(r['cpu'], 1e-9):,.0f} | {ref} | {r['edges']} | {lv} | "
+            f"{r['load'][0][0]:.1f} -> {r['load'][1][0]:.1f} |")
+
+
+SPEED_HEADER = (
+    "| network | rows | workers | status | wall s | CPU s | peak RSS MB (parent / worker) "
+    "| tests | tests per CPU s | causal-learn tests per CPU s (same tests) | edges "
+    "| tests per level | load (1 min) |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "scale", help="peak RSS and wall time on scale-free (hub) networks",
@@ -139,6 +234,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--no-write", action="store_true",
                    help="print the section instead of writing docs/benchmarks/scale.md")
     p.add_argument("--docs-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--pc-speed", action="store_true",
+                   help="instead: non-private G^2 PC in this process on each --nodes network "
+                        "(--workers, --max-seconds), with causal-learn's rate on the same "
+                        "tests (--reference-seconds per level); prints markdown rows")
+    p.add_argument("--workers", type=int, default=2, help="--pc-speed: processes (default 2)")
+    p.add_argument("--max-seconds", type=float, default=600.0,
+                   help="--pc-speed: time budget of a run (default 600)")
+    p.add_argument("--reference-seconds", type=float, default=0.0,
+                   help="--pc-speed: causal-learn CPU seconds per level (default 0: skip)")
     p.set_defaults(func=run)
 
 
@@ -168,6 +272,14 @@ def render(runs: list[ScaleRun], args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "pc_speed", False):
+        print(SPEED_HEADER, flush=True)
+        for nodes in (int(v) for v in str(args.nodes).split(",")):
+            speed = pc_speed(hub_network(nodes), args.rows, workers=args.workers,
+                             max_seconds=args.max_seconds,
+                             reference_seconds=args.reference_seconds)
+            print(render_speed(speed), flush=True)
+        return 0
     runs: list[ScaleRun] = []
     extra = () if args.max_depth is None else ("--max-depth", str(args.max_depth))
     for nodes in (int(v) for v in str(args.nodes).split(",")):

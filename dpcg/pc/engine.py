@@ -73,6 +73,7 @@ Sepset = tuple[int, ...]
 
 __all__ = [
     "BatchEdgeTester",
+    "BlockEdgeTester",
     "CandidateSets",
     "CarriesAdjacency",
     "DeclaresLevelWork",
@@ -129,6 +130,34 @@ class BatchEdgeTester(Protocol):
     """
 
     def test_many(self, queries: Sequence[tuple[int, int, Sepset]]) -> Sequence[TestOutcome]: ...
+
+
+@runtime_checkable
+class BlockEdgeTester(Protocol):
+    """An edge tester that answers a block of one pair's candidate sets at once, sharing
+    their encoding and counting (issue 59; :meth:`dpcg.citests.nonprivate.FastG2Test.test_block`).
+
+    ``test_block(x, y, sets)`` yields the outcomes of ``(x, y | S)`` for ``S`` in
+    ``sets`` **in order**, each the outcome ``test(x, y, S)`` would give. The engine
+    reads them up to the pair's first separating set and drops the rest, so the tester
+    may compute a few tests beyond it: the engine uses blocks only for a tester that is
+    also side-effect free (``parallel_safe = True``: non-private), never for one whose
+    answers are releases."""
+
+    def test_block(self, x: int, y: int, sets: Sequence[Sepset]) -> Iterator[TestOutcome]: ...
+
+
+#: Candidate sets of one pair handed to a :class:`BlockEdgeTester` tester at a time.
+BLOCK_SETS = 64
+
+
+def _blocks_of(tester: object) -> Callable[[int, int, Sequence[Sepset]],
+                                           Iterator[TestOutcome]] | None:
+    """The tester's ``test_block`` if the engine may use it (non-private, side-effect
+    free), else ``None``."""
+    if isinstance(tester, BlockEdgeTester) and getattr(tester, "parallel_safe", False) is True:
+        return tester.test_block
+    return None
 
 
 @runtime_checkable
@@ -688,7 +717,8 @@ def pc_stable(
                 t0 = clock()
                 deadline, memory = guard.worker_limits()
                 stream = run_level(tester.test, functools.partial(_sets_at, level, frozen),
-                                   pairs, workers, deadline, memory)
+                                   pairs, workers, deadline, memory,
+                                   block=_blocks_of(tester), block_sets=BLOCK_SETS)
                 try:
                     for item in stream:
                         if isinstance(item, str):  # a worker reached a limit
@@ -705,6 +735,24 @@ def pc_stable(
                 finally:
                     stream.close()
                     test_seconds += clock() - t0
+            elif (block := _blocks_of(tester)) is not None:
+                for x, y in pairs:
+                    if guard.reason is not None:
+                        break
+                    sets = candidate_sets(x, y, level, frozen)
+                    closed = False
+                    while not closed and (chunk := tuple(islice(sets, BLOCK_SETS))):
+                        answers = block(x, y, chunk)
+                        for S in chunk:
+                            if guard.reached(len(tests)):
+                                closed = True
+                                break
+                            t0 = clock()
+                            outcome = next(answers)
+                            test_seconds += clock() - t0
+                            if answered(x, y, S, outcome):
+                                closed = True
+                                break
             else:
                 assert isinstance(tester, EdgeTester)
                 test = tester.test

@@ -26,7 +26,10 @@ from typing import TextIO
 
 from dpcg.pc.engine import Pair, pair_test_count
 
-__all__ = ["ProgressLine", "level_test_bounds"]
+__all__ = ["MIN_RATE_SECONDS", "ProgressLine", "level_test_bounds"]
+
+#: A level's ETA is given once its tests have run this long (before: "ETA ?").
+MIN_RATE_SECONDS = 1.0
 
 
 def level_test_bounds(adjacency: Sequence[frozenset[int]], start: int,
@@ -109,8 +112,11 @@ class ProgressLine:
         self._last = now
         done = tests - self._level_start_tests
         pending = max(self._level_bound - done, 0)
-        rate = done / max(now - self._level_t0, 1e-9)
-        eta = pending / rate if rate > 0 else math.inf
+        elapsed = now - self._level_t0
+        rate = done / max(elapsed, 1e-9)
+        # no ETA from the first tests of a level (a rate over a few milliseconds said
+        # "ETA <= 7440h" at the start of level 4 on hub-60)
+        eta = pending / rate if rate > 0 and elapsed >= MIN_RATE_SECONDS else math.inf
         self._print(f"level {level}: {done:,} tests done (run {tests:,}), <= {pending:,} "
                     f"pending at this level, ETA <= {_eta(eta)}")
 

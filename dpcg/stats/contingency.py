@@ -20,7 +20,7 @@ data; codes outside ``[0, cardinality)`` raise :class:`StatisticInputError`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -411,3 +411,201 @@ def contingency_table(
     yc = _codes_of(f"column {y}", arr[y], cy, check)
     cols, n_configs = _s_columns(arr, cardinalities, S, check)
     return _build(cols, n_configs, xc, yc, cx, cy)
+
+
+
+#: Largest table (``n_configs * cx * cy`` cells) :class:`PairTables` counts: its row
+#: keys are ``uint16`` (a fifth of the memory traffic of ``int64`` keys).
+PAIR_TABLE_CELLS = 1 << 16
+#: Largest joint table :meth:`PairTables.tables` counts to serve several sets at once
+#: (summing a joint of this many cells costs far less than a pass over 100K rows).
+JOINT_CELLS = 1 << 13
+
+
+class PairTables:
+    """The tables of one pair ``(x, y)`` for many conditioning sets, sharing the
+    encoding and the counting (issue 59: PC asks a pair every subset of its adjacency at
+    a level, in lexicographic order, so consecutive sets share ``S[:-1]``).
+
+    * Every row's key ``(s * cx + x) * cy + y`` is built in ``uint16`` from the key
+      ``x * cy + y`` (made once per pair) and the mixed-radix index of the prefix
+      ``S[:-1]`` (made once per prefix): a table costs two ``uint16`` passes and one
+      ``bincount``.
+    * :meth:`tables` serves consecutive sets ``P + (l_1,)``, ..., ``P + (l_w,)`` that
+      share the prefix ``P`` with **one** ``bincount``: of the joint key of
+      ``(P, l_1, ..., l_w, x, y)`` (at most :data:`JOINT_CELLS` cells), whose exact
+      integer sums over all ``l_j`` but one are the tables of the sets.
+
+    The tables are those of :func:`contingency_table` (the same ``int64`` counts of the
+    observed strata, in the same order and layout: dense, as ``contingency_table``
+    keeps every table of at most :data:`DENSE_CELLS_MIN` cells), so any statistic of
+    them is bit for bit the same. A set whose table has more than
+    :data:`PAIR_TABLE_CELLS` cells gets ``None`` (the caller counts it another way).
+    Codes are not checked (validated data). Memory: a few ``uint16`` arrays of ``n``
+    (the prefix caches keep ``3 * PREFIXES`` of them).
+    """
+
+    PREFIXES = 4
+
+    def __init__(self, codes: NDArray[Any], cardinalities: Sequence[int], x: int,
+                 y: int) -> None:
+        self.codes = codes
+        self.cards = cardinalities
+        self.x, self.y = x, y
+        self.cx, self.cy = int(cardinalities[x]), int(cardinalities[y])
+        self.cxy = self.cx * self.cy
+        n = int(codes.shape[1])
+        self.n = n
+        self._xy: NDArray[np.uint16] | None = None
+        self._prefix: dict[tuple[tuple[int, ...], int], NDArray[np.uint16]] = {}
+        self._indices: dict[tuple[int, ...], NDArray[np.uint16]] = {}
+        self._key = np.empty(n, dtype=np.uint16)
+        self._tmp = np.empty(n, dtype=np.uint16)
+
+    def _xy_key(self) -> NDArray[np.uint16]:
+        xy = self._xy
+        if xy is None:
+            xy = np.multiply(self.codes[self.x], self.cy, dtype=np.uint16, casting="unsafe")
+            np.add(xy, self.codes[self.y], out=xy, casting="unsafe")
+            self._xy = xy
+        return xy
+
+    def _base(self, prefix: tuple[int, ...], radix: int) -> NDArray[np.uint16]:
+        """``index(prefix) * radix * cxy + xy`` per row (cached): the key of a table
+        whose variables after the prefix span ``radix`` configurations, less theirs."""
+        key = (prefix, radix)
+        hit = self._prefix.get(key)
+        if hit is not None:
+            return hit
+        xy = self._xy_key()
+        if not prefix:
+            out = xy
+        else:
+            out = np.multiply(self._index(prefix), radix * self.cxy, dtype=np.uint16,
+                              casting="unsafe")
+            np.add(out, xy, out=out)
+        if len(self._prefix) >= self.PREFIXES:
+            del self._prefix[next(iter(self._prefix))]
+        self._prefix[key] = out
+        return out
+
+    def _index(self, prefix: tuple[int, ...]) -> NDArray[np.uint16]:
+        """The mixed-radix index of ``prefix`` per row, by Horner's rule from that of
+        ``prefix[:-1]`` when it is cached (lexicographic sets change the last
+        variable of their prefix most often)."""
+        hit = self._indices.get(prefix)
+        if hit is not None:
+            return hit
+        codes, cards = self.codes, self.cards
+        head = prefix[:-1]
+        last = prefix[-1]
+        out: NDArray[np.uint16]
+        if not head:
+            out = codes[last].astype(np.uint16)
+        else:
+            up = self._indices.get(head)
+            if up is None:
+                up = self._index(head)
+            out = np.multiply(up, cards[last], dtype=np.uint16, casting="unsafe")
+            np.add(out, codes[last], out=out, dtype=np.uint16, casting="unsafe")
+        if len(self._indices) >= 2 * self.PREFIXES:
+            del self._indices[next(iter(self._indices))]
+        self._indices[prefix] = out
+        return out
+
+    def _counts(self, prefix: tuple[int, ...], lasts: Sequence[int]) -> NDArray[np.int64]:
+        """Dense counts over ``(prefix, *lasts, x, y)`` (one ``bincount``)."""
+        cards = self.cards
+        radix = 1
+        for j in lasts:
+            radix *= int(cards[j])
+        configs = radix
+        for j in prefix:
+            configs *= int(cards[j])
+        base = self._base(prefix, radix)
+        if lasts:
+            key, tmp = self._key, self._tmp
+            mult = radix * self.cxy
+            for i, j in enumerate(lasts):
+                mult //= int(cards[j])
+                if i == 0:
+                    np.multiply(self.codes[j], mult, out=key, dtype=np.uint16, casting="unsafe")
+                else:
+                    np.multiply(self.codes[j], mult, out=tmp, dtype=np.uint16, casting="unsafe")
+                    np.add(key, tmp, out=key)
+            np.add(key, base, out=key)
+        else:
+            key = base
+        flat = np.bincount(key, minlength=configs * self.cxy)
+        return flat.astype(np.int64, copy=False)
+
+    def _layout(self, counts: NDArray[np.int64], configs: int) -> StrataTable:
+        """A table of the observed strata, as :func:`contingency_table` lays it out."""
+        counts = counts.reshape(configs, self.cx, self.cy)
+        keep = counts[counts.any(axis=(1, 2))] if configs > 1 else counts  # a copy: fresh
+        return StrataTable(np.ascontiguousarray(keep), self.cx, self.cy, configs)
+
+    def _configs(self, S: Sequence[int]) -> int:
+        configs = 1
+        for s in S:
+            configs *= int(self.cards[s])
+        return configs
+
+    def table(self, S: tuple[int, ...]) -> StrataTable | None:
+        """The table of ``(x, y | S)`` (``None`` above :data:`PAIR_TABLE_CELLS`)."""
+        configs = self._configs(S)
+        if configs * self.cxy > PAIR_TABLE_CELLS:
+            return None
+        if not S:
+            return self._layout(self._counts((), ()), 1)
+        return self._layout(self._counts(S[:-1], S[-1:]), configs)
+
+    def tables(self, sets: Sequence[tuple[int, ...]]) -> list[StrataTable | None]:
+        """The table of each set of ``sets`` (``None`` above :data:`PAIR_TABLE_CELLS`),
+        consecutive sets with a common prefix counted together (class docstring)."""
+        return list(self.iter_tables(sets))
+
+    def iter_tables(self, sets: Sequence[tuple[int, ...]]) -> Iterator[StrataTable | None]:
+        """:meth:`tables`, lazily: a joint is counted when its first set is reached, so
+        a caller that stops early (a pair's first separating set) counts at most the
+        rest of one joint in vain."""
+        cards = self.cards
+        i = 0
+        m = len(sets)
+        while i < m:
+            S = sets[i]
+            if not S:
+                yield self.table(S)
+                i += 1
+                continue
+            prefix = S[:-1]
+            pconf = self._configs(prefix)
+            cells = pconf * self.cxy * int(cards[S[-1]])
+            if cells > PAIR_TABLE_CELLS:
+                yield None  # counted by the caller
+                i += 1
+                continue
+            # the run of following sets with this prefix whose joint stays small
+            lasts = [S[-1]]
+            j = i + 1
+            while j < m:
+                T = sets[j]
+                if len(T) != len(S) or T[:-1] != prefix or T[-1] in lasts:
+                    break
+                c = int(cards[T[-1]])
+                if cells * c > JOINT_CELLS:
+                    break
+                lasts.append(T[-1])
+                cells *= c
+                j += 1
+            if len(lasts) == 1:
+                yield self._layout(self._counts(prefix, lasts), pconf * int(cards[S[-1]]))
+                i += 1
+                continue
+            shape = (pconf, *(int(cards[v]) for v in lasts), self.cx, self.cy)
+            joint = self._counts(prefix, lasts).reshape(shape)
+            w = len(lasts)
+            for k in range(w):
+                axes = tuple(1 + a for a in range(w) if a != k)
+                yield self._layout(joint.sum(axis=axes), pconf * shape[1 + k])
+            i = j

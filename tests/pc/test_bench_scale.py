@@ -47,3 +47,23 @@ def test_cli_writes_the_section(tmp_path: Path) -> None:
     assert code == 0
     text = (tmp_path / "benchmarks" / "scale.md").read_text()
     assert "| hub-6 | 300 | laplace-pc | 1 | ok |" in text
+
+
+def test_pc_speed_measures_a_run_and_the_reference() -> None:
+    import pytest
+
+    pytest.importorskip("causallearn")
+    from benchmarks.scale import SPEED_HEADER, pc_speed, render_speed
+
+    r = pc_speed(hub_network(10), 2_000, workers=2, max_seconds=300.0,
+                 reference_seconds=0.5, reference_queries=50)
+    assert r["stopped"] is None
+    assert r["tests"] == sum(r["levels"].values()) > 0
+    assert r["cpu"] > 0
+    assert r["wall"] > 0
+    assert set(r["reference"]) == set(r["levels"])
+    assert all(n >= 1 for n, _ in r["reference"].values())
+    assert r["reference_cpu_estimate"] > 0
+    row = render_speed(r)
+    assert row.startswith("| hub-10 | 2,000 | 2 | complete |")
+    assert row.count("|") == SPEED_HEADER.splitlines()[0].count("|")

@@ -62,3 +62,19 @@ def test_progress_line_is_throttled(data: Any) -> None:
     pc_stable(G2Test(data), tuple(data.schema.names), progress=ProgressLine(out, every=1e9))
     lines = [ln for ln in out.getvalue().splitlines() if ln.startswith("level ")]
     assert len(lines) == 1  # the first call only
+
+
+def test_no_eta_from_the_first_tests_of_a_level(monkeypatch: Any) -> None:
+    import dpcg.pc.progress as progress
+
+    adj = [frozenset({1, 2}), frozenset({0, 2}), frozenset({0, 1})]
+    out = io.StringIO()
+    line = ProgressLine(out, every=0.0)
+    line.start_level(1, adj, [(0, 1), (0, 2), (1, 2)])
+    line(1, 1)  # one test, a few microseconds into the level: no rate yet
+    assert out.getvalue().splitlines()[-1].endswith("ETA <= ?")
+    monkeypatch.setattr(progress, "MIN_RATE_SECONDS", 0.0)
+    line(1, 2)
+    last = out.getvalue().splitlines()[-1]
+    assert re.search(r"ETA <= \d+s$", last), last
+    assert "<= 1 pending" in last  # 3 candidate sets at level 1, 2 done
