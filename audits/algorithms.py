@@ -90,6 +90,9 @@ def hub_pair(seed: int = 0) -> fixtures.Neighbours:
 #: Options forcing the screened level-0 selection on :func:`hub_pair` (first release
 #: keeps 8 of the 10 pairs, the second 2; the other 6 are carried into level 1).
 SCREENED: dict[str, Any] = {"select": 0.8, "screen_selection": 1}
+#: Options making every node of :func:`hub_pair` run Hub-PC's level-0 selection (each has
+#: 4 pairs, more than the 2 partners it keeps: 5 top-k releases per run).
+HUB_SELECT: dict[str, Any] = {"neighbours": 2}
 
 
 def private_pc(name: str, **options: Any) -> Callable[[Any, int], Hashable]:
@@ -133,6 +136,9 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
                           scale=-1.0)
             for name in ("laplace-pc", "priv-pc")
         ]
+        out.append(EmpiricalItem(
+            "algorithm", f"hub-pc (eps={EPS:g}, whole run, per-node selection)",
+            algorithm_sampler(private_pc("hub-pc", **HUB_SELECT)), hub, EPS, scale=-1.0))
     try:
         out.extend(ci_test_items())
     except ImportError as exc:  # pragma: no cover - depends on the continuous room

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from accounting.errors import InvalidParameterError
 from accounting.mechanisms import TopK
 from accounting.session import ReleaseRequest, Session
 from dpcg.citests.base import CIResult
@@ -147,7 +148,11 @@ def make_plan(params: HubPCParams, settings: RunSettings,
     k = min(params.neighbours, max(p - 1, 1))
     sens = source.sensitivity()
     pairs = n_pairs(p)
-    rule = params.rule or choose_rule(budget, max(p * k * (depth + 1), 1), sens)
+    try:
+        rule = params.rule or choose_rule(budget, max(p * k * (depth + 1), 1), sens)
+    except InvalidParameterError:  # a budget beyond the samplers' range
+        raise AlgorithmError("epsilon: too small for hub-pc's releases; give a larger "
+                             "budget") from None
     total = Fraction(budget.epsilon_exact) if rule == "basic" else Fraction(budget.rho())
     share = Fraction(params.select_share)
     eps = selection_epsilon(rule, total * share, max(p * k, 1))
