@@ -30,30 +30,24 @@ computed). Proof note: ``docs/privacy/algorithm-hub-pc.md``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import partial
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from accounting.errors import InvalidParameterError
-from accounting.mechanisms import TopK
-from accounting.session import ReleaseRequest, Session
+from accounting.errors import BudgetExceededError, InvalidParameterError
+from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.private import StatisticSource
 from dpcg.citests.registry import option
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over
-from dpcg.private import planning
 from dpcg.private.common import (
     DiscreteAlgorithm,
     check_count_field,
     check_number_field,
-    marginal_utilities,
+    exhaustion_note,
+    node_pairs,
+    select_node_partners,
     unspent,
 )
 from dpcg.private.contract import RunSettings
@@ -67,7 +61,7 @@ from dpcg.private.planning import n_pairs, selection_epsilon
 from dpcg.private.registry import register_algorithm
 
 __all__ = ["HUB_DEPTH", "HUB_NEIGHBOURS", "HUB_SELECT_SHARE", "HubPC", "HubPCParams",
-           "HubPlan", "HubTest", "make_plan", "node_pairs"]
+           "HubPlan", "HubTest", "make_plan"]
 
 #: Default depth cap (public): hub networks of the generator have up to 3 parents per
 #: node, so a separating set of at most 3 exists for every non-adjacent pair.
@@ -166,16 +160,6 @@ def make_plan(params: HubPCParams, settings: RunSettings,
     return HubPlan(base, k, eps, float(params.select_share), depth)
 
 
-def node_pairs(p: int, pairs: Sequence[Pair]) -> list[list[int]]:
-    """For each node, the indices into ``pairs`` of the pairs it is an endpoint of (in
-    ``pairs``' order)."""
-    out: list[list[int]] = [[] for _ in range(p)]
-    for i, (x, y) in enumerate(pairs):
-        out[x].append(i)
-        out[y].append(i)
-    return out
-
-
 class HubTest(PairMinTest):
     """Hub-PC's level strategy: :class:`PairMinTest` with level 0 replaced by the
     per-node top-k selection (module docstring)."""
@@ -183,7 +167,6 @@ class HubTest(PairMinTest):
     def __init__(self, plan: HubPlan, source: StatisticSource, session: Session) -> None:
         super().__init__(plan.base, source, session)
         self.hplan = plan
-        self._utilities: npt.NDArray[np.float64] | None = None
 
     def level_slots(self, level: int) -> int:
         """Level ``l >= 1`` gets ``1/(D - l + 1)`` of what is left when it starts, so
@@ -195,39 +178,16 @@ class HubTest(PairMinTest):
                     ) -> dict[Pair, Sepset]:
         src = self.source
         k = self.hplan.k
-        by_node = node_pairs(src.p, pairs)
-        bound = planning.SELECTION_EMPTY_SET_BOUND
-
-        def all_utilities() -> npt.NDArray[np.float64]:
-            if self._utilities is None:  # after the whole batch was admitted and recorded
-                self._utilities = marginal_utilities(src, pairs, bound)
-            return self._utilities
-
-        def node_utilities(idx: list[int]) -> npt.NDArray[np.float64]:
-            return all_utilities()[np.asarray(idx, dtype=np.int64)]
-
-        mech = TopK(1.0, self.hplan.select_epsilon, k, relation=src.relation)
-        asked = [a for a in range(src.p) if len(by_node[a]) > k]
-        requests: list[ReleaseRequest] = [
-            (mech, partial(node_utilities, by_node[a]),
-             f"hub-pc level 0: node {a} keeps its top {k} of {len(by_node[a])} partners")
-            for a in asked]
-        outputs = self.session.release_many(requests)
-        self.releases += len(outputs)
+        asked = sum(1 for idx in node_pairs(src.p, pairs) if len(idx) > k)
         rec = self.levels[-1]
-        rec.update(rounds=1, tests=0, selections=len(outputs))
-        if len(outputs) < len(requests):
-            raise hand_over(self._stop("the budget is used up in level 0's selection"), {})
-        strength: dict[Pair, float] = {}
-        for a in range(src.p):
-            if len(by_node[a]) <= k:
-                for i in by_node[a]:
-                    strength[pairs[i]] = max(strength.get(pairs[i], 0.0), 0.0)
-        for a, out in zip(asked, outputs, strict=True):
-            idx = by_node[a]
-            for j, pos in enumerate(np.asarray(out, dtype=np.int64).ravel()):
-                pair = pairs[idx[int(pos)]]
-                strength[pair] = max(strength.get(pair, -math.inf), float(k - j))
+        rec.update(rounds=1, tests=0, selections=asked)
+        try:
+            strength = select_node_partners(src, self.session, k, self.hplan.select_epsilon,
+                                            "hub-pc", pairs=pairs)
+        except BudgetExceededError as exc:
+            self.exhaustion_note = exhaustion_note(0, str(exc))
+            raise hand_over(exc, {}) from None
+        self.releases += asked
         self._strength = strength
         removals: dict[Pair, Sepset] = {}
         for x, y in pairs:

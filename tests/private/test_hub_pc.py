@@ -26,9 +26,9 @@ from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
 from dpcg.private import discover
-from dpcg.private.common import marginal_utilities
+from dpcg.private.common import marginal_utilities, node_pairs
 from dpcg.private.contract import RunSettings
-from dpcg.private.hub_pc import HUB_DEPTH, HubPCParams, make_plan, node_pairs
+from dpcg.private.hub_pc import HUB_DEPTH, HubPCParams, make_plan
 from dpcg.private.planning import SELECTION_EMPTY_SET_BOUND
 
 HUB = "random:nodes=16,max_parents=3,card=2-4,seed=3,conc=0.6,shape=scale-free,exponent=1"
