@@ -93,6 +93,8 @@ SCREENED: dict[str, Any] = {"select": 0.8, "screen_selection": 1}
 #: Options making every node of :func:`hub_pair` run Hub-PC's level-0 selection (each has
 #: 4 pairs, more than the 2 partners it keeps: 5 top-k releases per run).
 HUB_SELECT: dict[str, Any] = {"neighbours": 2}
+#: The same selection as Priv-PC's opt-in option.
+PRIV_NODE_SELECT: dict[str, Any] = {"node_select": 2}
 
 
 def private_pc(name: str, **options: Any) -> Callable[[Any, int], Hashable]:
@@ -136,9 +138,11 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
                           scale=-1.0)
             for name in ("laplace-pc", "priv-pc")
         ]
-        out.append(EmpiricalItem(
-            "algorithm", f"hub-pc (eps={EPS:g}, whole run, per-node selection)",
-            algorithm_sampler(private_pc("hub-pc", **HUB_SELECT)), hub, EPS, scale=-1.0))
+        out += [
+            EmpiricalItem("algorithm", f"{name} (eps={EPS:g}, whole run, per-node selection)",
+                          algorithm_sampler(private_pc(name, **opts)), hub, EPS, scale=-1.0)
+            for name, opts in (("hub-pc", HUB_SELECT), ("priv-pc", PRIV_NODE_SELECT))
+        ]
     try:
         out.extend(ci_test_items())
     except ImportError as exc:  # pragma: no cover - depends on the continuous room

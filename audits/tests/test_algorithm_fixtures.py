@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from audits.algorithms import HUB_SELECT, SCREENED, hub_pair
+from audits.algorithms import HUB_SELECT, PRIV_NODE_SELECT, SCREENED, hub_pair
 
 
 @pytest.mark.parametrize("algorithm", ["laplace-pc", "priv-pc"])
@@ -36,12 +36,14 @@ def test_hub_fixture_screens_and_carries(algorithm: str,
     assert carried == [6, 6]
 
 
-def test_hub_fixture_runs_every_per_node_selection() -> None:
+@pytest.mark.parametrize(("algorithm", "options"), [("hub-pc", HUB_SELECT),
+                                                     ("priv-pc", PRIV_NODE_SELECT)])
+def test_hub_fixture_runs_every_per_node_selection(algorithm: str,
+                                                   options: dict[str, Any]) -> None:
     from dpcg.private import discover
 
     pair = hub_pair()
     for data in (pair.d, pair.d_prime):
-        res = discover(data, algorithm="hub-pc", epsilon=1.0, seed=5, **HUB_SELECT)
-        assert res.mechanisms.get("top-k") == 5
-        assert res.plan["used_levels"][0]["selections"] == 5
-        assert res.plan["neighbours"] == 2
+        res = discover(data, algorithm=algorithm, epsilon=1.0, seed=5, **options)
+        assert res.mechanisms.get("top-k") == 5  # one per node: each has 4 > 2 pairs
+        assert res.plan.get("neighbours", res.plan.get("node_select")) == 2

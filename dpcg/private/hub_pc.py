@@ -57,15 +57,12 @@ from dpcg.private.laplace_pc import (
     choose_rule,
     level_release,
 )
-from dpcg.private.planning import n_pairs, selection_epsilon
+from dpcg.private.planning import HUB_DEPTH, n_pairs, selection_epsilon
 from dpcg.private.registry import register_algorithm
 
 __all__ = ["HUB_DEPTH", "HUB_NEIGHBOURS", "HUB_SELECT_SHARE", "HubPC", "HubPCParams",
            "HubPlan", "HubTest", "make_plan"]
 
-#: Default depth cap (public): hub networks of the generator have up to 3 parents per
-#: node, so a separating set of at most 3 exists for every non-adjacent pair.
-HUB_DEPTH = 3
 #: Default partners kept per node (public; ``docs/benchmarks/hubs-private.md``: the
 #: noise-free per-node selection holds .83 of the true edges at k = 4 on hub-50).
 HUB_NEIGHBOURS = 4

@@ -95,6 +95,7 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.max_cells": PUBLIC, "plan.draws": PUBLIC, "plan.max_noise": PUBLIC,
     # hub-pc: options (docs/privacy/algorithm-hub-pc.md)
     "plan.neighbours": PUBLIC, "plan.select_share": PUBLIC,
+    "plan.node_select": PUBLIC,  # priv-pc: an option
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,

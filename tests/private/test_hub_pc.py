@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from accounting.costs import Budget
+from accounting.errors import InvalidParameterError
 from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
@@ -161,4 +162,63 @@ def test_bad_input_is_refused_before_anything_is_recorded(hub16: Any, tmp_path: 
     if path.exists():
         led = Ledger.open(path)
         assert led.verify().ok
+        assert not [e for e in led.entries() if e["kind"] == "mechanism"]
+
+
+# ------------------------------------------------------------ Priv-PC's opt-in option
+
+
+def test_priv_pc_node_select_makes_the_per_node_selection(hub16: Any, tmp_path: Path
+                                                          ) -> None:
+    path = tmp_path / "l.db"
+    res = discover(hub16, "priv-pc", epsilon=1.0, delta=1e-6, seed=4, ledger=path,
+                   dataset_id="hub16", node_select=3)
+    assert res.ledger is not None
+    entries = _entries(path, res.ledger["run_id"])
+    tops = [e for e in entries if e["mechanism"] == "top-k"]
+    p = len(hub16.names)
+    assert len(tops) == p
+    assert all(e["purpose"].startswith("priv-pc level 0: node ") for e in tops)
+    assert all(e["params"]["k"] == 3 and e["sensitivity"] == 1.0 for e in tops)
+    assert [e["mechanism"] for e in entries[:p]] == ["top-k"] * p
+    assert res.plan["node_select"] == 3
+    assert res.plan["select_k"] == p * 3
+    assert res.plan["max_depth"] == HUB_DEPTH  # the option's default depth cap
+    assert res.plan["screened"] is False
+    lv0 = res.plan["used_levels"][0]
+    assert lv0["selected"] <= p * 3
+    assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
+    # the selection's steps fit the share the plan gives it (level 0's SELECT_SHARE)
+    capped = discover(hub16, "priv-pc", epsilon=1.0, seed=4, node_select=3, max_depth=1)
+    assert capped.plan["max_depth"] == 1
+
+
+def test_priv_pc_default_plan_is_unchanged(hub16: Any) -> None:
+    res = discover(hub16, "priv-pc", epsilon=1.0, seed=4)
+    assert "node_select" not in res.plan
+    assert res.plan["max_depth"] is None
+    assert "top-k" not in res.mechanisms or res.plan["select_k"] > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"node_select": 0}, {"node_select": True}, {"node_select": 1.5},
+     {"node_select": 2, "plan_size": 10}, {"node_select": 2, "test_epsilon": 0.1},
+     {"node_select": 2, "select": 4.0}, {"node_select": 2, "screen_selection": 1},
+     {"node_select": 2, "epsilon": 1e-300}],
+)
+def test_priv_pc_node_select_bad_input_is_refused_before_anything_is_recorded(
+        hub16: Any, tmp_path: Path, kwargs: dict[str, Any]) -> None:
+    from accounting.ledger import Ledger
+
+    path = tmp_path / "l.db"
+    args: dict[str, Any] = {"epsilon": 1.0, "delta": 1e-6, "seed": 1, "ledger": path,
+                            "dataset_id": "hub16"}
+    args.update(kwargs)
+    # a budget beyond the samplers' range is Priv-PC's accounting error, as without the
+    # option (accounting.errors.InvalidParameterError); both are refused uncharged
+    with pytest.raises((AlgorithmError, InvalidParameterError)):
+        discover(hub16, "priv-pc", **args)
+    if path.exists():
+        led = Ledger.open(path)
         assert not [e for e in led.entries() if e["kind"] == "mechanism"]
