@@ -177,7 +177,9 @@ class HubTest(PairMinTest):
         k = self.hplan.k
         asked = sum(1 for idx in node_pairs(src.p, pairs) if len(idx) > k)
         rec = self.levels[-1]
-        rec.update(rounds=1, tests=0, selections=asked)
+        # the selection's planned share (nothing is spent before level 0)
+        rec.update(rounds=1, tests=0, selections=asked,
+                   share=float(Fraction(self.hplan.select_share) * self._remaining()))
         try:
             strength = select_node_partners(src, self.session, k, self.hplan.select_epsilon,
                                             "hub-pc", pairs=pairs)

@@ -91,6 +91,11 @@ def test_level0_is_one_top_k_per_node(hub16: Any, tmp_path: Path) -> None:
     lv0 = res.plan["used_levels"][0]
     assert lv0["selections"] == p
     assert lv0["selected"] <= p * 3
+    # the selection's releases together cost at most its planned share (and nearly all)
+    spent = sum(Fraction(e["cost"]["rho"]) for e in tops)
+    assert spent <= Fraction(lv0["share"]) * (1 + Fraction(1, 10**9))
+    assert spent >= Fraction(lv0["share"]) * Fraction(99, 100)
+    assert lv0["share"] == pytest.approx(0.25 * float(Budget(1.0, 1e-6).rho()))
     assert res.plan["used_levels"][1]["pairs"] <= lv0["selected"]
     # the declared spend is within the budget
     assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
