@@ -227,3 +227,21 @@ def test_priv_pc_node_select_bad_input_is_refused_before_anything_is_recorded(
     if path.exists():
         led = Ledger.open(path)
         assert not [e for e in led.entries() if e["kind"] == "mechanism"]
+
+
+def test_background_knowledge_is_respected(hub16: Any) -> None:
+    """Required and forbidden pairs are not among level 0's pairs: no node ranks them,
+    a required edge stays and a forbidden one never appears."""
+    from dpcg.pc.background import BackgroundKnowledge
+
+    n = list(hub16.names)
+    bk = BackgroundKnowledge.build(required_edges=[(n[0], n[15]), (n[3], n[9])],
+                                   forbidden_edges=[(n[1], n[2])])
+    res = discover(hub16, "hub-pc", epsilon=1.0, seed=3, background=bk, neighbours=1)
+    edges = {frozenset(e) for kind in ("directed", "undirected")
+             for e in res.cpdag.to_json()["edges"][kind]}
+    assert frozenset((n[0], n[15])) in edges
+    assert frozenset((n[3], n[9])) in edges
+    assert frozenset((n[1], n[2])) not in edges
+    p = len(n)
+    assert res.plan["used_levels"][0]["pairs"] == p * (p - 1) // 2 - 3
