@@ -90,6 +90,11 @@ def hub_pair(seed: int = 0) -> fixtures.Neighbours:
 #: Options forcing the screened level-0 selection on :func:`hub_pair` (first release
 #: keeps 8 of the 10 pairs, the second 2; the other 6 are carried into level 1).
 SCREENED: dict[str, Any] = {"select": 0.8, "screen_selection": 1}
+#: Options making every node of :func:`hub_pair` run Hub-PC's level-0 selection (each has
+#: 4 pairs, more than the 2 partners it keeps: 5 top-k releases per run).
+HUB_SELECT: dict[str, Any] = {"neighbours": 2}
+#: The same selection as Priv-PC's opt-in option.
+PRIV_NODE_SELECT: dict[str, Any] = {"node_select": 2}
 
 
 def private_pc(name: str, **options: Any) -> Callable[[Any, int], Hashable]:
@@ -132,6 +137,11 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
                           algorithm_sampler(private_pc(name, **SCREENED)), hub, EPS,
                           scale=-1.0)
             for name in ("laplace-pc", "priv-pc")
+        ]
+        out += [
+            EmpiricalItem("algorithm", f"{name} (eps={EPS:g}, whole run, per-node selection)",
+                          algorithm_sampler(private_pc(name, **opts)), hub, EPS, scale=-1.0)
+            for name, opts in (("hub-pc", HUB_SELECT), ("priv-pc", PRIV_NODE_SELECT))
         ]
     try:
         out.extend(ci_test_items())

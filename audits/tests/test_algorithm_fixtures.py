@@ -1,6 +1,7 @@
-"""The whole-run audit of a screened selection (full profile) exercises what it names:
-on both neighbouring datasets Laplace-PC and Priv-PC make the screened level-0
-selection and carry its dropped pairs into level 1's candidate sets."""
+"""The whole-run audits on the hub fixture (full profile) exercise what they name: on both
+neighbouring datasets Laplace-PC and Priv-PC make the screened level-0 selection and
+carry its dropped pairs into level 1's candidate sets, and Hub-PC makes one per-node
+top-k release for every node."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from audits.algorithms import SCREENED, hub_pair
+from audits.algorithms import HUB_SELECT, PRIV_NODE_SELECT, SCREENED, hub_pair
 
 
 @pytest.mark.parametrize("algorithm", ["laplace-pc", "priv-pc"])
@@ -33,3 +34,16 @@ def test_hub_fixture_screens_and_carries(algorithm: str,
         assert res.plan["screen_k"] == 8
         assert res.plan["select_k"] == 2
     assert carried == [6, 6]
+
+
+@pytest.mark.parametrize(("algorithm", "options"), [("hub-pc", HUB_SELECT),
+                                                     ("priv-pc", PRIV_NODE_SELECT)])
+def test_hub_fixture_runs_every_per_node_selection(algorithm: str,
+                                                   options: dict[str, Any]) -> None:
+    from dpcg.private import discover
+
+    pair = hub_pair()
+    for data in (pair.d, pair.d_prime):
+        res = discover(data, algorithm=algorithm, epsilon=1.0, seed=5, **options)
+        assert res.mechanisms.get("top-k") == 5  # one per node: each has 4 > 2 pairs
+        assert res.plan.get("neighbours", res.plan.get("node_select")) == 2

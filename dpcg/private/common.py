@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from itertools import combinations
 from typing import Generic, TypeVar
 
@@ -210,6 +211,66 @@ def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: flo
     return set(_top_pairs(source, session, k, epsilon, todo,
                           lambda: marginal_utilities(source, todo, empty_set_bound),
                           f"{who} level 0: keep the top {k} of {len(todo)} pairs"))
+
+
+def node_pairs(p: int, pairs: Sequence[Pair]) -> list[list[int]]:
+    """For each node, the indices into ``pairs`` of the pairs it is an endpoint of (in
+    ``pairs``' order)."""
+    out: list[list[int]] = [[] for _ in range(p)]
+    for i, (x, y) in enumerate(pairs):
+        out[x].append(i)
+        out[y].append(i)
+    return out
+
+
+def select_node_partners(source: StatisticSource, session: Session, k: int,
+                         epsilon: float, who: str, pairs: Sequence[Pair] | None = None,
+                         empty_set_bound: bool | None = None) -> dict[Pair, float]:
+    """Hub-PC's per-node selection (``docs/privacy/algorithm-hub-pc.md``): for each node
+    ``a`` with more than ``k`` pairs among ``pairs`` (default: every pair ``x < y``), one
+    :class:`~accounting.mechanisms.TopK` release (``k`` partners, ``epsilon`` per step)
+    over its pairs on the utilities ``(s(a, b | {}) - T(a, b)) / Delta(a, b)``
+    (sensitivity 1, as in :func:`select_pairs`); all requests in one
+    ``Session.release_many`` batch, recorded before any score is computed. A node with at
+    most ``k`` pairs keeps them all without a release. Returns the kept pairs (kept by
+    either endpoint) with their strengths, post-processing of the outputs: ``k - j`` for
+    a partner released ``j``-th (the larger over the endpoints), 0 for a pair kept
+    without a release. Raises ``BudgetExceededError`` when not every request is admitted
+    (the session then admits nothing more)."""
+    from accounting.errors import BudgetExceededError
+
+    empty_set_bound = _selection_switch(empty_set_bound)
+    p = source.p
+    todo = (list(pairs) if pairs is not None
+            else [(x, y) for x in range(p) for y in range(x + 1, p)])
+    by_node = node_pairs(p, todo)
+    cache: list[npt.NDArray[np.float64]] = []
+
+    def node_utilities(idx: list[int]) -> npt.NDArray[np.float64]:
+        if not cache:  # after the whole batch was admitted and recorded
+            cache.append(marginal_utilities(source, todo, empty_set_bound))
+        return cache[0][np.asarray(idx, dtype=np.int64)]
+
+    mech = TopK(1.0, epsilon, k, relation=source.relation)
+    asked = [a for a in range(p) if len(by_node[a]) > k]
+    requests: list[tuple[TopK, Callable[[], npt.NDArray[np.float64]], str]] = [
+        (mech, partial(node_utilities, by_node[a]),
+         f"{who} level 0: node {a} keeps its top {k} of {len(by_node[a])} partners")
+        for a in asked]
+    outputs = session.release_many(requests)
+    if len(outputs) < len(requests):
+        raise BudgetExceededError(f"{who}: the budget is used up in level 0's selection")
+    strength: dict[Pair, float] = {}
+    for a in range(p):
+        if len(by_node[a]) <= k:
+            for i in by_node[a]:
+                strength[todo[i]] = max(strength.get(todo[i], 0.0), 0.0)
+    for a, out in zip(asked, outputs, strict=True):
+        idx = by_node[a]
+        for j, pos in enumerate(np.asarray(out, dtype=np.int64).ravel()):
+            pair = todo[idx[int(pos)]]
+            strength[pair] = max(strength.get(pair, -math.inf), float(k - j))
+    return strength
 
 
 def bound_given(S: tuple[int, ...]) -> tuple[int, ...] | None:

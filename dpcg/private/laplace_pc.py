@@ -383,6 +383,12 @@ class LevelPlannedTest(PrivateCITest, ScreenedPairs):
         assert total is not None
         return Fraction(total)
 
+    def level_slots(self, level: int) -> int:
+        """Level ``level`` gets ``1/level_slots`` of what is left when it starts
+        (:func:`level_slots` with the plan's horizon; a subclass may plan otherwise, from
+        public facts only)."""
+        return level_slots(level, self.lplan.depth)
+
     def _stop(self, why: str) -> BudgetExceededError:
         self.exhaustion_note = exhaustion_note(self.level, why)
         return BudgetExceededError(f"laplace-pc: {why}")
@@ -392,7 +398,7 @@ class LevelPlannedTest(PrivateCITest, ScreenedPairs):
         self.level = level
         self._left = {(x, y): pair_test_count(level, adjacency, x, y) for x, y in pairs}
         tests = sum(self._left.values())
-        self._level_left = self._remaining() / level_slots(level, self.lplan.depth)
+        self._level_left = self._remaining() / self.level_slots(level)
         self.levels.append({"level": level, "pairs": len(pairs), "tests_bound": tests,
                             "share": float(self._level_left), "tests": 0, "rounds": 0})
 
@@ -499,7 +505,7 @@ class PairMinTest(LevelPlannedTest):
         pairs = [pair for pair in candidates if candidates[pair]]
         self.level = level
         self._left = {pair: len(candidates[pair]) for pair in pairs}
-        self._level_left = self._remaining() / level_slots(level, self.lplan.depth)
+        self._level_left = self._remaining() / self.level_slots(level)
         rec: dict[str, Any] = {
             "level": level, "pairs": len(pairs), "tests_bound": sum(self._left.values()),
             "share": float(self._level_left), "tests": 0, "rounds": 0}

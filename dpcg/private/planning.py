@@ -324,6 +324,11 @@ def curate_plan(
 #: Priv-PC .83 vs .73 at depth 2, SVT-PC .64 vs .52) and within .03 of depth 2 on 20
 #: nodes (``docs/benchmarks/priv-pc-budget.md``): later levels ask few tests.
 DEFAULT_PLANNED_DEPTH = 1
+#: Depth cap of the per-node selection's runs when no ``max_depth`` is given (Hub-PC,
+#: and Priv-PC with ``node_select``; public): hub networks of the generator have up to
+#: 3 parents per node, so a separating set of at most 3 exists for every non-adjacent
+#: pair, and deeper levels removed true edges there (``docs/benchmarks/hubs-private.md``).
+HUB_DEPTH = 3
 
 #: Priv-PC rounds planned per open pair at levels >= 1 (a round ends at every sieve
 #: positive, also one the examine rejects). Level 0 needs at most one round per pair.

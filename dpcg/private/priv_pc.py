@@ -77,12 +77,14 @@ from dpcg.private.common import (
     plan_level0_selection,
     ranked_sets,
     screen_selection_option,
+    select_node_partners,
     select_pairs,
     select_pairs_screened,
     unspent,
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.planning import (
+    HUB_DEPTH,
     PRIV_PC_ROUNDS_PER_PAIR,
     PRIV_PC_SELECT_GAIN,
     PRIV_PC_SELECT_GROW,
@@ -96,6 +98,7 @@ from dpcg.private.planning import (
     n_pairs,
     planned_depth,
     screened_selection,
+    selection_epsilon,
     subsample_size,
     unit_epsilon,
 )
@@ -135,6 +138,11 @@ class PrivPCParams(PlanSizeParams):
              "release and sieves only those; 0: sieve every pair (default: 4, used where "
              "it is no noisier than sieving every pair)")
     screen_selection: int | None = screen_selection_option()
+    node_select: int | None = option(
+        None, type=int, metavar="K",
+        help="per-level plans: level 0 first keeps each node's K strongest partners by one "
+             "top-K release per node (Hub-PC's selection, for hub networks) instead of "
+             "the top KAPPA p pairs, and sieves only those (default: off)")
 
     release: str | None = option(
         None, type=str, metavar="WHAT",
@@ -174,6 +182,14 @@ class PrivPCParams(PlanSizeParams):
         if self.m is not None:
             check_count_field("m", self.m)
         check_screen_selection(self.screen_selection)
+        if self.node_select is not None:
+            check_count_field("node_select", self.node_select)
+            if self.plan_size is not None or self.test_epsilon is not None:
+                raise AlgorithmError("node_select: applies only to the per-level plans "
+                                     "(give neither plan_size nor test_epsilon)")
+            if self.select is not None or self.screen_selection is not None:
+                raise AlgorithmError("node_select: replaces the top-K selection; give "
+                                     "neither select nor screen_selection with it")
 
 
 @dataclass(frozen=True)
@@ -220,6 +236,9 @@ class PrivPCPlan:
     screen_epsilon: float = 0.0
     #: per-pair levels: sieve queries a pair may ask before it counts as dependent
     sieve_asks: int = 1
+    #: with ``node_select``: partners kept per node by the per-node selection (0: the
+    #: top-K selection, or none); ``select_k`` is then ``p node_k``, its step count
+    node_k: int = 0
 
     @property
     def first(self) -> RoundParams:
@@ -240,7 +259,8 @@ class PrivPCPlan:
                 "screened": self.screened, "screen_k": self.screen_k,
                 "screen_epsilon": self.screen_epsilon,
                 **({"release": "pair" if self.pair_release else "test",
-                    "sieve_asks": self.sieve_asks} if self.per_level else {})}
+                    "sieve_asks": self.sieve_asks} if self.per_level else {}),
+                **({"node_select": self.node_k} if self.node_k else {})}
 
 
 def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> SubsampledSparseVector:
@@ -301,14 +321,27 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
     sens_n = source.sensitivity()
     if params.plan_size is None and params.test_epsilon is None:
         # per-level plans; level 0's from public facts alone
-        depth = planned_depth(source.p, settings.max_depth)
+        # with the per-node selection the run is capped at HUB_DEPTH unless given
+        cap = (HUB_DEPTH if params.node_select is not None and settings.max_depth is None
+               else settings.max_depth)
+        depth = planned_depth(source.p, cap)
         r = level_rounds(pairs, 0)
         units = r * max(depth + 1, 1)
         rule = choose_unit_rule(budget.epsilon, budget.delta, units, parts=2)
         total = budget.epsilon_exact if rule == "basic" else budget.rho()
         level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r rounds
-        got = plan_level0_selection(rule, level0, source, params.select,
-                                    gain=PRIV_PC_SELECT_GAIN, grow=PRIV_PC_SELECT_GROW)
+        node_k = 0
+        got: tuple[int, float] | None
+        if params.node_select is not None:  # Hub-PC's per-node selection, p node_k steps
+            node_k = min(params.node_select, max(source.p - 1, 1))
+            steps = source.p * node_k
+            got = (steps, selection_epsilon(rule, level0 * Fraction(SELECT_SHARE), steps))
+            if got[1] <= 0.0:
+                raise AlgorithmError("epsilon: too small for priv-pc's per-node selection; "
+                                     "give a larger budget")
+        else:
+            got = plan_level0_selection(rule, level0, source, params.select,
+                                        gain=PRIV_PC_SELECT_GAIN, grow=PRIV_PC_SELECT_GROW)
         k, eps_sel = (0, 0.0) if got is None else got
         screen = None
         if got is None:
@@ -317,13 +350,14 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
             # (a round's budget is that of a plan of k rounds; with a screened selection
             # only its k2 < k kept pairs use one, and the rest carries over)
             eps_half = unit_epsilon(level0 * (1 - Fraction(SELECT_SHARE)) / k, rule, parts=2)
-            if params.screen_selection != 0:  # Priv-PC's rule: screen every selection
+            if params.screen_selection != 0 and not node_k:  # Priv-PC's rule: screen
+                # every top-K selection
                 screen = screened_selection(rule, level0 * Fraction(SELECT_SHARE), k, pairs)
                 k, eps_sel = screen.k, screen.epsilon
             r = k
         first = checked_round(round_params(n, eps_half, source, params.m), n, sens_n)
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
-                          first.m, tweak, sens_n, first.sensitivity_sub, settings.max_depth,
+                          first.m, tweak, sens_n, first.sensitivity_sub, cap,
                           per_level=True, depth=depth, pairs=pairs, m_fixed=params.m,
                           select_k=k, select_epsilon=eps_sel,
                           screened=screen is not None,
@@ -334,7 +368,8 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                           # without a selection")
                           pair_release=params.release != "test",
                           sieve_asks=(PRIV_PC_SIEVE_ASKS if params.sieve_asks is None
-                                      else params.sieve_asks))
+                                      else params.sieve_asks),
+                          node_k=node_k)
     r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
         rule = "basic"
@@ -438,7 +473,11 @@ class SieveExamineTester(ScreenedPairs):
         if not self.plan.per_level:
             return
         if level == 0 and self.plan.select_k > 0 and self._kept is None:
-            if self.plan.screened:
+            if self.plan.node_k:
+                self._kept = set(select_node_partners(
+                    self.source, self.session, self.plan.node_k, self.plan.select_epsilon,
+                    "priv-pc"))
+            elif self.plan.screened:
                 self._kept, self._screened = select_pairs_screened(
                     self.source, self.session, self.plan.screen_k, self.plan.screen_epsilon,
                     self.plan.select_k, self.plan.select_epsilon, "priv-pc")

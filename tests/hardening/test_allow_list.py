@@ -93,6 +93,9 @@ RESULT_FIELDS: dict[str, str] = {
     # options and constants (docs/privacy/algorithm-marginal-pc.md)
     "plan.rho": PUBLIC, "plan.level0_*": PUBLIC, "plan.sets_per_pair": PUBLIC,
     "plan.max_cells": PUBLIC, "plan.draws": PUBLIC, "plan.max_noise": PUBLIC,
+    # hub-pc: options (docs/privacy/algorithm-hub-pc.md)
+    "plan.neighbours": PUBLIC, "plan.select_share": PUBLIC,
+    "plan.node_select": PUBLIC,  # priv-pc: an option
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,
