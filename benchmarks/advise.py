@@ -29,7 +29,7 @@ from typing import Any
 from dpcg.errors import DpcgError
 
 #: Default held-out networks (bundled names; ``--bif-dir`` resolves others).
-NETWORKS = "alarm,insurance,water,win95pts,barley,hub-60"
+NETWORKS = "alarm,insurance,water,child,win95pts,barley,sachs,hub-60,sf-50-weak"
 #: Short names of generated held-out networks.
 GENERATED = {
     "hub-60": "random:nodes=60,max_parents=3,card=2-5,seed=1,conc=0.6,shape=scale-free,"
@@ -149,7 +149,8 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, path: Path) 
                 cov.setdefault(key, []).append(ins)
     widths = [c["high"] - c["low"] for r in results for c in r["cells"]]
     out += ["", "## Coverage", "", "| cells | in band |", "|---|---|"]
-    for key, v in cov.items():
+    order = ("all", "algorithm", "eps", "group")
+    for key, v in sorted(cov.items(), key=lambda kv: (order.index(kv[0].split()[0]), kv[0])):
         out.append(f"| {key} | {_pct(sum(v), len(v))} |")
     if widths:
         out += ["", f"Mean band width {sum(widths) / len(widths):.3f} "

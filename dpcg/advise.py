@@ -133,11 +133,11 @@ def _cards(cardinalities: Sequence[int]) -> list[int]:
 
 def default_networks(nodes: int, rows: int, runs_per_network: int) -> int:
     """How many networks an advice simulates when not told: as many as fit
-    :data:`CPU_BUDGET` by a cost model of the per-test algorithms (about 0.8 CPU s per run
+    :data:`CPU_BUDGET` by a cost model of the per-test algorithms (about 1.1 CPU s per run
     at 37 columns and 100,000 rows, growing like ``p^1.5`` and linearly in ``n``;
     measured on the shared 2-core machine), within
     ``[MIN_NETWORKS, MAX_NETWORKS]``. A function of public sizes only."""
-    per_run = 0.8 * (max(nodes, 10) / 37.0) ** 1.5 * max(rows, 10_000) / 100_000
+    per_run = 1.1 * (max(nodes, 10) / 37.0) ** 1.5 * max(rows, 10_000) / 100_000
     per_network = 0.1 * max(rows, 10_000) / 100_000 + runs_per_network * per_run
     return int(min(MAX_NETWORKS, max(MIN_NETWORKS, CPU_BUDGET // per_network)))
 
