@@ -29,7 +29,7 @@ from typing import Any
 from dpcg.errors import DpcgError
 
 #: Default held-out networks (bundled names; ``--bif-dir`` resolves others).
-NETWORKS = "alarm,insurance,water,child,win95pts,barley,sachs,hub-60,sf-50-weak"
+NETWORKS = "sachs,hub-60,sf-50-weak,water,alarm,insurance,child,win95pts,barley"
 #: Short names of generated held-out networks.
 GENERATED = {
     "hub-60": "random:nodes=60,max_parents=3,card=2-5,seed=1,conc=0.6,shape=scale-free,"
@@ -128,7 +128,7 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, path: Path) 
         "the network's **cardinalities only** (seed 0, default number of simulated networks, "
         "2 processes); the measured F1 is one private run per (algorithm, eps) on "
         f"{args.rows:,} rows of the real network (data seed 1, noise seed 1001, delta 1e-6). "
-        "`band` is the advice's 10-90 % quantile band, `F1` its median. Generated networks "
+        "`band` is the advice's 5-95 % quantile band, `F1` its median. Generated networks "
         "(`hub-*`, `sf-*`, `uniform-*`) are `random:` specs (below), which the advisor's "
         "prior does not contain (it draws its own tables and DAGs).",
         "",

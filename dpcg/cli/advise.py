@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
         description="Simulate networks drawn from the advisor's prior (the schema's "
                     "cardinalities, n rows, a range of densities, shapes and dependence "
                     "strengths unless you give them), run the private algorithms on "
-                    "synthetic data and report the median skeleton F1 with a 10-90 %% "
+                    "synthetic data and report the median skeleton F1 with a 5-95 %% "
                     "band, precision, recall, and the epsilon needed for a target F1. "
                     "Reads no data and charges no budget.",
     )

@@ -52,7 +52,7 @@ __all__ = ["CONCENTRATION", "DIRICHLET", "MAX_TABLE", "SKEW", "SPREAD", "STRENGT
            "prior_network"]
 
 #: Range of the network-level median edge strength (log-uniform).
-STRENGTH = (0.05, 5.0)
+STRENGTH = (0.03, 5.0)
 #: Range of the log-scale spread of edge strengths within one network (uniform).
 SPREAD = (0.3, 1.3)
 #: Largest standard deviation of the baseline log-odds (marginal skew).

@@ -24,7 +24,7 @@ def test_advice_reports_quantile_bands_and_says_it_read_nothing(
     adv = advise([2, 3, 2, 2, 3, 2], 3_000, **SMALL)  # type: ignore[arg-type]
     assert "no data was read" in adv.note
     assert "no budget was charged" in adv.note
-    assert adv.band == (0.1, 0.9)
+    assert adv.band == (0.05, 0.95)
     assert len(adv.rows_table) == 2
     for row in adv.rows_table:
         assert row.runs == 3
@@ -87,9 +87,9 @@ def test_prior_network_refuses_bad_input() -> None:
 
 
 def test_default_networks_follows_the_public_sizes() -> None:
-    assert default_networks(8, 10_000, 4) == 24
-    assert 8 <= default_networks(76, 100_000, 4) < default_networks(37, 100_000, 4)
-    assert default_networks(500, 1_000_000, 8) == 8
+    assert default_networks([2] * 8, 10_000, 4) == 24
+    assert 8 <= default_networks([4] * 37, 100_000, 4) < default_networks([2] * 37, 100_000, 4)
+    assert default_networks([2] * 500, 1_000_000, 8) == 8
 
 
 def test_epsilon_for_a_target_interpolates_in_log_epsilon() -> None:
@@ -123,7 +123,7 @@ def test_cli_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["nodes"] == 8
     assert doc["rows_table"][0]["algorithm"] == "laplace-pc"
-    assert doc["band"] == [0.1, 0.9]
+    assert doc["band"] == [0.05, 0.95]
     assert "no data was read" in doc["note"]
 
 
