@@ -2,7 +2,7 @@
 the installed package: this folder of the source checkout).
 
 One module per suite (``pc``, ``process``, ``private``, ``continuous``, ``utility``,
-``engines``, ``real``, ``scale``, ``ledger``), each with
+``engines``, ``real``, ``scale``, ``ledger``, ``advise``), each with
 ``register(subparsers)``; results go to ``docs/benchmarks/<suite>.md`` through
 :func:`benchmarks.report.write_section`, which regenerates ``docs/benchmarks.md``.
 """
@@ -10,4 +10,4 @@ One module per suite (``pc``, ``process``, ``private``, ``continuous``, ``utilit
 #: Benchmark suites, in the order they appear in ``dpcg bench --help`` and in
 #: ``docs/benchmarks.md``.
 SUITES = ("pc", "process", "private", "continuous", "utility", "engines", "real", "scale",
-          "ledger")
+          "ledger", "advise")

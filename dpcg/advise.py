@@ -1,47 +1,71 @@
-"""The budget advisor (``dpcg advise``, issue 57): expected skeleton F1 of the private
-algorithms from public facts alone, before any data is touched.
+"""The budget advisor (``dpcg advise``, issue 57): the private algorithms' skeleton F1
+predicted from public facts alone, before any data is touched.
 
-Input: the number of variables and their cardinalities (a schema), the number of rows
-``n``, the budgets to consider and optionally the expected density (parents per node).
-The advisor generates random Bayesian networks of that shape
-(:mod:`dpcg.datasets.random_network`: ``nodes = p``, ``card`` the schema's range,
-``max_parents`` the density), samples ``n`` synthetic rows from each, runs every
-algorithm at every budget on them and reports, per algorithm and budget, the mean
-skeleton F1, precision and recall with a band (the smallest and largest F1 over the
-simulated networks), and the smallest budget of the grid whose mean F1 reaches a target
+Input: the schema's cardinalities (one per column), the number of rows ``n``, the budgets
+to consider and, optionally, what the user knows of the network: its maximum in-degree
+(``max_parents``) and its shape (``uniform`` or ``scale-free``). Nothing else.
+
+The advisor draws ``networks`` networks from its prior
+(:func:`dpcg.datasets.prior_network.prior_network`: the schema's cardinalities, a range of
+densities and both shapes unless given, a wide range of dependence strengths, skews and
+table kinds), samples ``n`` rows from each (``n`` is kept: F1 depends on it), runs every
+algorithm at every budget on each sample (the exact statistics are shared between the
+runs of one sample through a score cache; the runs are independent per network and spread
+over ``workers`` processes), and reports per algorithm and budget
+
+* ``f1``: the median skeleton F1 over the simulated networks, ``f1_mean`` the mean;
+* ``f1_low``, ``f1_high``: the band, the ``BAND`` (5 % and 95 %) quantiles of F1 over
+  the simulated networks and their noise seeds: a *predictive* band for one real network
+  (calibrated on networks the advisor never simulates: ``docs/benchmarks/advise.md``);
+* mean precision and recall;
+
+and per algorithm the smallest budget of the grid whose median F1 reaches a target
 (interpolated in ``log eps`` between grid points).
 
-It reads no data and charges nothing: every run is on synthetic data, in memory, with
-no ledger (:attr:`Advice.note` says so). The prediction is only as good as the match
-between the generated family and the real network (measured limit:
-``docs/benchmarks/marginal-pc.md``, "Advisor").
+It reads no data and charges nothing: every run is on synthetic data, in memory, with an
+in-memory ledger that is dropped (:attr:`Advice.note` says so). Everything is a
+deterministic function of the inputs and ``seed`` (the number of processes does not
+change the result).
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import statistics
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dpcg.datasets import load_network
+import numpy as np
+
+from dpcg.datasets.prior_network import prior_network
+from dpcg.datasets.random_network import SHAPES
 from dpcg.errors import AlgorithmError
 from dpcg.metrics import skeleton_scores
 from dpcg.private.run import discover_private
 
-__all__ = ["ALGORITHMS", "EPSILONS", "Advice", "AdviceRow", "advise", "cardinality_range"]
+__all__ = ["ALGORITHMS", "BAND", "EPSILONS", "Advice", "AdviceRow", "advise",
+           "cardinality_range", "default_networks", "epsilon_for"]
 
-#: Algorithms advised on by default (the per-test leaders and the shared-table one).
-ALGORITHMS = ("laplace-pc", "priv-pc", "marginal-pc")
+#: Algorithms advised on by default (the per-test leaders of ``docs/choosing.md``).
+ALGORITHMS = ("laplace-pc", "priv-pc")
 #: Budgets of the default grid.
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
+#: Quantiles of the band.
+BAND = (0.05, 0.95)
 #: Delta of the simulated runs (the benchmarks' default).
 DELTA = 1e-6
-NOTE = ("advice from public facts only (schema, n, budgets, density): every run is on "
-        "synthetic data from generated networks; no data was read and no budget was "
-        "charged")
+#: Target CPU seconds of one advice when ``networks`` is not given (:func:`default_networks`).
+CPU_BUDGET = 100.0
+#: Bounds on the automatic number of simulated networks.
+MIN_NETWORKS, MAX_NETWORKS = 8, 24
+NOTE = ("advice from public facts only (schema cardinalities, n, budgets and what you "
+        "gave of the network's shape): every run is on synthetic data from networks "
+        "drawn from the advisor's prior; no data was read and no budget was charged")
 
 
 @dataclass(frozen=True)
@@ -53,6 +77,7 @@ class AdviceRow:
     f1: float
     f1_low: float
     f1_high: float
+    f1_mean: float
     precision: float
     recall: float
     runs: int
@@ -65,9 +90,11 @@ class Advice:
     nodes: int
     rows: int
     card: tuple[int, int]
-    max_parents: int
+    max_parents: int | None
+    shape: str | None
     networks: int
     target_f1: float
+    band: tuple[float, float]
     rows_table: tuple[AdviceRow, ...]
     epsilon_for_target: dict[str, float | None]
     seconds: float
@@ -80,35 +107,72 @@ class Advice:
         out["rows_table"] = [asdict(r) for r in self.rows_table]
         return out
 
+    def row(self, algorithm: str, epsilon: float) -> AdviceRow:
+        """The row of ``algorithm`` at ``epsilon``."""
+        for r in self.rows_table:
+            if r.algorithm == algorithm and r.epsilon == float(epsilon):
+                return r
+        raise KeyError((algorithm, epsilon))
+
 
 def cardinality_range(cardinalities: Sequence[int]) -> tuple[int, int]:
-    """The generated family's ``card=lo-hi`` from the schema's cardinalities (at least 2:
-    a one-category column carries no dependence)."""
-    cards = [int(c) for c in cardinalities]
-    if not cards or any(isinstance(c, bool) or c < 1 for c in cards):
-        raise AlgorithmError("cardinalities: expected positive integers")
+    """The schema's smallest and largest cardinality (at least 2: a one-category column
+    carries no dependence)."""
+    cards = _cards(cardinalities)
     return max(2, min(cards)), max(2, max(cards))
 
 
-def _check(nodes: int, rows: int, epsilons: Sequence[float], max_parents: int,
-           networks: int, target_f1: float) -> None:
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 2:
+def _cards(cardinalities: Sequence[int]) -> list[int]:
+    if isinstance(cardinalities, str | bytes) or not isinstance(cardinalities, Sequence):
+        raise AlgorithmError("cardinalities: expected a sequence of positive integers")
+    if not cardinalities or any(isinstance(c, bool) or not isinstance(c, int | np.integer)
+                                or c < 1 for c in cardinalities):
+        raise AlgorithmError("cardinalities: expected positive integers")
+    return [int(c) for c in cardinalities]
+
+
+def default_networks(cardinalities: Sequence[int], rows: int, runs_per_network: int) -> int:
+    """How many networks an advice simulates when not told: as many as fit
+    :data:`CPU_BUDGET` by a cost model of the per-test algorithms, within
+    ``[MIN_NETWORKS, MAX_NETWORKS]``: ``0.0045 p mean(card^2) n / 10^5`` CPU seconds per
+    run (fitted to advices at 20-76 columns and 100,000 rows on the shared 2-core machine,
+    the largest ratio of measured to modelled cost: water's). A function of public sizes
+    only."""
+    cards = [max(2, int(c)) for c in cardinalities]
+    p = len(cards)
+    scale = max(rows, 10_000) / 100_000
+    per_run = 0.0045 * p * (sum(c * c for c in cards) / max(p, 1)) * scale
+    per_network = 0.1 * scale + runs_per_network * per_run
+    return int(min(MAX_NETWORKS, max(MIN_NETWORKS, CPU_BUDGET // per_network)))
+
+
+def _check(cards: list[int], rows: int, epsilons: Sequence[float], algorithms: Sequence[str],
+           max_parents: int | None, shape: str | None, networks: int | None,
+           target_f1: float, seed: int, workers: int | None) -> None:
+    if len(cards) < 2:
         raise AlgorithmError("cardinalities: need at least 2 variables")
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 2:
         raise AlgorithmError(f"rows: expected an integer >= 2, got {rows!r}")
     if not epsilons or any(isinstance(e, bool) or not isinstance(e, int | float)
                            or not math.isfinite(e) or e <= 0 for e in epsilons):
         raise AlgorithmError("epsilon: expected finite numbers > 0")
-    if isinstance(max_parents, bool) or not isinstance(max_parents, int) or max_parents < 1:
-        raise AlgorithmError(f"max_parents: expected an integer >= 1, got {max_parents!r}")
-    if isinstance(networks, bool) or not isinstance(networks, int) or networks < 1:
-        raise AlgorithmError(f"networks: expected an integer >= 1, got {networks!r}")
-    if not (isinstance(target_f1, int | float) and 0.0 < target_f1 <= 1.0):
+    if not algorithms or any(not isinstance(a, str) or not a for a in algorithms):
+        raise AlgorithmError("algorithms: expected one or more algorithm names")
+    for name, v in (("max_parents", max_parents), ("networks", networks),
+                    ("workers", workers)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise AlgorithmError(f"{name}: expected an integer >= 1, got {v!r}")
+    if shape is not None and shape not in SHAPES:
+        raise AlgorithmError(f"shape: expected one of {', '.join(SHAPES)}, got {shape!r}")
+    if isinstance(target_f1, bool) or not isinstance(target_f1, int | float) or not (
+            0.0 < target_f1 <= 1.0):
         raise AlgorithmError(f"target_f1: expected a number in (0, 1], got {target_f1!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**40:
+        raise AlgorithmError(f"seed: expected an integer in [0, 2^40), got {seed!r}")
 
 
 def epsilon_for(target: float, grid: Sequence[tuple[float, float]]) -> float | None:
-    """The smallest ``eps`` at which the mean F1 reaches ``target``: the first grid point
+    """The smallest ``eps`` at which the F1 reaches ``target``: the first grid point
     that reaches it, interpolated in ``log eps`` from the point before; ``None`` if none
     does."""
     pts = sorted(grid)
@@ -124,45 +188,89 @@ def epsilon_for(target: float, grid: Sequence[tuple[float, float]]) -> float | N
     return None
 
 
+#: One simulated network's job: (cardinalities, rows, network seed, algorithms,
+#: epsilons, max_parents, shape).
+_Job = tuple[tuple[int, ...], int, int, tuple[str, ...], tuple[float, ...], int | None,
+             str | None]
+#: Its result: the draw's parameters and one (algorithm, eps, f1, precision, recall) per run.
+_Out = tuple[dict[str, Any], list[tuple[str, float, float, float, float]]]
+
+
+def _simulate(job: _Job) -> _Out:
+    """Draw one network of the prior, sample it, run every algorithm at every budget."""
+    cards, rows, net_seed, algorithms, epsilons, max_parents, shape = job
+    net, draw = prior_network(cards, net_seed, max_parents=max_parents, shape=shape)
+    data = net.sample(rows, net_seed + 1)
+    truth = net.true_cpdag()
+    cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
+    out: list[tuple[str, float, float, float, float]] = []
+    for algo in algorithms:
+        for eps in epsilons:
+            res = discover_private(data, algo, epsilon=eps, delta=DELTA,
+                                   noise_seed=net_seed + 2, cache=cache)
+            s = skeleton_scores(res.cpdag, truth)
+            out.append((algo, eps, s.f1, s.precision, s.recall))
+    return asdict(draw), out
+
+
+def _network_seed(seed: int, k: int) -> int:
+    return (seed * 1_000_003 + k) * 16 + 1
+
+
 def advise(cardinalities: Sequence[int], rows: int, *,
            epsilons: Sequence[float] = EPSILONS, algorithms: Sequence[str] = ALGORITHMS,
-           max_parents: int = 3, networks: int = 3, target_f1: float = 0.9,
-           seed: int = 0, concentration: float = 1.0) -> Advice:
-    """Simulate ``networks`` generated networks shaped like the schema and report the
-    algorithms' expected skeleton F1 (module docstring). Public facts only.
-    ``concentration``: the Dirichlet concentration of the generated conditional
-    probability tables (smaller: more nearly deterministic tables)."""
-    nodes = len(cardinalities)
-    _check(nodes, rows, epsilons, max_parents, networks, target_f1)
-    if isinstance(concentration, bool) or not isinstance(concentration, int | float) or not (
-            math.isfinite(concentration) and concentration > 0):
-        raise AlgorithmError(f"concentration: expected a number > 0, got {concentration!r}")
-    lo, hi = cardinality_range(cardinalities)
-    card = f"{lo}-{hi}" if hi > lo else f"{lo}"
-    family = (f"random:nodes={nodes},max_parents={max_parents},card={card},seed={{s}},"
-              f"conc={concentration:g}")
+           max_parents: int | None = None, shape: str | None = None,
+           networks: int | None = None, target_f1: float = 0.9, seed: int = 0,
+           workers: int | None = None) -> Advice:
+    """Simulate networks of the advisor's prior shaped like the schema and report the
+    algorithms' predicted skeleton F1 with a band (module docstring). Public facts only.
+
+    ``max_parents``/``shape``: what the user knows of the network (``None``: the prior's
+    range); ``networks``: how many to simulate (``None``: :func:`default_networks`);
+    ``workers``: processes (``None``: up to 2, the machine's cores)."""
+    cards = _cards(cardinalities)
+    _check(cards, rows, epsilons, algorithms, max_parents, shape, networks, target_f1, seed,
+           workers)
+    algos = tuple(dict.fromkeys(algorithms))
+    eps_grid = tuple(sorted({float(e) for e in epsilons}))
+    runs_per_network = len(algos) * len(eps_grid)
+    m = networks if networks is not None else default_networks(cards, rows, runs_per_network)
+    n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    n_workers = max(1, min(n_workers, m))
+    jobs: list[_Job] = [(tuple(cards), rows, _network_seed(seed, k), algos, eps_grid,
+                         max_parents, shape) for k in range(m)]
     t0, c0 = time.perf_counter(), time.process_time()
+    ch0 = sum(os.times()[2:4])
+    if n_workers == 1:
+        results = [_simulate(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=n_workers,
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(_simulate, jobs))
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0 + (sum(os.times()[2:4]) - ch0)
     runs: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
-    for k in range(networks):
-        net = load_network(family.format(s=seed * 1000 + k + 1))
-        data = net.sample(rows, seed * 1000 + k + 1)
-        truth = net.true_cpdag()
-        for algo in algorithms:
-            for eps in epsilons:
-                res = discover_private(data, algo, epsilon=float(eps), delta=DELTA,
-                                       noise_seed=seed * 1000 + k + 1)
-                s = skeleton_scores(res.cpdag, truth)
-                runs.setdefault((algo, float(eps)), []).append((s.f1, s.precision, s.recall))
+    for _draw, outs in results:
+        for algo, eps, f1, prec, rec in outs:
+            runs.setdefault((algo, eps), []).append((f1, prec, rec))
     table: list[AdviceRow] = []
-    for (algo, eps), vals in runs.items():
-        f1s = [v[0] for v in vals]
-        table.append(AdviceRow(algo, eps, statistics.fmean(f1s), min(f1s), max(f1s),
-                               statistics.fmean(v[1] for v in vals),
-                               statistics.fmean(v[2] for v in vals), len(vals)))
+    for algo in algos:
+        for eps in eps_grid:
+            vals = runs[(algo, eps)]
+            f1s = np.array([v[0] for v in vals])
+            lo, hi = np.quantile(f1s, BAND)
+            table.append(AdviceRow(algo, eps, float(np.median(f1s)), float(lo), float(hi),
+                                   float(f1s.mean()),
+                                   statistics.fmean(v[1] for v in vals),
+                                   statistics.fmean(v[2] for v in vals), len(vals)))
     needed = {algo: epsilon_for(target_f1, [(r.epsilon, r.f1) for r in table
                                             if r.algorithm == algo])
-              for algo in algorithms}
-    return Advice(nodes, rows, (lo, hi), max_parents, networks, float(target_f1),
-                  tuple(table), needed, time.perf_counter() - t0,
-                  family=family.replace("{s}", "S"),
-                  extra={"cpu_seconds": time.process_time() - c0})
+              for algo in algos}
+    lo_c, hi_c = cardinality_range(cards)
+    family = (f"prior_network(schema cardinalities, max_parents="
+              f"{'prior' if max_parents is None else max_parents}, shape="
+              f"{'prior' if shape is None else shape}, seed=S)")
+    return Advice(len(cards), rows, (lo_c, hi_c), max_parents, shape, m, float(target_f1),
+                  BAND, tuple(table), needed, wall, family=family,
+                  extra={"cpu_seconds": cpu, "workers": n_workers,
+                         "draws": [d for d, _ in results]})
