@@ -132,7 +132,7 @@ def binomial_band(reps: int, level: float = 0.05, coverage: float = 0.99) -> tup
 
 def null_rejections(design: str, test: str, n: int, *, epsilon: float = 1.0,
                     delta: float = 1e-6, reps: int = 100, seed: int = 0,
-                    alpha: float = 0.05, draws: int = 200) -> Type1:
+                    alpha: float = 0.05, draws: int = 200, null: str | None = None) -> Type1:
     """Rejection rate of cov-PC's test on ``reps`` fresh null datasets (seeded)."""
     from dpcg.private.contract import RunSettings
     from dpcg.private.cov_pc import ALGORITHM, CovPCParams
@@ -143,7 +143,7 @@ def null_rejections(design: str, test: str, n: int, *, epsilon: float = 1.0,
         ds, x, y, s = DESIGNS[design](n, rng)
         settings = RunSettings(epsilon=epsilon, delta=delta, test=test, alpha=alpha)
         source = ALGORITHM.source(ds, settings, None)
-        plan = ALGORITHM.plan(CovPCParams(null_draws=draws), settings, source)
+        plan = ALGORITHM.plan(CovPCParams(null_draws=draws, null=null), settings, source)
         session = Session(Budget(epsilon, delta), rule="zcdp", seed=seed * 100_003 + rep)
         tester = ALGORITHM.tester(plan, source, session)
         rejected += int(not tester.test(x, y, s).independent)

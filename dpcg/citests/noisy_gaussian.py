@@ -20,11 +20,14 @@ release is post-processing (``cov-pc``, :mod:`dpcg.private.cov_pc`).
 The null distribution accounts for the release noise: the statistic's covariance is
 the Fisher sampling covariance ``kappa / (n - s - 1) (R_X kron R_Y)`` (``s`` score
 columns in the test, ``kappa = pi^2/9`` for copula-mapped Spearman entries, else 1)
-**plus** the release-noise covariance, estimated from ``draws`` replicates of the
-whole post-processing applied to ``released + N(0, sigma^2 I)`` (a parametric
-bootstrap from the PUBLIC noise scale ``sigma``; its randomness is not privacy noise
-and uses only the released vector). The Wald statistic ``r^T V^-1 r`` is referred to
-``chi^2`` with ``k_X k_Y`` degrees of freedom. ``sigma = 0`` (no release) gives the
+**plus** the release-noise covariance. ``null="delta"`` (default): the first-order
+covariance of the noise's effect on the partial correlations, in closed form from the
+PUBLIC noise scale ``sigma`` at the test's nearest null (:meth:`NoisyMomentTest.
+_delta_noise_cov`); the Wald statistic ``r^T V^-1 r`` is referred to ``chi^2`` with
+``k_X k_Y`` degrees of freedom. ``null="simulated"``: ``draws`` replicates of the whole
+post-processing applied to the nearest null plus ``N(0, sigma^2 I)`` (a parametric
+bootstrap; its randomness is not privacy noise and uses only the released vector), the
+p-value the rank of the observed statistic. ``sigma = 0`` (no release) gives the
 non-private test ``--test copula``. Proof note: ``docs/privacy/algorithm-cov-pc.md``.
 """
 
@@ -49,6 +52,10 @@ __all__ = ["EIGEN_FLOOR", "ROUTES", "NoisyMomentTest", "ScoreLayout", "correlati
            "score_matrix"]
 
 ROUTES = ("rank", "pearson")
+#: How the release noise enters a test's null: ``"delta"`` (default; the first-order
+#: covariance of the noise's effect, chi-square reference) or ``"simulated"`` (the
+#: Monte-Carlo replicates of the noise through the whole post-processing).
+NULLS = ("delta", "simulated")
 #: Smallest eigenvalue kept by the positive-definite projection (a public constant).
 EIGEN_FLOOR = 1e-3
 #: Variance inflation of a Gaussian-copula correlation ``2 sin(pi r_s / 6)`` estimated
@@ -168,6 +175,17 @@ def correlation_of_matrix(g: Floats, continuous: NDArray[np.bool_], route: str,
     return out
 
 
+def _chi2_result(stat: float, k: int, alpha: float) -> tuple[bool, float, float]:
+    """``(independent, statistic, p-value)`` of a Wald statistic against ``chi^2(k)``."""
+    if k == 1:
+        pvalue = math.erfc(math.sqrt(max(stat, 0.0) / 2.0))
+    else:
+        from scipy.special import chdtrc
+
+        pvalue = float(chdtrc(k, stat))
+    return pvalue > alpha, stat, pvalue
+
+
 def _partials(sub: Floats, kx: int, ky: int) -> tuple[Floats, Floats]:
     """Partial correlations of the first ``kx`` columns with the next ``ky`` given all
     others (batched), and the precision matrix."""
@@ -200,16 +218,19 @@ class NoisyMomentTest:
     def __init__(self, released: Floats, layout: ScoreLayout, n: int, route: str,
                  sigma: float, *, alpha: float = 0.05, draws: int = 200,
                  rng: np.random.Generator | None = None,
-                 names: tuple[str, ...] | None = None) -> None:
+                 names: tuple[str, ...] | None = None, null: str = "delta") -> None:
         if route not in ROUTES:
             raise CITestError(f"route: choose one of {ROUTES}, got {route!r}")
         if not (isinstance(sigma, int | float) and math.isfinite(sigma) and sigma >= 0):
             raise CITestError(f"sigma: expected a finite number >= 0, got {sigma!r}")
         if isinstance(draws, bool) or not isinstance(draws, int) or draws < (
-                2 if sigma > 0 else 0):
+                2 if sigma > 0 and null == "simulated" else 0):
             raise CITestError(f"draws: expected an integer >= 2, got {draws!r}")
         if not 0 < alpha < 1:
             raise CITestError(f"alpha: expected a number in (0, 1), got {alpha!r}")
+        if null not in NULLS:
+            raise CITestError(f"null: choose one of {NULLS}, got {null!r}")
+        self.null = null
         self.layout = layout
         self.n = int(n)
         self.route = route
@@ -271,6 +292,69 @@ class NoisyMomentTest:
         g0[off:, off:] = inner
         return g0
 
+    def _null_correlation(self, c: Floats, kx: int, ky: int) -> Floats:
+        """``c`` with its ``X x Y`` block replaced by ``C_XZ C_ZZ^-1 C_ZY`` (the nearest
+        correlation matrix under which the partial correlations tested are zero)."""
+        s = c.shape[0]
+        xs, ys, zs = np.arange(kx), np.arange(kx, kx + ky), np.arange(kx + ky, s)
+        if zs.size:
+            rho0 = c[np.ix_(xs, zs)] @ np.linalg.solve(c[np.ix_(zs, zs)], c[np.ix_(zs, ys)])
+        else:
+            rho0 = np.zeros((kx, ky))
+        c0 = c.copy()
+        c0[np.ix_(xs, ys)] = rho0
+        c0[np.ix_(ys, xs)] = rho0.T
+        return c0
+
+    def _delta_noise_cov(self, sub: Floats, c: Floats, kx: int, ky: int,
+                         cont: NDArray[np.bool_]) -> Floats:
+        """Covariance of the release noise's effect on the ``kx * ky`` partial
+        correlations, to first order at the nearest null (the delta method; docs/
+        continuous.md, "The null"). The noise is ``N(0, sigma^2)`` on every released
+        coordinate of ``sub`` (Pearson: not on the constant ``(0, 0)`` entry); the map
+        from it to the partial correlations is moments -> covariance (Pearson: minus the
+        means' products) -> correlation -> copula map (all-continuous rank tests) ->
+        partial correlations, differentiated in closed form. At the null point every
+        partial correlation tested is zero, so ``dr_xy = <sym(p_x p_y^T), dC> /
+        sqrt(P_xx P_yy)`` with ``P`` the inverse correlation and ``p_x`` its columns."""
+        s = c.shape[0]
+        c0 = self._null_correlation(c, kx, ky)
+        prec = np.linalg.inv(c0)
+        dg = np.sqrt(np.diag(prec))
+        xs, ys = np.arange(kx), np.arange(kx, kx + ky)
+        px = prec[:, xs] / dg[xs]                              # s x kx
+        py = prec[:, ys] / dg[ys]                              # s x ky
+        # S_t = sym(p_x p_y^T) for every tested pair t = (x, y), shape (k, s, s)
+        outer = px.T[:, None, :, None] * py.T[None, :, None, :]
+        sym = 0.5 * (outer + np.swapaxes(outer, -1, -2))
+        sym = sym.reshape(kx * ky, s, s)
+        # the copula map's derivative (pre-map correlation from the null point)
+        both = (cont[:, None] & cont[None, :]) if self.route == "rank" else np.zeros(
+            (s, s), dtype=bool)
+        pre = np.where(both, 6.0 / math.pi * np.arcsin(np.clip(c0 / 2.0, -0.5, 0.5)), c0)
+        phi = np.where(both, math.pi / 3.0 * np.cos(math.pi * pre / 6.0), 1.0)
+        w = sym * phi
+        idx = np.arange(s)
+        w[:, idx, idx] = 0.0
+        # gradient with respect to the covariance entries (d: the floored sds)
+        if self.route == "pearson":
+            m = sub[0, 1:]
+            var = np.diag(sub)[1:] - m * m
+        else:
+            m = np.zeros(s)
+            var = np.diag(sub).copy()
+        d = np.sqrt(np.maximum(var, self.floor))
+        kmat = w / np.outer(d, d)
+        kmat[:, idx, idx] = -np.einsum("tab,ab->ta", w, pre) / (d * d)
+        iu = np.triu_indices(s)
+        mult = np.where(iu[0] == iu[1], 1.0, 2.0)
+        grad = kmat[:, iu[0], iu[1]] * mult                    # k x s(s+1)/2
+        if self.route == "pearson":
+            mean_grad = -2.0 * (kmat @ m)                      # k x s
+            grad = np.concatenate([mean_grad, grad], axis=1)
+        out: Floats = (self.sigma ** 2) * (grad @ grad.T)
+        return out
+
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         x, y, S = validate_query(x, y, S, len(self.layout.blocks))
         xs, ys = self._cols(x), self._cols(y)
@@ -295,13 +379,11 @@ class NoisyMomentTest:
         k = kx * ky
         if self.sigma == 0:
             stat = float(r @ np.linalg.solve(samp, r))
-            if k == 1:
-                pvalue = math.erfc(math.sqrt(stat / 2.0))
-            else:
-                from scipy.special import chdtrc
-
-                pvalue = float(chdtrc(k, stat))
-            return CIResult(pvalue > self.alpha, stat, pvalue)
+            return CIResult(*_chi2_result(stat, k, self.alpha))
+        if self.null == "delta":
+            v = self._delta_noise_cov(sub, c, kx, ky, cont) + samp
+            stat = float(r @ np.linalg.solve(v, r))
+            return CIResult(*_chi2_result(stat, k, self.alpha))
         g0 = self._null_moments(sub, c, kx, ky, cont)
         size = g0.shape[0]
         iu = np.triu_indices(size)
