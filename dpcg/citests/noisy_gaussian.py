@@ -69,10 +69,17 @@ class ScoreLayout:
 
     blocks: tuple[tuple[int, ...], ...]
     continuous: tuple[bool, ...]
+    #: score columns that take at most two values in every dataset of the schema
+    #: (binary and one-category columns, nominal indicators): a function of the schema
+    two_valued: tuple[bool, ...] = ()
 
     @property
     def q(self) -> int:
         return len(self.continuous)
+
+    @property
+    def n_two_valued(self) -> int:
+        return sum(self.two_valued)
 
 
 def _finite_in_bounds(values: Floats, col: Continuous) -> None:
@@ -104,6 +111,7 @@ def score_matrix(dataset: Dataset, route: str) -> tuple[Floats, ScoreLayout]:
     bounds: list[tuple[float, float]] = []
     blocks: list[tuple[int, ...]] = []
     cont: list[bool] = []
+    two: list[bool] = []
     for j, col in enumerate(dataset.schema.columns):
         raw = dataset.column(j)
         start = len(cols)
@@ -112,6 +120,7 @@ def score_matrix(dataset: Dataset, route: str) -> tuple[Floats, ScoreLayout]:
             cols.append(np.asarray(raw, dtype=np.float64))
             bounds.append((col.lower, col.upper))
             cont.append(True)
+            two.append(False)
         elif isinstance(col, Ordinal) or (isinstance(col, Categorical)
                                           and col.cardinality <= 2):
             k = int(col.cardinality)
@@ -119,6 +128,7 @@ def score_matrix(dataset: Dataset, route: str) -> tuple[Floats, ScoreLayout]:
             cols.append(codes.astype(np.float64))
             bounds.append((0.0, float(max(k - 1, 1))))
             cont.append(False)
+            two.append(k <= 2)
         elif isinstance(col, Categorical):
             k = int(col.cardinality)
             codes = _codes(raw, col.name, k)
@@ -126,10 +136,11 @@ def score_matrix(dataset: Dataset, route: str) -> tuple[Floats, ScoreLayout]:
                 cols.append((codes == level).astype(np.float64))
                 bounds.append((0.0, 1.0))
                 cont.append(False)
+                two.append(True)
         else:  # pragma: no cover - every schema column kind is handled above
             raise CITestError(f"column {col.name!r}: unsupported column kind")
         blocks.append(tuple(range(start, len(cols))))
-    layout = ScoreLayout(tuple(blocks), tuple(cont))
+    layout = ScoreLayout(tuple(blocks), tuple(cont), tuple(two))
     if route == "pearson":
         return pearson_scores(cols, bounds), layout
     return rank_scores(np.column_stack(cols)), layout

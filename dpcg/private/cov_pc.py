@@ -168,7 +168,7 @@ class CovPC:
         if source.route == "pearson":
             sens = pearson_moment_sensitivity(source.n, q)
         else:
-            sens = rank_moment_sensitivity(source.n, q)
+            sens = rank_moment_sensitivity(source.n, q, source.layout.n_two_valued)
         try:
             mech = Gaussian.for_rho(sens, settings.budget().rho())
         except InvalidParameterError as exc:
