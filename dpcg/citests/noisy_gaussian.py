@@ -34,6 +34,7 @@ non-private test ``--test copula``. Proof note: ``docs/privacy/algorithm-cov-pc.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -172,7 +173,7 @@ def correlation_of_matrix(g: Floats, continuous: NDArray[np.bool_], route: str,
     d = np.sqrt(np.maximum(np.diagonal(cov, axis1=-2, axis2=-1), floor))
     c = np.clip(cov / (d[..., :, None] * d[..., None, :]), -1.0, 1.0)
     if route == "rank":
-        both = continuous[:, None] & continuous[None, :]
+        both = continuous[..., :, None] & continuous[..., None, :]
         c = np.where(both, 2.0 * np.sin(math.pi * c / 6.0), c)
     idx = np.arange(q)
     c[..., idx, idx] = 1.0
@@ -184,17 +185,6 @@ def correlation_of_matrix(g: Floats, continuous: NDArray[np.bool_], route: str,
     c[..., idx, idx] = 1.0
     out: Floats = c
     return out
-
-
-def _chi2_result(stat: float, k: int, alpha: float) -> tuple[bool, float, float]:
-    """``(independent, statistic, p-value)`` of a Wald statistic against ``chi^2(k)``."""
-    if k == 1:
-        pvalue = math.erfc(math.sqrt(max(stat, 0.0) / 2.0))
-    else:
-        from scipy.special import chdtrc
-
-        pvalue = float(chdtrc(k, stat))
-    return pvalue > alpha, stat, pvalue
 
 
 def _partials(sub: Floats, kx: int, ky: int) -> tuple[Floats, Floats]:
@@ -255,6 +245,7 @@ class NoisyMomentTest:
         # a variance below the release noise is noise: floor it there (public)
         self.floor = max(self.sigma, 1e-9)
         self._cont = np.asarray(layout.continuous)
+        self._pad: tuple[Floats, NDArray[np.bool_], int] | None = None
         self.correlation = correlation_of_matrix(self.moments, self._cont, route, self.floor)
 
     def _cols(self, v: int) -> list[int]:
@@ -303,74 +294,171 @@ class NoisyMomentTest:
         g0[off:, off:] = inner
         return g0
 
-    def _null_correlation(self, c: Floats, kx: int, ky: int) -> Floats:
-        """``c`` with its ``X x Y`` block replaced by ``C_XZ C_ZZ^-1 C_ZY`` (the nearest
-        correlation matrix under which the partial correlations tested are zero)."""
-        s = c.shape[0]
-        xs, ys, zs = np.arange(kx), np.arange(kx, kx + ky), np.arange(kx + ky, s)
-        if zs.size:
-            rho0 = c[np.ix_(xs, zs)] @ np.linalg.solve(c[np.ix_(zs, zs)], c[np.ix_(zs, ys)])
-        else:
-            rho0 = np.zeros((kx, ky))
+    @staticmethod
+    def _null_correlation(c: Floats, kx: int, ky: int) -> Floats:
+        """``c`` (batched over leading axes) with its ``X x Y`` block replaced by
+        ``C_XZ C_ZZ^-1 C_ZY`` (the nearest correlation matrix under which the partial
+        correlations tested are zero)."""
+        s = c.shape[-1]
         c0 = c.copy()
-        c0[np.ix_(xs, ys)] = rho0
-        c0[np.ix_(ys, xs)] = rho0.T
+        if s > kx + ky:
+            czz = c[..., kx + ky:, kx + ky:]
+            rho0 = c[..., :kx, kx + ky:] @ np.linalg.solve(czz, c[..., kx + ky:, kx:kx + ky])
+        else:
+            rho0 = np.zeros((*c.shape[:-2], kx, ky))
+        c0[..., :kx, kx:kx + ky] = rho0
+        c0[..., kx:kx + ky, :kx] = np.swapaxes(rho0, -1, -2)
         return c0
 
     def _delta_noise_cov(self, sub: Floats, c: Floats, kx: int, ky: int,
                          cont: NDArray[np.bool_]) -> Floats:
-        """Covariance of the release noise's effect on the ``kx * ky`` partial
-        correlations, to first order at the nearest null (the delta method; docs/
-        continuous.md, "The null"). The noise is ``N(0, sigma^2)`` on every released
-        coordinate of ``sub`` (Pearson: not on the constant ``(0, 0)`` entry); the map
-        from it to the partial correlations is moments -> covariance (Pearson: minus the
-        means' products) -> correlation -> copula map (all-continuous rank tests) ->
-        partial correlations, differentiated in closed form. At the null point every
-        partial correlation tested is zero, so ``dr_xy = <sym(p_x p_y^T), dC> /
-        sqrt(P_xx P_yy)`` with ``P`` the inverse correlation and ``p_x`` its columns."""
-        s = c.shape[0]
+        """Covariance (``k x k``, ``k = kx * ky``; batched over leading axes of ``sub``,
+        ``c`` and ``cont``) of the release noise's effect on the partial correlations, to
+        first order at the nearest null (the delta method; docs/continuous.md, "The
+        tests"). The noise is ``N(0, sigma^2)`` on every released coordinate of ``sub``
+        (Pearson: not on the constant ``(0, 0)`` entry); the map from it to the partial
+        correlations is moments -> covariance (Pearson: minus the means' products) ->
+        correlation -> copula map (all-continuous rank tests) -> partial correlations,
+        differentiated in closed form. At the null point every partial correlation
+        tested is zero, so ``dr_xy = <sym(p_x p_y^T), dC> / sqrt(P_xx P_yy)`` with ``P``
+        the inverse correlation and ``p_x`` its columns."""
+        s = c.shape[-1]
         c0 = self._null_correlation(c, kx, ky)
         prec = np.linalg.inv(c0)
-        dg = np.sqrt(np.diag(prec))
-        xs, ys = np.arange(kx), np.arange(kx, kx + ky)
-        px = prec[:, xs] / dg[xs]                              # s x kx
-        py = prec[:, ys] / dg[ys]                              # s x ky
-        # S_t = sym(p_x p_y^T) for every tested pair t = (x, y), shape (k, s, s)
-        outer = px.T[:, None, :, None] * py.T[None, :, None, :]
+        dg = np.sqrt(np.diagonal(prec, axis1=-2, axis2=-1))
+        px = prec[..., :, :kx] / dg[..., None, :kx]                      # (.., s, kx)
+        py = prec[..., :, kx:kx + ky] / dg[..., None, kx:kx + ky]        # (.., s, ky)
+        # S_t = sym(p_x p_y^T) for every tested pair t = (x, y): (.., k, s, s)
+        outer = np.einsum("...ax,...by->...xyab", px, py)
+        outer = outer.reshape(*outer.shape[:-4], kx * ky, s, s)
         sym = 0.5 * (outer + np.swapaxes(outer, -1, -2))
-        sym = sym.reshape(kx * ky, s, s)
         # the copula map's derivative (pre-map correlation from the null point)
-        both = (cont[:, None] & cont[None, :]) if self.route == "rank" else np.zeros(
-            (s, s), dtype=bool)
+        if self.route == "rank":
+            both = cont[..., :, None] & cont[..., None, :]
+        else:
+            both = np.zeros((*c.shape[:-2], s, s), dtype=bool)
         pre = np.where(both, 6.0 / math.pi * np.arcsin(np.clip(c0 / 2.0, -0.5, 0.5)), c0)
         phi = np.where(both, math.pi / 3.0 * np.cos(math.pi * pre / 6.0), 1.0)
-        w = sym * phi
+        w = sym * phi[..., None, :, :]
         idx = np.arange(s)
-        w[:, idx, idx] = 0.0
+        w[..., idx, idx] = 0.0
         # gradient with respect to the covariance entries (d: the floored sds)
+        diag = np.diagonal(sub, axis1=-2, axis2=-1)
         if self.route == "pearson":
-            m = sub[0, 1:]
-            var = np.diag(sub)[1:] - m * m
+            m = sub[..., 0, 1:]
+            var = diag[..., 1:] - m * m
         else:
-            m = np.zeros(s)
-            var = np.diag(sub).copy()
+            m = np.zeros(diag.shape)
+            var = diag
         d = np.sqrt(np.maximum(var, self.floor))
-        kmat = w / np.outer(d, d)
-        kmat[:, idx, idx] = -np.einsum("tab,ab->ta", w, pre) / (d * d)
+        dd = d[..., :, None] * d[..., None, :]
+        kmat = w / dd[..., None, :, :]
+        kmat[..., idx, idx] = (-np.einsum("...tab,...ab->...ta", w, pre)
+                               / (d * d)[..., None, :])
         iu = np.triu_indices(s)
         mult = np.where(iu[0] == iu[1], 1.0, 2.0)
-        grad = kmat[:, iu[0], iu[1]] * mult                    # k x s(s+1)/2
+        grad = kmat[..., iu[0], iu[1]] * mult                            # (.., k, D)
         if self.route == "pearson":
-            mean_grad = -2.0 * (kmat @ m)                      # k x s
-            grad = np.concatenate([mean_grad, grad], axis=1)
-        out: Floats = (self.sigma ** 2) * (grad @ grad.T)
+            mean_grad = -2.0 * np.einsum("...tab,...b->...ta", kmat, m)  # (.., k, s)
+            grad = np.concatenate([mean_grad, grad], axis=-1)
+        out: Floats = (self.sigma ** 2) * (grad @ np.swapaxes(grad, -1, -2))
         return out
 
-    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+    def _query(self, x: int, y: int, S: tuple[int, ...]) -> tuple[int, int, list[int]]:
         x, y, S = validate_query(x, y, S, len(self.layout.blocks))
         xs, ys = self._cols(x), self._cols(y)
-        kx, ky = len(xs), len(ys)
-        idx = xs + ys + [c for s in S for c in self._cols(s)]
+        return len(xs), len(ys), xs + ys + [c for v in S for c in self._cols(v)]
+
+    def _padded(self, extra: int) -> tuple[Floats, NDArray[np.bool_]]:
+        """The moment matrix and continuity flags with ``extra`` padding columns: unit
+        variance, zero mean, uncorrelated with everything (flagged continuous, so they
+        change neither the copula rule nor any partial correlation)."""
+        if self._pad is None or self._pad[2] < extra:
+            q = self.layout.q
+            off = 1 if self.route == "pearson" else 0
+            g = np.zeros((q + off + extra, q + off + extra))
+            g[:q + off, :q + off] = self.moments
+            g[q + off:, q + off:] = np.eye(extra)
+            self._pad = (g, np.concatenate([self._cont, np.ones(extra, dtype=bool)]), extra)
+        return self._pad[0], self._pad[1]
+
+    def _analytic(self, idx: NDArray[np.intp], kx: int, ky: int,
+                  sizes: NDArray[np.intp] | None = None,
+                  dof: NDArray[np.intp] | None = None) -> tuple[Floats, Floats]:
+        """Wald statistics and chi-square p-values of a batch of queries with ``kx`` X
+        and ``ky`` Y columns (``idx``: ``B x s`` score columns, X's first, then Y's,
+        then S's, padded with columns ``>= q`` of :meth:`_padded`; ``sizes``: each
+        query's own number of columns; ``dof``: its own ``kx * ky``): the exact null
+        (``sigma = 0``) or the delta-method null. Vectorised over the batch."""
+        b, s = idx.shape
+        sizes = np.full(b, s) if sizes is None else sizes
+        moments, contv = self._padded(int(s - sizes.min()))
+        dof = np.full(b, kx * ky) if dof is None else dof
+        cont: NDArray[np.bool_] = np.asarray(contv[idx], dtype=bool)
+        allc: NDArray[np.bool_] = np.asarray(cont.all(axis=1), dtype=bool)
+        # the copula map only when every column of the test is continuous: a discrete
+        # column anywhere keeps the whole test on the rank (score) scale, where
+        # conditioning on binary / one-hot columns is exact (docs/continuous.md)
+        cont = cont & allc[:, None]
+        rows = (np.concatenate([np.zeros((b, 1), dtype=np.intp), idx + 1], axis=1)
+                if self.route == "pearson" else idx)
+        sub = moments[rows[:, :, None], rows[:, None, :]]
+        c = correlation_of_matrix(sub, cont, self.route, self.floor)
+        r, prec = _partials(c, kx, ky)
+        dx = np.sqrt(np.diagonal(prec, axis1=-2, axis2=-1))
+        rx = prec[:, :kx, :kx] / (dx[:, :kx, None] * dx[:, None, :kx])
+        ry = (prec[:, kx:kx + ky, kx:kx + ky]
+              / (dx[:, kx:kx + ky, None] * dx[:, None, kx:kx + ky]))
+        k = kx * ky
+        kappa2 = np.where(allc & (self.route == "rank"), COPULA_KAPPA, 1.0)
+        n_eff = np.maximum(self.n - sizes - 1, 1)
+        samp = (np.einsum("bij,bkl->bikjl", rx, ry).reshape(b, k, k)
+                * (kappa2 / n_eff)[:, None, None])
+        v = samp if self.sigma == 0 else samp + self._delta_noise_cov(sub, c, kx, ky, cont)
+        stat = np.einsum("bi,bi->b", r, np.linalg.solve(v, r[..., None])[..., 0])
+        from scipy.special import chdtrc, erfc
+
+        pvalue = np.where(dof == 1, erfc(np.sqrt(np.maximum(stat, 0.0) / 2.0)),
+                          chdtrc(np.maximum(dof, 1), stat)).astype(np.float64)
+        return stat, pvalue
+
+    def test_many(self, queries: Sequence[tuple[int, int, tuple[int, ...]]]
+                  ) -> list[CIResult]:
+        """A round of queries (the PC engine's batch mode): with the analytic nulls
+        (``sigma = 0`` or ``null="delta"``) the queries of one shape (``kx``, ``ky``,
+        number of score columns) are answered together by :meth:`_analytic`, with the
+        same numbers as :meth:`test` one by one (up to rounding): the whole round is one
+        batch, every query's X, Y and S blocks padded to the round's widest with
+        independent unit columns (:meth:`_padded`). A padding column changes no partial
+        correlation of the real columns and makes the statistic's covariance block
+        diagonal (its own partial correlations are zero), so the Wald statistic and its
+        ``chi^2(kx ky)`` reference (real ``kx``, ``ky``) are those of the query alone.
+        The simulated null answers in order."""
+        if self.sigma > 0 and self.null == "simulated":
+            return [self.test(x, y, S) for x, y, S in queries]
+        parsed = [self._query(x, y, S) for x, y, S in queries]
+        q = self.layout.q
+        kxm = max(kx for kx, _, _ in parsed)
+        kym = max(ky for _, ky, _ in parsed)
+        width = max(kxm + kym + len(idx) - kx - ky for kx, ky, idx in parsed)
+        cols = np.empty((len(parsed), width), dtype=np.intp)
+        for i, (kx, ky, idx) in enumerate(parsed):
+            pads = iter(range(q, q + width))
+            rest = idx[kx + ky:]
+            cols[i] = (idx[:kx] + [next(pads) for _ in range(kxm - kx)] + idx[kx:kx + ky]
+                       + [next(pads) for _ in range(kym - ky)] + rest
+                       + [next(pads) for _ in range(width - kxm - kym - len(rest))])
+        sizes = np.array([len(idx) for _, _, idx in parsed], dtype=np.intp)
+        dof = np.array([kx * ky for kx, ky, _ in parsed], dtype=np.intp)
+        stat, pvalue = self._analytic(cols, kxm, kym, sizes, dof)
+        return [CIResult(pv > self.alpha, st_, pv)
+                for st_, pv in zip(stat.tolist(), pvalue.tolist(), strict=True)]
+
+    def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
+        kx, ky, idx = self._query(x, y, S)
+        if self.sigma == 0 or self.null == "delta":
+            stat, pvalue = self._analytic(np.array([idx], dtype=np.intp), kx, ky)
+            return CIResult(float(pvalue[0]) > self.alpha, float(stat[0]), float(pvalue[0]))
         # the copula map only when every column of the test is continuous: a discrete
         # column anywhere keeps the whole test on the rank (score) scale, where
         # conditioning on binary / one-hot columns is exact (docs/continuous.md)
@@ -388,13 +476,6 @@ class NoisyMomentTest:
         n_eff = max(self.n - len(idx) - 1, 1)
         samp = np.kron(rx, ry) * np.outer(scale, scale) / n_eff
         k = kx * ky
-        if self.sigma == 0:
-            stat = float(r @ np.linalg.solve(samp, r))
-            return CIResult(*_chi2_result(stat, k, self.alpha))
-        if self.null == "delta":
-            v = self._delta_noise_cov(sub, c, kx, ky, cont) + samp
-            stat = float(r @ np.linalg.solve(v, r))
-            return CIResult(*_chi2_result(stat, k, self.alpha))
         g0 = self._null_moments(sub, c, kx, ky, cont)
         size = g0.shape[0]
         iu = np.triu_indices(size)
@@ -409,10 +490,10 @@ class NoisyMomentTest:
         v = np.atleast_2d(np.cov(reps, rowvar=False)) + samp
         reps = reps + self.rng.standard_normal((self.draws, k)) @ np.linalg.cholesky(samp).T
         vinv = np.linalg.inv(v)
-        stat = float(r @ vinv @ r)
+        wald = float(r @ vinv @ r)
         null = np.einsum("bi,ij,bj->b", reps, vinv, reps)
-        pvalue = float((1 + np.count_nonzero(null >= stat)) / (self.draws + 1))
-        return CIResult(pvalue > self.alpha, stat, pvalue)
+        pv = float((1 + np.count_nonzero(null >= wald)) / (self.draws + 1))
+        return CIResult(pv > self.alpha, wald, pv)
 
 
 def _build_copula(ctx: TestContext[NoOptions]) -> NoisyMomentTest:

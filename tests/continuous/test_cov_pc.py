@@ -227,6 +227,26 @@ def test_delta_null_matches_simulated_noise(design: str, route: str) -> None:
     assert np.sqrt(np.diag(delta)) == pytest.approx(np.sqrt(np.diag(mc)), rel=0.05)
 
 
+@pytest.mark.parametrize("route", ["rank", "pearson"])
+@pytest.mark.parametrize("sigma", [0.0, 3e-3])
+def test_round_batch_equals_one_by_one(route: str, sigma: float) -> None:
+    """test_many (the PC engine's rounds: one padded batch) gives the statistics and
+    p-values of test() query by query, whatever the mix of shapes in the round."""
+    ds = _mixed(2_000, seed=3)  # Z nominal (2 indicators), X cont., Y ordinal, W cont.
+    scores, layout = score_matrix(ds, route)
+    rng = np.random.default_rng(0)
+    vec = moment_vector(scores, route == "pearson")
+    t = NoisyMomentTest(vec + rng.normal(0.0, sigma, vec.size), layout, ds.n, route, sigma)
+    queries = [(0, 1, ()), (1, 3, ()), (1, 3, (0,)), (0, 2, (1, 3)), (2, 3, (0, 1)),
+               (1, 2, (3,)), (3, 0, (2,)), (1, 3, (0, 2))]
+    batch = t.test_many(queries)
+    for (x, y, S), got in zip(queries, batch, strict=True):
+        one = t.test(x, y, S)
+        assert got.statistic == pytest.approx(one.statistic, rel=1e-8, abs=1e-10)
+        assert got.pvalue == pytest.approx(one.pvalue, rel=1e-8, abs=1e-12)
+        assert got.independent == one.independent
+
+
 def test_bad_null_refused() -> None:
     with pytest.raises(AlgorithmError, match="null"):
         cov_pc(_mixed(200), epsilon=1.0, null="bootstrap")
