@@ -893,7 +893,9 @@ FloatVec = NDArray[np.float64]
 
 def moment_l2_audit(route: str, effort: Effort, seed: int) -> SensitivityResult:
     """Random search and hill climbing on the replace-one L2 change of cov-pc's moment
-    vector (``route`` ``"rank"``: midranks, ties; ``"pearson"``: rows in ``[-1, 1]``)
+    vector (``route`` ``"rank"``: midranks, ties; ``"rank-two-valued"``: the same with
+    its first ``qb`` columns restricted to ``{0, 1}`` in both tables, against the bound
+    with ``two_valued = qb`` (Lemma 2b); ``"pearson"``: rows in ``[-1, 1]``)
     against :func:`~dpcg.stats.suffstat.rank_moment_sensitivity` /
     :func:`~dpcg.stats.suffstat.pearson_moment_sensitivity`.
 
@@ -920,10 +922,19 @@ def moment_l2_audit(route: str, effort: Effort, seed: int) -> SensitivityResult:
         n = int(rng.integers(2, 40))
         q = int(rng.integers(1, 5))
         levels = np.array([-1.0, 0.0, 1.0]) if r % 2 else np.linspace(-1.0, 1.0, 5)
-        bound = pearson_moment_sensitivity(n, q) if pearson else rank_moment_sensitivity(n, q)
+        qb = int(rng.integers(1, q + 1)) if route == "rank-two-valued" else 0
+        bound = (pearson_moment_sensitivity(n, q) if pearson
+                 else rank_moment_sensitivity(n, q, qb))
+
+        def cell(col: int, qb: int = qb, levels: NDArray[np.float64] = levels) -> float:
+            return float(rng.integers(0, 2)) if col < qb else float(rng.choice(levels))
+
         a = rng.choice(levels, (n, q))
         i = int(rng.integers(0, n))
         row = rng.choice(levels, q)
+        if qb:  # two-valued columns hold 0/1 in both tables (the other routes' draws kept)
+            a[:, :qb] = rng.integers(0, 2, (n, qb))
+            row[:qb] = rng.integers(0, 2, qb)
 
         def l2(a: NDArray[np.float64], i: int, row: NDArray[np.float64]) -> float:
             b = a.copy()
@@ -936,12 +947,20 @@ def moment_l2_audit(route: str, effort: Effort, seed: int) -> SensitivityResult:
             move = rng.random()
             if move < 0.4:
                 nrow = row.copy()
-                nrow[int(rng.integers(0, q))] = rng.choice(levels)
+                if qb:
+                    c = int(rng.integers(0, q))
+                    nrow[c] = cell(c)
+                else:
+                    nrow[int(rng.integers(0, q))] = rng.choice(levels)
             elif move < 0.6:
                 ni = int(rng.integers(0, n))
             else:
                 na = a.copy()
-                na[int(rng.integers(0, n)), int(rng.integers(0, q))] = rng.choice(levels)
+                if qb:
+                    c = int(rng.integers(0, q))
+                    na[int(rng.integers(0, n)), c] = cell(c)
+                else:  # the draws of the first version (rank, pearson rows unchanged)
+                    na[int(rng.integers(0, n)), int(rng.integers(0, q))] = rng.choice(levels)
             g = l2(na, ni, nrow)
             result.evaluations += 1
             if g >= cur:
@@ -950,6 +969,7 @@ def moment_l2_audit(route: str, effort: Effort, seed: int) -> SensitivityResult:
         result.by_method["local-search"] = max(result.by_method.get("local-search", 0.0), ratio)
         if ratio > result.max_ratio:
             result.max_ratio, result.max_gap, result.bound_at_max = ratio, cur, bound
-            result.witness = (f"n={n}, q={q}, row {i} -> {np.round(row, 3).tolist()}; "
+            result.witness = (f"n={n}, q={q}, two-valued {qb}, row {i} -> "
+                              f"{np.round(row, 3).tolist()}; "
                               f"L2 change {cur:.5f} vs bound {bound:.5f}")
     return result

@@ -556,13 +556,14 @@ def _moment_rows(profile: Profile, seed: int, result: SuiteResult,
     """cov-pc's moment vectors: the L2 change of the whole released vector."""
     from audits import sensitivity as sens
 
-    for j, route in enumerate(("rank", "pearson")):
+    for j, route in enumerate(("rank", "pearson", "rank-two-valued")):
         progress(f"sensitivity: cov-pc {route} moment vector (L2)")
         t0 = time.perf_counter()
         r = sens.moment_l2_audit(route, profile.sensitivity, seed + 11 + j)
         result.rows.append(Row(
             "statistic", f"cov-pc {route} moment vector (replace-one, L2)", "sensitivity",
-            f"{route}_moment_sensitivity(n, q)", r.max_gap, "search", r.max_ratio,
+            ("rank_moment_sensitivity(n, q, qb)" if route == "rank-two-valued"
+             else f"{route}_moment_sensitivity(n, q)"), r.max_gap, "search", r.max_ratio,
             r.evaluations, False, r.violated, f"worst: {r.witness}",
             time.perf_counter() - t0,
         ))

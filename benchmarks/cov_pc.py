@@ -100,9 +100,27 @@ def binary_confounder(n: int, rng: np.random.Generator) -> tuple[Dataset, int, i
             (2,))
 
 
+def wide_mixed(n: int, rng: np.random.Generator) -> tuple[Dataset, int, int,
+                                                             tuple[int, ...]]:
+    """Continuous ``X`` and ``Y`` given six columns (four continuous, a nominal of 3
+    categories, a binary), all of which shift both linearly: ``X _||_ Y | S``, ``|S| = 6``
+    (10 score columns, the largest test of these designs)."""
+    z = rng.standard_normal((n, 4))
+    c1 = rng.integers(0, 3, n)
+    c2 = rng.integers(0, 2, n)
+    shift = np.array([-1.0, 0.3, 1.0])
+    x = z @ np.array([0.6, -0.4, 0.3, 0.0]) + shift[c1] + 0.5 * c2 + rng.standard_normal(n)
+    y = z @ np.array([0.5, 0.0, -0.5, 0.4]) - shift[c1] + 0.8 * c2 + rng.standard_normal(n)
+    cols = [np.clip(v, -BOUND, BOUND) for v in (x, y, *z.T)]
+    schema = Schema([*_cont(("X", "Y", "Z1", "Z2", "Z3", "Z4")),
+                     Categorical("C1", ("a", "b", "c")), Categorical("C2", ("no", "yes"))])
+    return (Dataset.from_columns([*cols, c1.astype(np.int64), c2.astype(np.int64)], schema,
+                                 encoded=True), 0, 1, (2, 3, 4, 5, 6, 7))
+
+
 DESIGNS: dict[str, Design] = {"gaussian": gaussian_chain, "skewed": skewed_chain,
                               "mixed": mixed_chain, "mixed-marginal": marginal_mixed,
-                              "binary-confounder": binary_confounder}
+                              "binary-confounder": binary_confounder, "wide-mixed": wide_mixed}
 
 
 @dataclass(frozen=True)
@@ -132,7 +150,7 @@ def binomial_band(reps: int, level: float = 0.05, coverage: float = 0.99) -> tup
 
 def null_rejections(design: str, test: str, n: int, *, epsilon: float = 1.0,
                     delta: float = 1e-6, reps: int = 100, seed: int = 0,
-                    alpha: float = 0.05, draws: int = 200) -> Type1:
+                    alpha: float = 0.05, draws: int = 200, null: str | None = None) -> Type1:
     """Rejection rate of cov-PC's test on ``reps`` fresh null datasets (seeded)."""
     from dpcg.private.contract import RunSettings
     from dpcg.private.cov_pc import ALGORITHM, CovPCParams
@@ -143,7 +161,7 @@ def null_rejections(design: str, test: str, n: int, *, epsilon: float = 1.0,
         ds, x, y, s = DESIGNS[design](n, rng)
         settings = RunSettings(epsilon=epsilon, delta=delta, test=test, alpha=alpha)
         source = ALGORITHM.source(ds, settings, None)
-        plan = ALGORITHM.plan(CovPCParams(null_draws=draws), settings, source)
+        plan = ALGORITHM.plan(CovPCParams(null_draws=draws, null=null), settings, source)
         session = Session(Budget(epsilon, delta), rule="zcdp", seed=seed * 100_003 + rep)
         tester = ALGORITHM.tester(plan, source, session)
         rejected += int(not tester.test(x, y, s).independent)
@@ -260,7 +278,8 @@ def main(argv: list[str]) -> int:
                          ("skewed", "cov-rank"), ("mixed", "cov-rank"),
                          ("mixed-marginal", "cov-rank"), ("mixed", "cov-pearson"),
                          ("binary-confounder", "cov-rank"),
-                         ("binary-confounder", "cov-pearson")):
+                         ("binary-confounder", "cov-pearson"),
+                         ("wide-mixed", "cov-rank"), ("wide-mixed", "cov-pearson")):
         for n in (1_000, 10_000, 100_000):
             r = null_rejections(design, test, n, reps=reps, seed=n)
             lo, hi = binomial_band(reps)

@@ -43,7 +43,7 @@ import numpy as np
 from accounting.errors import InvalidParameterError
 from accounting.mechanisms import Gaussian
 from accounting.session import Session
-from dpcg.citests.noisy_gaussian import NoisyMomentTest, ScoreLayout, score_matrix
+from dpcg.citests.noisy_gaussian import NULLS, NoisyMomentTest, ScoreLayout, score_matrix
 from dpcg.citests.registry import NoOptions, TestSpec, option, register_test
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Schema
@@ -66,6 +66,7 @@ __all__ = ["ALGORITHM", "CovPC", "CovPCParams", "CovPlan", "CovSource", "auto_ch
 #: ``--test`` name -> route of :func:`dpcg.citests.noisy_gaussian.score_matrix`.
 ROUTE_OF = {"cov-rank": "rank", "cov-pearson": "pearson"}
 DEFAULT_DRAWS = 200
+DEFAULT_NULL = "delta"
 
 
 @dataclass(frozen=True)
@@ -74,14 +75,25 @@ class CovPCParams:
 
     null_draws: int | None = option(
         None, type=int, metavar="B",
-        help=f"replicates of the public release noise used for each test's null "
-             f"(post-processing; default {DEFAULT_DRAWS}, at least 20)")
+        help=f"replicates of the public release noise used for each test's null with "
+             f"--null simulated (post-processing; default {DEFAULT_DRAWS}, at least 20)")
+    null: str | None = option(
+        None, type=str, metavar="delta|simulated",
+        help="how each test's null includes the release noise: 'delta' (default; its "
+             "first-order covariance from the public sigma, chi-square reference) or "
+             "'simulated' (Monte-Carlo replicates through the whole post-processing)")
 
     def __post_init__(self) -> None:
         v = self.null_draws
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 20
                               or v > 100_000):
             raise AlgorithmError(f"null_draws: expected an integer in [20, 100000], got {v!r}")
+        if self.null is not None and self.null not in NULLS:
+            raise AlgorithmError(f"null: choose one of {NULLS}, got {self.null!r}")
+
+    @property
+    def null_kind(self) -> str:
+        return DEFAULT_NULL if self.null is None else self.null
 
     @property
     def draws(self) -> int:
@@ -110,11 +122,13 @@ class CovPlan:
     route: str
     dimension: int
     draws: int
+    null: str = DEFAULT_NULL
 
     def describe(self) -> dict[str, object]:
         return {"rule": self.rule, "route": self.route, "releases_planned": 1,
                 "dimension": self.dimension, "sensitivity_l2": self.mechanism.l2_sensitivity,
-                "sigma": self.mechanism.sigma, "null_draws": self.draws,
+                "sigma": self.mechanism.sigma, "null": self.null,
+                "null_draws": self.draws if self.null == "simulated" else 0,
                 "max_depth": self.max_depth}
 
 
@@ -154,14 +168,15 @@ class CovPC:
         if source.route == "pearson":
             sens = pearson_moment_sensitivity(source.n, q)
         else:
-            sens = rank_moment_sensitivity(source.n, q)
+            sens = rank_moment_sensitivity(source.n, q, source.layout.n_two_valued)
         try:
             mech = Gaussian.for_rho(sens, settings.budget().rho())
         except InvalidParameterError as exc:
             raise AlgorithmError(f"epsilon: too small for one Gaussian release ({exc})"
                                  ) from None
         return CovPlan("zcdp", settings.max_depth, mech, source.route,
-                       upper_size(q, source.route == "pearson"), params.draws)
+                       upper_size(q, source.route == "pearson"), params.draws,
+                       params.null_kind)
 
     def tester(self, plan: CovPlan, source: CovSource, session: Session) -> NoisyMomentTest:
         with_means = source.route == "pearson"
@@ -171,7 +186,8 @@ class CovPC:
         return NoisyMomentTest(np.asarray(released, dtype=np.float64), source.layout,
                                source.n, source.route, plan.mechanism.sigma,
                                alpha=source.alpha, draws=plan.draws,
-                               rng=session.auxiliary_generator(), names=source.names)
+                               rng=session.auxiliary_generator(), names=source.names,
+                               null=plan.null)
 
     def usage(self, tester: NoisyMomentTest) -> Mapping[str, object]:
         return {"releases": 1}
@@ -207,6 +223,7 @@ def cov_pc(
     test: str = "cov-rank",
     alpha: float = 0.05,
     null_draws: int | None = None,
+    null: str | None = None,
     seed: int | None = None,
     ledger: str | Path | LedgerTarget | None = None,
     dataset_id: str | None = None,
@@ -227,5 +244,5 @@ def cov_pc(
     extra: dict[str, Any] = {}
     return discover_private(
         dataset, ALGORITHM, epsilon=epsilon, delta=delta, test=test, alpha=alpha,
-        noise_seed=seed, max_depth=max_depth, params=CovPCParams(null_draws=null_draws),
+        noise_seed=seed, max_depth=max_depth, params=CovPCParams(null_draws=null_draws, null=null),
         test_options=extra, ledger=target, background=background, progress=progress)

@@ -127,17 +127,32 @@ def pearson_moment_sensitivity(n: int, q: int) -> float:
     return math.sqrt((q + 1.0) ** 2 + q / 2.0) / n
 
 
-def rank_moment_sensitivity(n: int, q: int) -> float:
+def rank_moment_sensitivity(n: int, q: int, two_valued: int = 0) -> float:
     """Replace-one L2 bound of the rank-route :func:`moment_vector` for ``q`` columns
-    of ``n`` rows (midranks, ties allowed), ``L = (n - 1)/2``:
+    of ``n`` rows (midranks, ties allowed), ``L = (n - 1)/2``, ``F = floor(n^2/4)``,
+    of which ``two_valued`` columns can take at most two values in every dataset of the
+    schema (binary columns, nominal indicators; a function of the schema only):
 
-        sqrt((sqrt(q (q - 1)/2) floor(n^2/4) + q L^2)^2 + q (n (n - 1)/4)^2) / (n L^2)
+        sqrt((sqrt(B) + q L^2)^2 + q (n (n - 1)/4)^2) / (n L^2),
+        B = sum over pairs j < l of (b_j + b_l)^2,  b = F/2 (general), L/2 (two-valued)
 
-    (about ``sqrt((0.707 q + q)^2 + q) / n``; proof:
-    ``docs/privacy/statistics-moment-matrix.md``, Lemma 2)."""
+    With ``two_valued = 0``, ``B = q (q - 1)/2 F^2`` (Lemma 2, about
+    ``sqrt((0.707 q + q)^2 + q) / n``); proof: ``docs/privacy/statistics-moment-matrix.md``,
+    Lemmas 2 and 2b."""
     n, q = _check_n_q(n, q)
-    half2 = ((n - 1) / 2.0) ** 2
-    off = math.sqrt(q * (q - 1) / 2.0) * (n * n // 4) + q * half2
+    if isinstance(two_valued, bool) or not isinstance(two_valued, int | np.integer) or not (
+            0 <= int(two_valued) <= q):
+        raise StatisticInputError(f"two_valued: expected an integer in [0, q = {q}], got "
+                                  f"{two_valued!r}")
+    qb = int(two_valued)
+    qg = q - qb
+    half = (n - 1) / 2.0
+    half2 = half * half
+    f = float(n * n // 4)
+    bg, bb = f / 2.0, half / 2.0
+    pairs = (qg * (qg - 1) / 2.0 * (2.0 * bg) ** 2 + qg * qb * (bg + bb) ** 2
+             + qb * (qb - 1) / 2.0 * (2.0 * bb) ** 2)
+    off = math.sqrt(pairs) + q * half2
     diag2 = q * (n * (n - 1) / 4.0) ** 2
     return math.sqrt(off * off + diag2) / (n * half2)
 

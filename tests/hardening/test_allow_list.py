@@ -89,6 +89,7 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.route": PUBLIC, "plan.releases_planned": PUBLIC,  # cov-pc: --test, the constant 1
     "plan.dimension": PUBLIC, "plan.sigma": PUBLIC,  # cov-pc: rules of the schema, n, budget
     "plan.null_draws": PUBLIC,  # cov-pc: an option
+    "plan.null": PUBLIC,  # cov-pc: an option (--null delta|simulated)
     # marginal-pc: the budget's rho, level 0's tables (one per pair, a share of rho), the
     # options and constants (docs/privacy/algorithm-marginal-pc.md)
     "plan.rho": PUBLIC, "plan.level0_*": PUBLIC, "plan.sets_per_pair": PUBLIC,
