@@ -1180,12 +1180,14 @@ class UnitConfig:
     null_ns: tuple[int, ...] = (2000, 10000, 100000)
     null_models: tuple[str, ...] = ("unit", "hetero", "sd03")
     null_epsilons: tuple[float, ...] = (1.0, 2.0, 8.0)
+    # the 500 repetitions everywhere by default (one command); the committed run
+    # used --unit-reps-large 100 --unit-reps-null-large 100 (a shared machine)
     reps: int = 500  # per power cell up to n = 3,000
-    reps_mid: int = 200  # per power cell above 3,000 up to 10,000
-    reps_large: int = 50  # per power cell above n = 10,000
+    reps_mid: int = 500  # per power cell above 3,000 up to 10,000
+    reps_large: int = 500  # per power cell above n = 10,000
     reps_null: int = 500  # per type-I cell up to n = 3,000
-    reps_null_mid: int = 300  # per type-I cell above 3,000 up to 10,000
-    reps_null_large: int = 40  # per type-I cell above n = 10,000
+    reps_null_mid: int = 500  # per type-I cell above 3,000 up to 10,000
+    reps_null_large: int = 500  # per type-I cell above n = 10,000
 
     def power_reps(self, n: int) -> int:
         return self.reps if n <= 3000 else self.reps_mid if n <= 10_000 else self.reps_large
@@ -1362,7 +1364,12 @@ def run_unit_power(uc: UnitConfig, log: Callable[[str], None]) -> str:
         "non-private, `lam = 1e-5`. "
         f"PrivCRT / CRT: model-X law `N(f_a(Z), 1)` (draws clipped like X), m = {uc.m}, "
         f"`lam = {uc.lam_crt:g}`, residual clip {uc.residual_bound:g}. alpha = 0.05; cells: "
-        "rejection rate [Wilson 95 % interval].", ""]
+        "rejection rate [Wilson 95 % interval].", "",
+        f"Repetitions of this run: power cells {uc.reps} up to n = 3,000, {uc.reps_mid} up to "
+        f"10,000, {uc.reps_large} above; type-I cells {uc.reps_null} / {uc.reps_null_mid} / "
+        f"{uc.reps_null_large}. The default (`dpcg bench continuous --unit-power` alone) is "
+        "500 everywhere; fewer above n = 10,000 with `--unit-reps-large R "
+        "--unit-reps-null-large R`.", ""]
     lines += ["## Power vs beta", ""]
     for n in uc.beta_ns:
         reps = uc.power_reps(n)

@@ -24,6 +24,13 @@ replaced row changes its own product by up to ``2 a^2`` and, through the fit, ev
 other product; the sum of those changes is at most ``min(4 a^2/lam, 2 a/sqrt(lam))``);
 the proof is in ``docs/privacy/privgcm.md`` and is property-tested in
 ``tests/continuous``.
+
+The grouped release (``PrivGCMTest(groups=G)``, private-ci-pc's default) releases ``G``
+noisy sums of the products over a secret random grouping; by default (``fit="twice"``)
+the products are those of the twice-fitted residuals clipped to a public bound
+(:func:`twice_residuals`, sensitivity :func:`c_lambda_twice`, Theorem 2 of the proof
+note), whose shrinkage bias is small enough that the non-private statistic at the same
+settings keeps its level.
 """
 
 from __future__ import annotations
