@@ -225,7 +225,8 @@ def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]
                 # c_lam of the range in use, where Theorem 1 is relatively tightest
                 cache[key] = PrivGCMTest(np.asarray(values).T, bounds, None, EPS, lam=1.0)
             elif kind == "gcm-grouped":
-                # grouped release, 10 sums, c*_lam at lam = 1 (7.5 instead of 12)
+                # grouped release, 10 sums, at lam = 1: the twice-fitted default since
+                # issue 60's fix (c_lambda_twice(1, 0.5) = 3.5; the single fit's c* 7.5)
                 cache[key] = PrivGCMTest(np.asarray(values).T, bounds, None, EPS, lam=1.0,
                                          bandwidth=0.5, groups=10)
             else:

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from accounting.costs import Budget
-from accounting.mechanisms import Laplace, ReportNoisyMax
+from accounting.mechanisms import GroupedLaplace, Laplace, ReportNoisyMax
 from accounting.session import Session
 from benchmarks.report import machine_description, write_section
 from dpcg.citests.crt import (
@@ -1029,6 +1029,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="run only grouped PrivGCM / PrivCRT / GCM on the unit-noise model: "
                         "power vs beta and vs n, type-I error on three models "
                         "(docs/benchmarks/continuous-unit.md)")
+    p.add_argument("--bias-grid", action="store_true",
+                   help="run only the null bias of the single and twice-fitted residual "
+                        "products on a grid of models and lam "
+                        "(docs/benchmarks/continuous-bias.md)")
+    p.add_argument("--bias-n", type=int, help="--bias-grid: n of every data set")
+    p.add_argument("--bias-reps", type=int, help="--bias-grid: data sets per model")
     p.add_argument("--unit-reps-mid", type=int,
                    help="--unit-power: repetitions per power cell above n = 3,000 up to 10,000")
     p.add_argument("--unit-reps-null-mid", type=int,
@@ -1115,6 +1121,8 @@ def _main_tuning(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.bias_grid:
+        return _main_bias(args)
     if args.unit_power:
         return _main_unit(args)
     if args.power_curve:
@@ -1172,12 +1180,14 @@ class UnitConfig:
     null_ns: tuple[int, ...] = (2000, 10000, 100000)
     null_models: tuple[str, ...] = ("unit", "hetero", "sd03")
     null_epsilons: tuple[float, ...] = (1.0, 2.0, 8.0)
+    # the issue's 500 repetitions everywhere by default (one command); the committed run
+    # used --unit-reps-large 100 --unit-reps-null-large 100 (a shared machine)
     reps: int = 500  # per power cell up to n = 3,000
-    reps_mid: int = 200  # per power cell above 3,000 up to 10,000
-    reps_large: int = 50  # per power cell above n = 10,000
+    reps_mid: int = 500  # per power cell above 3,000 up to 10,000
+    reps_large: int = 500  # per power cell above n = 10,000
     reps_null: int = 500  # per type-I cell up to n = 3,000
-    reps_null_mid: int = 300  # per type-I cell above 3,000 up to 10,000
-    reps_null_large: int = 40  # per type-I cell above n = 10,000
+    reps_null_mid: int = 500  # per type-I cell above 3,000 up to 10,000
+    reps_null_large: int = 500  # per type-I cell above n = 10,000
 
     def power_reps(self, n: int) -> int:
         return self.reps if n <= 3000 else self.reps_mid if n <= 10_000 else self.reps_large
@@ -1195,6 +1205,9 @@ class UnitConfig:
     residual_bound: float = 0.6  # public clip of PrivCRT's scaled X residuals (unit sd ~ 0.22)
     m: int = 19
     seed: int = 20261203
+    clip: float = 0.5  # PrivGCM's public residual clip (fit="twice", TWICE_RESIDUAL_CLIP)
+    cache: dict[tuple[str, int, float, int, bool], dict[str, int]] = field(
+        default_factory=dict)  # cells already run (power vs beta and vs n share one)
 
 
 def _unit_factors(zs: FloatArr, specs: Sequence[tuple[float, float]], uc: UnitConfig
@@ -1222,15 +1235,20 @@ def unit_rep(model: str, n: int, beta: float, rep: int, epsilons: Sequence[float
              uc: UnitConfig, crt: bool = True) -> dict[str, bool]:
     """One data set of ``model`` (``unit``, ``hetero``: :func:`unit_noise`; ``sd03``:
     :func:`shah_peters`), ``d = 1``: the rejections of grouped PrivGCM at every eps (its
-    default rule), of its non-private statistic at the same settings (``np-same``: the
-    t-test of the exact group sums), of the non-private GCM with a good fit, and of
+    default: twice-fitted residuals clipped to ``uc.clip``, ``lam = twice_lambda(n)``,
+    released through ``GroupedLaplace`` with ``c_lambda_twice``), of its non-private
+    statistic at the same settings (``np-same``: the t-test of the exact group sums), of
+    the single fit's non-private statistic at its own rule (``np-single``: the grouped
+    release before issue 60's fix), of the non-private GCM with a good fit, and of
     PrivCRT / CRT (unit noise only)."""
     from dpcg.citests.gcm import (
-        c_lambda_sharp,
+        c_lambda_twice,
         group_sums,
         grouped_bandwidth,
         grouped_lambda,
         grouped_statistic,
+        twice_lambda,
+        twice_residuals,
     )
     from dpcg.datasets.sem import UnitNoiseSampler, unit_noise, unit_noise_bounds
 
@@ -1245,22 +1263,29 @@ def unit_rep(model: str, n: int, beta: float, rep: int, epsilons: Sequence[float
         bounds = np.asarray(unit_noise_bounds(n, 1))
     scaled = rescale(ds.values, bounds[:, 0], bounds[:, 1])
     xs, ys, zs = scaled[0], scaled[1], scaled[2:].T
-    lam, h = grouped_lambda(n), grouped_bandwidth(1)
+    lam, lam1, h = twice_lambda(n), grouped_lambda(n), grouped_bandwidth(1)
     do_crt = crt and model == "unit"
-    specs = [(h, lam), (h, uc.lam_gcm)] + ([(uc.crt_bandwidth, uc.lam_crt)] if do_crt else [])
+    specs = ([(h, lam), (h, lam1), (h, uc.lam_gcm)]
+             + ([(uc.crt_bandwidth, uc.lam_crt)] if do_crt else []))
     facs = _unit_factors(zs, specs, uc)
     xy = np.stack([xs, ys], axis=1)
     session = _session(seed, total_eps=2.0 * sum(epsilons))
     out: dict[str, bool] = {}
     r = facs[(h, uc.lam_gcm)].residuals(xy)
     out["gcm"] = gcm_statistic(r[:, 0] * r[:, 1]).pvalue <= ALPHA
-    r = facs[(h, lam)].residuals(xy)
-    sums = group_sums(r[:, 0] * r[:, 1], uc.groups)
-    out["np-same"] = grouped_statistic(sums).pvalue <= ALPHA
+    r = facs[(h, lam1)].residuals(xy)
+    out["np-single"] = grouped_statistic(group_sums(r[:, 0] * r[:, 1], uc.groups)
+                                         ).pvalue <= ALPHA
+    r = twice_residuals(facs[(h, lam)], xy, uc.clip)
+    prod = r[:, 0] * r[:, 1]
+    out["np-same"] = grouped_statistic(group_sums(prod, uc.groups)).pvalue <= ALPHA
+    sens = c_lambda_twice(lam, uc.clip)
     for e in epsilons:
-        noisy = session.release(_laplace(e, c_lambda_sharp(lam)), lambda: sums,
+        mech = GroupedLaplace(sensitivity=sens, epsilon=e, groups=uc.groups)
+        noisy = session.release(mech, lambda: prod,
                                 purpose=f"bench grouped PrivGCM (rff, D={uc.features}, "
-                                        f"lam={lam:g}, {uc.groups} group sums)")
+                                        f"lam={lam:g}, {uc.groups} group sums, "
+                                        f"twice-fitted, residual clip {uc.clip:g})")
         out[f"privgcm@{e:g}"] = grouped_statistic(np.asarray(noisy)).pvalue <= ALPHA
     if do_crt:
         ry = facs[(uc.crt_bandwidth, uc.lam_crt)].residuals(ys)
@@ -1292,16 +1317,21 @@ def wilson(k: int, reps: int, z: float = Z_CRIT) -> tuple[float, float]:
 
 def _unit_cell(model: str, n: int, beta: float, reps: int, epsilons: Sequence[float],
                uc: UnitConfig, crt: bool) -> dict[str, int]:
+    key = (model, n, beta, reps, crt)
+    hit = uc.cache.get(key)
+    if hit is not None and all(f"privgcm@{e:g}" in hit for e in epsilons):
+        return hit
     counts: dict[str, int] = {}
     for rep in range(reps):
         for k, v in unit_rep(model, n, beta, rep, epsilons, uc, crt).items():
             counts[k] = counts.get(k, 0) + int(v)
+    uc.cache[key] = counts
     return counts
 
 
 def run_unit_power(uc: UnitConfig, log: Callable[[str], None]) -> str:
     """Power vs beta, power vs n and type-I error of grouped PrivGCM (markdown)."""
-    from dpcg.citests.gcm import c_lambda_sharp, grouped_lambda
+    from dpcg.citests.gcm import c_lambda_twice, twice_lambda
 
     t0 = time.perf_counter()
     eps_cols = [f"privgcm@{e:g}" for e in uc.epsilons] + [f"privcrt@{e:g}" for e in uc.epsilons]
@@ -1324,18 +1354,27 @@ def run_unit_power(uc: UnitConfig, log: Callable[[str], None]) -> str:
         "`+-1.5 sqrt(log n)`); `hetero`: noise sd `sqrt(1/4 + Z^2)`; `sd03`: the Shah-Peters "
         "model with noise sd 0.3 (`shah_peters`). Regressions: ridge on "
         f"{uc.features} random Fourier features (public seed {uc.feature_seed}). "
-        f"PrivGCM: grouped release, {uc.groups} group sums, default rule "
-        "`lam = 0.03 min(1, (1e4/n)^0.7)`, bandwidth 0.1, sensitivity `c*_lam` "
-        "(docs/privacy/privgcm.md, \"Grouped release\"). `np-same`: the same t-test on the "
-        "exact (noise-free) group sums at the same settings. GCM: non-private, `lam = 1e-5`. "
+        f"PrivGCM: the default grouped release, {uc.groups} group sums over a secret random "
+        f"grouping (`GroupedLaplace`), twice-fitted residuals clipped to {uc.clip:g}, "
+        "default rule `lam = twice_lambda(n) = 0.03 (1e4/n)^0.2`, bandwidth 0.1, sensitivity "
+        "`c_lambda_twice(lam, 0.5)` (docs/privacy/privgcm.md, \"Twice-fitted residuals\"). "
+        "`np-same`: the same t-test on the exact (noise-free) group sums at the same "
+        "settings; `np-single`: the same for the single fit at its former rule "
+        "`0.03 min(1, (1e4/n)^0.7)` (the grouped release before issue 60's fix). GCM: "
+        "non-private, `lam = 1e-5`. "
         f"PrivCRT / CRT: model-X law `N(f_a(Z), 1)` (draws clipped like X), m = {uc.m}, "
         f"`lam = {uc.lam_crt:g}`, residual clip {uc.residual_bound:g}. alpha = 0.05; cells: "
-        "rejection rate [Wilson 95 % interval].", ""]
+        "rejection rate [Wilson 95 % interval].", "",
+        f"Repetitions of this run: power cells {uc.reps} up to n = 3,000, {uc.reps_mid} up to "
+        f"10,000, {uc.reps_large} above; type-I cells {uc.reps_null} / {uc.reps_null_mid} / "
+        f"{uc.reps_null_large}. The default (`dpcg bench continuous --unit-power` alone) is "
+        "500 everywhere; fewer above n = 10,000 with `--unit-reps-large R "
+        "--unit-reps-null-large R`.", ""]
     lines += ["## Power vs beta", ""]
     for n in uc.beta_ns:
         reps = uc.power_reps(n)
-        lam = grouped_lambda(n)
-        lines += [f"n = {n:,} (lam {lam:.4g}, c* {c_lambda_sharp(lam):.1f}"
+        lam = twice_lambda(n)
+        lines += [f"n = {n:,} (lam {lam:.4g}, c_tw {c_lambda_twice(lam, uc.clip):.1f}"
                   f", {reps} repetitions)", "", "| beta | " + " | ".join(heads) + " |",
                   "|---" * (len(heads) + 1) + "|"]
         for beta in uc.betas:
@@ -1351,9 +1390,10 @@ def run_unit_power(uc: UnitConfig, log: Callable[[str], None]) -> str:
         lines.append(f"| {n:,} | {reps} | " + " | ".join(fmt(c.get(k), reps) for k in cols)
                      + " |")
         log(f"unit curve n={n}: {c} ({time.perf_counter() - t0:.0f} s)")
-    null_cols = [f"privgcm@{e:g}" for e in uc.null_epsilons] + ["np-same", "gcm"]
-    null_heads = [f"PrivGCM eps {e:g}" for e in uc.null_epsilons] + ["np-same",
-                                                                     "GCM (lam 1e-5)"]
+    null_cols = [f"privgcm@{e:g}" for e in uc.null_epsilons] + ["np-same", "np-single",
+                                                                 "gcm"]
+    null_heads = [f"PrivGCM eps {e:g}" for e in uc.null_epsilons] + [
+        "np-same", "np-single (before)", "GCM (lam 1e-5)"]
     lines += ["", "## Type-I error (beta = 0)", "",
               "In band: inside the central 99 % binomial band of alpha for that many "
               "repetitions (marked `*` when outside).", "",
@@ -1411,5 +1451,135 @@ def _main_unit(args: argparse.Namespace) -> int:
             fh.write(md)
     if not args.no_docs:
         write_section("continuous-unit", md)
+    print(md)
+    return 0
+
+
+# ---------------------------------------------------------------------------------
+# Issue 60: the null bias of the twice-fitted residual products on a grid of models
+# ---------------------------------------------------------------------------------
+
+#: Models of ``--bias-grid``: (label, generator, d, a).
+BIAS_MODELS: tuple[tuple[str, str, int, float], ...] = (
+    ("unit, a = 2, d = 1", "unit", 1, 2.0),
+    ("unit, a = 3, d = 1", "unit", 1, 3.0),
+    ("hetero, a = 2, d = 1", "hetero", 1, 2.0),
+    ("sd-0.3, a = 2, d = 1", "sd03", 1, 2.0),
+    ("unit, a = 2, d = 2", "unit", 2, 2.0),
+)
+
+
+@dataclass
+class BiasConfig:
+    """Grid of ``--bias-grid`` (docs/benchmarks/continuous-bias.md)."""
+
+    n: int = 20_000
+    reps: int = 60
+    lams: tuple[float, ...] = (0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1)
+    features: int = 200
+    feature_seed: int = 0
+    clip: float = 0.5
+    seed: int = 20261204
+
+
+def bias_rep(gen: str, d: int, a: float, rep: int, bc: BiasConfig
+             ) -> dict[tuple[str, float], float]:
+    """``mean(R) / sd(R)`` of the exact residual products of one null data set
+    (``beta = 0``) for every ``lam`` of the grid: the single fit (``single``) and the
+    twice-fitted, clipped residuals (``twice``); bandwidth ``0.1 sqrt(d)``, RFF ridge."""
+    import scipy.linalg
+
+    from dpcg.citests.gcm import grouped_bandwidth, twice_residuals
+    from dpcg.datasets.sem import unit_noise, unit_noise_bounds
+
+    n = bc.n
+    seed = (bc.seed * 1_000_003 + rep * 7919 + d * 101 + int(a * 13)
+            + {"unit": 0, "hetero": 1, "sd03": 2}[gen]) % (2**32)
+    if gen == "sd03":
+        ds = shah_peters(n, d, a, 0.0, seed)
+        bounds = np.asarray(shah_peters_bounds(d, 0.0))
+    else:
+        ds = unit_noise(n, d, a, 0.0, seed, noise=gen)
+        bounds = np.asarray(unit_noise_bounds(n, d))
+    scaled = rescale(ds.values, bounds[:, 0], bounds[:, 1])
+    xy, zs = scaled[:2].T, scaled[2:].T
+    h = grouped_bandwidth(d)
+    freqs = rff_frequencies(d, bc.features, h, bc.feature_seed)
+    phi = rff_map(zs, freqs)
+    gram = phi.T @ phi
+    out: dict[tuple[str, float], float] = {}
+    for lam in bc.lams:
+        g = gram.copy()
+        g[np.diag_indices_from(g)] += n * lam
+        cho = scipy.linalg.cho_factor(g, lower=True, overwrite_a=True, check_finite=False)
+        fac = RFFFactor(phi=phi, freqs=freqs, cho=cho, n=n, lam=lam, bandwidth=h)
+        for kind, r in (("single", fac.residuals(xy)), ("twice", twice_residuals(fac, xy,
+                                                                                   bc.clip))):
+            prod = r[:, 0] * r[:, 1]
+            out[(kind, lam)] = float(prod.mean() / prod.std())
+    return out
+
+
+def run_bias_grid(bc: BiasConfig, log: Callable[[str], None]) -> str:
+    """The null bias table of the single and twice-fitted residual products (markdown)."""
+    from dpcg.citests.gcm import c_lambda_sharp, c_lambda_twice, twice_lambda
+
+    t0 = time.perf_counter()
+    se = 1.0 / math.sqrt(bc.n * bc.reps)
+    lines = [
+        "# Null bias of PrivGCM's residual products on a grid of models (issue 60)", "",
+        "`dpcg bench continuous --bias-grid` (one command; options `--bias-n`, "
+        "`--bias-reps`). Each cell: the mean over "
+        f"{bc.reps} null data sets (`beta = 0`, n = {bc.n:,}) of `mean(R) / sd(R)` of the "
+        "exact residual products, i.e. the non-private GCM statistic's drift divided by "
+        f"`sqrt(n)` (Monte-Carlo s.e. about {se:.4f}; the same data sets in every column, "
+        "so a common offset of a few s.e. is noise). `single`: one ridge fit (the grouped "
+        "release before the fix); `twice`: the twice-fitted residuals clipped to "
+        f"{bc.clip:g} (`fit=\"twice\"`, docs/privacy/privgcm.md, \"Twice-fitted "
+        f"residuals\"). Ridge on {bc.features} random Fourier features (public seed "
+        f"{bc.feature_seed}), bandwidth `0.1 sqrt(d)` on the `[-1, 1]` scale of Z. Models: "
+        "`unit_noise` (`unit`, `hetero`: noise sd `sqrt(1/4 + Z^2)`) with bounds "
+        "`1.5 sqrt(log n)`, `shah_peters` (`sd-0.3`, bounds of 5 sd).", "",
+        "| model | fit | " + " | ".join(f"lam {lam:g}" for lam in bc.lams) + " |",
+        "|---" * (len(bc.lams) + 2) + "|"]
+    for label, gen, d, a in BIAS_MODELS:
+        acc: dict[tuple[str, float], float] = {}
+        for rep in range(bc.reps):
+            for k, v in bias_rep(gen, d, a, rep, bc).items():
+                acc[k] = acc.get(k, 0.0) + v / bc.reps
+        for kind in ("single", "twice"):
+            lines.append(f"| {label} | {kind} | "
+                         + " | ".join(f"{acc[(kind, lam)]:.4f}" for lam in bc.lams) + " |")
+        log(f"bias {label}: done ({time.perf_counter() - t0:.0f} s)")
+    lines += ["", "Sensitivities at the grid's lam (clip "
+              f"{bc.clip:g} for `twice`): " + ", ".join(
+                  f"lam {lam:g}: single {c_lambda_sharp(lam):.1f}, twice "
+                  f"{c_lambda_twice(lam, bc.clip):.1f}" for lam in bc.lams) + ".", "",
+              "The default rule `twice_lambda(n) = 0.03 (10^4/n)^0.2`: " + ", ".join(
+                  f"n {n:,}: {twice_lambda(n):.4f}" for n in (1000, 2000, 10_000, 100_000))
+              + ".", "",
+              f"Total time: {time.perf_counter() - t0:.0f} s on {machine_description()} "
+              "(at `nice -n 10`, shared with other jobs)."]
+    return "\n".join(lines) + "\n"
+
+
+def _main_bias(args: argparse.Namespace) -> int:
+    bc = BiasConfig()
+    if args.quick:
+        bc = BiasConfig(n=4000, reps=10)
+    if args.bias_n is not None:
+        bc.n = args.bias_n
+    if args.bias_reps is not None:
+        bc.reps = args.bias_reps
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    md = run_bias_grid(bc, log)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(md)
+    if not args.no_docs:
+        write_section("continuous-bias", md)
     print(md)
     return 0

@@ -24,6 +24,13 @@ replaced row changes its own product by up to ``2 a^2`` and, through the fit, ev
 other product; the sum of those changes is at most ``min(4 a^2/lam, 2 a/sqrt(lam))``);
 the proof is in ``docs/privacy/privgcm.md`` and is property-tested in
 ``tests/continuous``.
+
+The grouped release (``PrivGCMTest(groups=G)``, private-ci-pc's default) releases ``G``
+noisy sums of the products over a secret random grouping; by default (``fit="twice"``)
+the products are those of the twice-fitted residuals clipped to a public bound
+(:func:`twice_residuals`, sensitivity :func:`c_lambda_twice`, Theorem 2 of the proof
+note), whose shrinkage bias is small enough that the non-private statistic at the same
+settings keeps its level.
 """
 
 from __future__ import annotations
@@ -90,6 +97,18 @@ GROUPED_BANDWIDTH = 0.1
 GROUPED_LAMBDA_MAX = 0.03
 GROUPED_LAMBDA_N = 10_000
 GROUPED_LAMBDA_RATE = 0.7
+#: Fits of grouped PrivGCM (``fit=``): ``"twice"`` (default; the twice-fitted ridge with a
+#: public residual clip, :func:`twice_residuals`, sensitivity :func:`c_lambda_twice`) or
+#: ``"single"`` (one ridge fit, :func:`c_lambda_sharp`; the release before issue 60's fix).
+FITS = ("twice", "single")
+#: Default public clip of the twice-fitted residuals on the ``[-1, 1]`` scale (``|r| <= c``).
+TWICE_RESIDUAL_CLIP = 0.5
+#: Twice-fitted default ridge: ``lam = TWICE_LAMBDA_AT (TWICE_LAMBDA_N / n)^TWICE_LAMBDA_RATE``
+#: within ``[LAMBDA_FLOOR, TWICE_LAMBDA_MAX]`` (:func:`twice_lambda`).
+TWICE_LAMBDA_AT = 0.03
+TWICE_LAMBDA_N = 10_000
+TWICE_LAMBDA_RATE = 0.2
+TWICE_LAMBDA_MAX = 0.1
 
 
 # ---------------------------------------------------------------------------------
@@ -228,6 +247,68 @@ def c_lambda_sharp(lam: float) -> float:
     return 2.0 * a * a + min(4.0 * a * a / lam, 2.0 * a / math.sqrt(lam))
 
 
+def c_lambda_twice(lam: float, clip: float = TWICE_RESIDUAL_CLIP) -> float:
+    """L1 sensitivity of the twice-fitted, clipped residual products
+    (:func:`twice_residuals`; docs/privacy/privgcm.md, Theorem 2):
+    ``2 c^2 + min(10 c a* / lam, 4 c a* / sqrt(lam))`` with ``a* = 1 + 1/(2 sqrt(lam))``
+    and ``c`` the public residual clip (``0 < c <= 1``). About ``2 c / lam`` for small
+    ``lam`` (45.4 at ``lam = 0.03``, ``c = 0.5``, against ``c_lambda_sharp(0.03) = 75.1``)."""
+    lam = check_lambda(lam)
+    c = check_residual_clip(clip)
+    a = 1.0 + 0.5 / math.sqrt(lam)
+    return 2.0 * c * c + min(10.0 * c * a / lam, 4.0 * c * a / math.sqrt(lam))
+
+
+def check_residual_clip(clip: object) -> float:
+    """A public residual clip ``c`` of the twice-fitted residuals, ``0 < c <= 1``."""
+    if isinstance(clip, bool) or not isinstance(clip, int | float | np.floating):
+        raise CITestError(f"residual_clip must be a number in (0, 1], got {clip!r}")
+    c = float(clip)
+    if not (math.isfinite(c) and 0.0 < c <= 1.0):
+        raise CITestError(f"residual_clip={clip!r} must be in (0, 1]")
+    return c
+
+
+def check_fit(fit: object) -> str:
+    """``"twice"`` or ``"single"`` (:data:`FITS`)."""
+    if not isinstance(fit, str) or fit not in FITS:
+        raise CITestError(f"fit={fit!r}: choose one of {FITS}")
+    return fit
+
+
+def twice_residuals(factor: RidgeFactor, v: NDArray[np.floating],
+                    clip: float = TWICE_RESIDUAL_CLIP) -> FloatArray:
+    """Twice-fitted residuals of targets ``v`` in ``[-1, 1]`` (shape ``(n,)`` or ``(n, k)``):
+    ``r1 = v - f1(z)`` (ridge fit of ``v``), ``s = clip(r1, -1, 1)``, ``r2 = s - f2(z)``
+    (the same ridge fitted to ``s``), returned clipped to ``[-clip, clip]``.
+
+    Without the clips ``r2 = (I - H)^2 v`` ("twicing", Tukey 1977): the fits' shrinkage
+    bias ``(I - H) f`` becomes ``(I - H)^2 f``, so the GCM's null bias
+    ``f_x^T (I - H)^4 f_y / n`` is far smaller at the same ``lam`` (measured in
+    docs/privacy/privgcm.md). The clips keep the second fit's targets in ``[-1, 1]`` and
+    bound each product by ``clip^2``: Theorem 2 of the proof note needs both. One
+    factorisation serves both fits."""
+    c = check_residual_clip(clip)
+    r1 = factor.residuals(v)
+    r2 = factor.residuals(np.clip(r1, -1.0, 1.0))
+    out: FloatArray = np.clip(r2, -c, c)
+    return out
+
+
+def twice_lambda(n: int) -> float:
+    """The twice-fitted grouped PrivGCM's default ridge parameter, a function of the
+    public ``n`` only: ``0.03 (10,000 / n)^0.2`` within ``[LAMBDA_FLOOR, 0.1]`` (0.041 at
+    ``n = 2,000``, 0.03 at 10,000, 0.019 at 100,000). The twice-fitted shrinkage bias grows
+    like ``lam^2.6`` (measured on a grid of models, docs/privacy/privgcm.md, "Twice-fitted
+    residuals"), so ``sqrt(n) bias`` stays about level (0.25 on the worst d = 1 model of
+    the grid), while the noise of the group sums (``~ 1/lam``) grows like ``n^0.2``, far
+    slower than the signal (``~ n``)."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise CITestError(f"n={n!r}: expected a positive integer")
+    lam = TWICE_LAMBDA_AT * float((TWICE_LAMBDA_N / int(n)) ** TWICE_LAMBDA_RATE)
+    return max(LAMBDA_FLOOR, min(TWICE_LAMBDA_MAX, lam))
+
+
 def check_groups(groups: object, n: int) -> int:
     """A public number of row groups ``G``: an int with ``2 <= G`` and ``2 G <= n``."""
     if isinstance(groups, bool) or not isinstance(groups, int | np.integer):
@@ -344,6 +425,15 @@ def residual_products_scaled(
     return out
 
 
+def twice_products_scaled(xs: FloatArray, ys: FloatArray, factor: RidgeFactor,
+                          clip: float = TWICE_RESIDUAL_CLIP) -> FloatArray:
+    """``R_i = r^X_i r^Y_i`` of the twice-fitted, clipped residuals
+    (:func:`twice_residuals`) for X, Y already in ``[-1, 1]``."""
+    res = twice_residuals(factor, np.stack([xs, ys], axis=1), clip)
+    out: FloatArray = res[:, 0] * res[:, 1]
+    return out
+
+
 def residual_products(
     x: NDArray[np.floating],
     y: NDArray[np.floating],
@@ -357,12 +447,15 @@ def residual_products(
     regression: str = "krr",
     features: int | None = None,
     feature_seed: int | None = None,
+    fit: str = "single",
+    residual_clip: float = TWICE_RESIDUAL_CLIP,
 ) -> FloatArray:
     """The exact GCM residual-product vector of PrivGCM on raw data.
 
     ``x``, ``y`` of length ``n``; ``z`` of shape ``(n, d)`` (or ``None``); the bounds are
     public. X, Y and Z are clipped to their bounds and rescaled to ``[-1, 1]``.
     ``regression`` is ``"krr"`` (default) or ``"rff"`` (``features``, ``feature_seed``).
+    ``fit="twice"``: the products of :func:`twice_residuals` (clip ``residual_clip``).
     """
     xa = np.asarray(x, dtype=np.float64)
     n = xa.shape[0]
@@ -377,6 +470,8 @@ def residual_products(
                        feature_seed=feature_seed)
     zs = data.scaled[2:].T if d else None
     factor = ridge.factor(zs, n=n)
+    if check_fit(fit) == "twice":
+        return twice_products_scaled(data.scaled[0], data.scaled[1], factor, residual_clip)
     return residual_products_scaled(data.scaled[0], data.scaled[1], factor)
 
 
@@ -602,13 +697,17 @@ class PrivGCMTest:
       L1 sensitivity :func:`c_lambda`; ``T = sqrt(n) mean / sd`` of the noisy vector
       against a standard normal. ``lam=None`` is :func:`privgcm_lambda` of the public
       ``n`` and ``epsilon``; ``bandwidth=None`` is ``DEFAULT_BANDWIDTH``.
-    * ``groups=G`` (grouped release): the ``G`` sums of the products over the public
-      row groups ``i mod G``, L1 sensitivity :func:`c_lambda_sharp` (no larger than the
-      vector's; the sums are a contraction of it); the statistic is the t statistic of
-      the ``G`` noisy sums against Student's t with ``G - 1`` degrees of freedom. Its
-      noise is ``sqrt(n / G)`` times smaller relative to the signal, so the ridge can be
-      light enough to fit: ``lam=None`` is :func:`grouped_lambda` of ``n``,
-      ``bandwidth=None`` is :func:`grouped_bandwidth` of each test's ``|S|``.
+    * ``groups=G`` (grouped release): the ``G`` sums of the products over a secret
+      random grouping (:class:`~accounting.mechanisms.GroupedLaplace`); the statistic is
+      the t statistic of the ``G`` noisy sums against Student's t with ``G - 1`` degrees
+      of freedom. Its noise is ``sqrt(n / G)`` times smaller relative to the signal, so
+      the ridge can be light enough to fit. ``fit="twice"`` (default): the products of
+      the twice-fitted residuals clipped to ``residual_clip`` (default 0.5;
+      :func:`twice_residuals`), L1 sensitivity :func:`c_lambda_twice`, ``lam=None`` is
+      :func:`twice_lambda` of ``n``; its non-private statistic holds its level where the
+      single fit's shrinkage bias does not. ``fit="single"``: one ridge fit, L1
+      sensitivity :func:`c_lambda_sharp`, ``lam=None`` is :func:`grouped_lambda` of
+      ``n``. ``bandwidth=None`` is :func:`grouped_bandwidth` of each test's ``|S|``.
 
     ``names`` defaults to ``X0..X{p-1}``; the decision is ``p > alpha``. The regression
     is KRR (default) or, with ``regression="rff"``, the ridge on ``features`` random
@@ -631,13 +730,28 @@ class PrivGCMTest:
         features: int | None = None,
         feature_seed: int | None = None,
         groups: int | None = None,
+        fit: str | None = None,
+        residual_clip: float | None = None,
     ) -> None:
         self.alpha = check_alpha(alpha)
         self.epsilon = check_epsilon(epsilon)
         self.data = ContinuousData.build(values, bounds, names)
         self.groups = None if groups is None else check_groups(groups, self.data.n)
+        if self.groups is None:
+            if fit not in (None, "single") or residual_clip is not None:
+                raise CITestError("fit='twice' and residual_clip need the grouped release "
+                                  "(groups=G); the vector release is the paper's single fit")
+            self.fit = "single"
+        else:
+            self.fit = "twice" if fit is None else check_fit(fit)
+            if self.fit == "single" and residual_clip is not None:
+                raise CITestError("residual_clip applies to fit='twice' only")
+        self.residual_clip = (check_residual_clip(TWICE_RESIDUAL_CLIP if residual_clip is None
+                                                  else residual_clip)
+                              if self.fit == "twice" else None)
         if lam is None:
             lam = (privgcm_lambda(self.data.n, self.epsilon) if self.groups is None
+                   else twice_lambda(self.data.n) if self.fit == "twice"
                    else grouped_lambda(self.data.n))
         self._bandwidth = bandwidth
         self._ridge_args = (regression, lam, features, feature_seed)
@@ -665,7 +779,20 @@ class PrivGCMTest:
 
     @property
     def sensitivity(self) -> float:
-        return c_lambda(self.krr.lam) if self.groups is None else c_lambda_sharp(self.krr.lam)
+        if self.groups is None:
+            return c_lambda(self.krr.lam)
+        if self.residual_clip is not None:
+            return c_lambda_twice(self.krr.lam, self.residual_clip)
+        return c_lambda_sharp(self.krr.lam)
+
+    def products(self, xi: int, yi: int, Si: tuple[int, ...]) -> FloatArray:
+        """The exact per-row products of a validated query (the single fit's, or the
+        twice-fitted clipped ones); never released as such."""
+        fac = self._factors.get(Si)
+        xs, ys = self.data.scaled[xi], self.data.scaled[yi]
+        if self.residual_clip is not None:
+            return twice_products_scaled(xs, ys, fac, self.residual_clip)
+        return residual_products_scaled(xs, ys, fac)
 
     @property
     def dimension(self) -> int:
@@ -699,8 +826,7 @@ class PrivGCMTest:
         grouping instead, drawn inside the primitive). For validity checks only; never
         released."""
         xi, yi, Si = validate_query(x, y, S, self.data.p)
-        fac = self._factors.get(Si)
-        prod = residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
+        prod = self.products(xi, yi, Si)
         return prod if self.groups is None else group_sums(prod, self.groups)
 
     def statistic(self, released: NDArray[np.floating]) -> GCMStatistic:
@@ -714,10 +840,11 @@ class PrivGCMTest:
         ridge = self.ridge(len(Si))
 
         def compute() -> FloatArray:  # the n products (grouped inside the primitive)
-            fac = self._factors.get(Si)
-            return residual_products_scaled(self.data.scaled[xi], self.data.scaled[yi], fac)
+            return self.products(xi, yi, Si)
 
         grouped = "" if self.groups is None else f", {self.groups} group sums"
+        if self.residual_clip is not None:
+            grouped += f", twice-fitted, residual clip {self.residual_clip:g}"
         kind = "residual products" if self.groups is None else "residual-product group sums"
         purpose = (
             f"PrivGCM {kind} {names[xi]} _||_ {names[yi]} | "

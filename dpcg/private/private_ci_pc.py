@@ -119,6 +119,8 @@ class PrivateCIPlan:
         else:
             out["sensitivity_c_lambda"] = self.probe.sensitivity
             out["groups"] = self.probe.groups
+            out["fit"] = self.probe.fit  # "twice" (grouped default) or "single"
+            out["residual_clip"] = self.probe.residual_clip  # None for the single fit
         return out
 
     @property

@@ -128,7 +128,8 @@ def test_grouped_release_is_charged_with_the_sharp_constant() -> None:
     bounds = [(-1.0, 1.0)] * 4
     rec = InMemoryRecorder(Budget(10.0))
     session = Session(Budget(10.0), recorder=rec, seed=1)
-    t = PrivGCMTest(values, bounds, session, 2.0, groups=DEFAULT_GROUPS, regression="rff")
+    t = PrivGCMTest(values, bounds, session, 2.0, groups=DEFAULT_GROUPS, regression="rff",
+                    fit="single")
     assert t.krr.lam == grouped_lambda(400)
     assert t.sensitivity == c_lambda_sharp(grouped_lambda(400))
     assert t.dimension == DEFAULT_GROUPS
@@ -155,11 +156,12 @@ def test_bad_grouped_input_spends_nothing(kw: dict[str, object]) -> None:
     assert session.releases == 0
 
 
-#: Seeded type-I check of the NON-private grouped statistic (exact group sums, no noise)
-#: at the default settings, unit-noise model, n = 4,000 (lam = 0.03, bandwidth 0.1, RFF
-#: with 200 features): REPS datasets, rejections must lie in the central 99 % binomial
-#: band of alpha = 0.05 ([6, 19] of 200). Deterministic (seeded), so not flaky; it fails
-#: if the fits' shrinkage bias moves the statistic's mean by about 0.5 or more.
+#: Seeded type-I check of the NON-private single-fit grouped statistic
+#: (``fit="single"``; exact group sums, no noise) at its default settings, unit-noise
+#: model, n = 4,000 (lam = 0.03, bandwidth 0.1, RFF with 200 features): REPS datasets,
+#: rejections must lie in the central 99 % binomial band of alpha = 0.05 ([6, 19] of
+#: 200). Deterministic (seeded), so not flaky; it fails if the fits' shrinkage bias moves
+#: the statistic's mean by about 0.5 or more.
 REPS = 200
 
 
@@ -171,7 +173,7 @@ def test_non_private_statistic_holds_its_level(noise: str) -> None:
     for rep in range(REPS):
         ds = unit_noise(n, 1, 2.0, 0.0, 1000 + rep, noise=noise)
         t = PrivGCMTest(ds.values, [(-unit_noise_bound(n), unit_noise_bound(n))] * 3,
-                        None, 1.0, groups=DEFAULT_GROUPS, regression="rff")
+                        None, 1.0, groups=DEFAULT_GROUPS, regression="rff", fit="single")
         rejections += t.statistic(t.exact(0, 1, (2,))).pvalue <= 0.05
     assert lo <= rejections <= hi, (rejections, lo, hi)
 

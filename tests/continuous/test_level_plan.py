@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from dpcg.citests.gcm import TWICE_RESIDUAL_CLIP, c_lambda_twice, twice_lambda
 from dpcg.datasets.sem import random_sem, unit_noise
 from dpcg.private.planning import default_plan_size
 from dpcg.private.private_ci_pc import level_slots, private_pc_continuous
@@ -50,3 +51,23 @@ def test_last_level_takes_what_is_left_and_nothing_is_overspent() -> None:
         if lev["level"] == 1:
             assert lev["last"]  # max_depth 1: level 1 may use everything left
     assert np.isfinite(float(spent))
+
+
+def test_plan_follows_the_twice_fitted_test() -> None:
+    """The default privgcm release is the twice-fitted grouped one (issue 60): the plan
+    states its fit, clip, lam rule and sensitivity; every admitted release is charged
+    with that sensitivity at a per-test epsilon no larger than the level's share over the
+    tests it can still ask, and the total stays within the budget."""
+    ds = random_sem(5, kind="nonlinear", seed=4).sample(800, 2)
+    res = private_pc_continuous(ds, epsilon=10.0, seed=2)
+    plan = res.plan
+    lam = twice_lambda(800)
+    assert (plan["fit"], plan["residual_clip"], plan["lam"]) == ("twice",
+                                                                TWICE_RESIDUAL_CLIP, lam)
+    assert plan["sensitivity_c_lambda"] == c_lambda_twice(lam, TWICE_RESIDUAL_CLIP)
+    spent = Fraction(res.spent["exact"]["epsilon"])
+    assert spent <= 10
+    for lev in plan["used_levels"]:
+        assert lev["tests"] <= lev["tests_bound"]
+    first = plan["used_levels"][0]
+    assert float(spent) >= 0.99 * first["share"] * first["tests"] / first["tests_bound"]

@@ -76,6 +76,7 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.bandwidth": PUBLIC, "plan.lam": PUBLIC, "plan.m": PUBLIC, "plan.n": PUBLIC,
     "plan.residual_bound": PUBLIC, "plan.mechanism": PUBLIC, "plan.cutoff": PUBLIC,
     "plan.groups": PUBLIC,  # privgcm: an option, else the constant DEFAULT_GROUPS
+    "plan.fit": PUBLIC, "plan.residual_clip": PUBLIC,  # privgcm: constants (or options)
     "plan.tweak": PUBLIC, "plan.beta1": PUBLIC, "plan.beta2": PUBLIC,
     "plan.coin_epsilon": PUBLIC, "plan.epsilon_*": PUBLIC, "plan.epsilon_per_level[]": PUBLIC,
     "plan.horizon": PUBLIC, "plan.positive": PUBLIC, "plan.subsample_rate": PUBLIC,
