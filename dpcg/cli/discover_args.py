@@ -283,9 +283,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
                         help="seed the privacy noise (reproducible runs; marked as seeded in "
                              "the ledger). Default: a secure random seed")
     led = p.add_argument_group("ledger (private algorithms only)")
-    led.add_argument("--ledger", metavar="PATH", type=Path, default=None,
-                     help="record the run in this ledger file (default: $DPCG_LEDGER, else "
-                          "$XDG_DATA_HOME/dpcg/ledger.sqlite, else "
+    led.add_argument("--ledger", metavar="PATH|URL", type=str, default=None,
+                     help="record the run in this ledger: a SQLite file, or a "
+                          "postgresql://USER@HOST/DB URL (a team's PostgreSQL ledger; no "
+                          "password in the URL: use PGPASSWORD or ~/.pgpass) (default: "
+                          "$DPCG_LEDGER, else $XDG_DATA_HOME/dpcg/ledger.sqlite, else "
                           "~/.local/share/dpcg/ledger.sqlite: one file per user; see "
                           "docs/ledger.md)")
     led.add_argument("--no-ledger", action="store_true", dest="no_ledger",

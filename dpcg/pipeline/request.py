@@ -133,7 +133,8 @@ def _path(value: object) -> str | None:
 def _ledger(value: object) -> str | None:
     if value is None or value is DEFAULT or isinstance(value, str | os.PathLike):
         return None
-    return ("expected the path of a ledger file (str or os.PathLike), dpcg.DEFAULT or "
+    return ("expected the path of a ledger file (str or os.PathLike) or a postgresql:// "
+            "URL, dpcg.DEFAULT or "
             f"dpcg.NO_LEDGER (None), got a {type(value).__name__}")
 
 

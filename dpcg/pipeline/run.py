@@ -162,11 +162,17 @@ def _default_dataset_id(info: Mapping[str, Any]) -> str | None:
 def _ledger_target(req: DiscoverRequest, algo: Any, delta: float,
                    resolved: Resolved) -> Any:
     from accounting.costs import Budget
+    from accounting.ledger.backend import is_postgres
     from dpcg.private.ledger import ledger_target
 
     assert req.epsilon is not None
+    # the data file, for the custodian's policy (accounting.ledger.custody.check_policy,
+    # called by open_session): a governed file run under another id is refused
+    data_path = (Path(str(resolved.info["path"]))
+                 if resolved.info.get("source") == "file" and "path" in resolved.info else None)
     if req.ledger is None:
-        return ledger_target(budget=Budget(req.epsilon, delta), no_ledger=True)
+        return ledger_target(budget=Budget(req.epsilon, delta), no_ledger=True,
+                             data_path=data_path)
     default_id = _default_dataset_id(resolved.info)
     if req.dataset_id is None and default_id is None:
         if req.spelling == "cli":
@@ -178,12 +184,16 @@ def _ledger_target(req: DiscoverRequest, algo: Any, delta: float,
             "dataset_id: a private run is recorded in the ledger under the dataset's "
             "declared id; pass dataset_id=\"...\" (or ledger=dpcg.NO_LEDGER for a "
             "throw-away experiment)")
-    path = None if req.ledger is DEFAULT else Path(str(req.ledger))
+    path: Path | str | None = None
+    if req.ledger is not DEFAULT:
+        text = str(req.ledger)
+        path = text if is_postgres(text) else Path(text)
     key = None if req.signing_key is None else Path(str(req.signing_key))
     return ledger_target(budget=Budget(req.epsilon, delta), path=path,
                          dataset_id=req.dataset_id, default_dataset_id=default_id,
                          lifetime_epsilon=req.lifetime_epsilon,
-                         lifetime_delta=req.lifetime_delta, signing_key=key)
+                         lifetime_delta=req.lifetime_delta, signing_key=key,
+                         data_path=data_path)
 
 
 def _limits(req: DiscoverRequest, private: bool, n: int, p: int) -> Any:
