@@ -261,3 +261,41 @@ def test_a_url_folded_into_a_path_is_restored(tmp_path: Path) -> None:
     assert LedgerTarget(Path("postgres://h/db"), "x").path == "postgres://h/db"
     assert LedgerTarget(tmp_path / "l.db", "x").path == tmp_path / "l.db"
     assert ledger_target(budget=Budget(1.0), path=Path(url), dataset_id="x").path == url
+
+
+def test_dpcg_discover_refuses_a_governed_file_under_another_id(
+        pg: PgLedger, keys: tuple[Path, Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The front door passes the data file to the policy: `dpcg discover --data FILE`
+    on a governed file under a fresh dataset id (a way round its lifetime) is refused
+    before anything is reserved; under its governed id it runs."""
+    private, _ = keys
+    data, schema = tmp_path / "asia.csv", tmp_path / "asia.schema.json"
+    assert main(["datasets", "sample", "asia", "--rows", "2000", "--seed", "1",
+                 "--out", str(data), "--schema-out", str(schema)]) == 0
+    with open_ledger(pg.custodian) as led:
+        led.register_dataset("asia-governed", Budget(3.0, 1e-5), Relation.REPLACE_ONE, "governed")
+    sign_heads(pg.custodian, private)
+    with open_ledger(pg.custodian) as led:
+        entry = governed("asia-governed", led, data=[data])
+    policy = tmp_path / "policy.json"
+    write_policy(policy, private, [entry])
+    monkeypatch.setenv(POLICY_ENV, str(policy))
+    monkeypatch.delenv("DPCG_LEDGER_KEY", raising=False)
+
+    def discover(dataset_id: str) -> int:
+        return main(["discover", "--data", str(data), "--schema", str(schema),
+                     "--algorithm", "laplace-pc", "--epsilon", "1", "--quiet",
+                     "--dataset-id", dataset_id, "--ledger", pg.analyst,
+                     "--out", str(tmp_path / f"{dataset_id}.json")])
+
+    with PostgresLedger.open(pg.analyst) as led:
+        before = led.entry_count()
+    capsys.readouterr()
+    assert discover("asia-copy") == 2
+    assert "policy" in capsys.readouterr().err.lower()
+    with PostgresLedger.open(pg.analyst) as led:
+        assert led.entry_count() == before  # nothing reserved
+    assert discover("asia-governed") == 0
+    with PostgresLedger.open(pg.analyst) as led:
+        assert len(led.runs("asia-governed")) == 1
