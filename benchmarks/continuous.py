@@ -1035,6 +1035,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "(docs/benchmarks/continuous-bias.md)")
     p.add_argument("--bias-n", type=int, help="--bias-grid: n of every data set")
     p.add_argument("--bias-reps", type=int, help="--bias-grid: data sets per model")
+    p.add_argument("--bias-bandwidth", type=float,
+                   help="--bias-grid: bandwidth per sqrt(d) (default 0.1, the rule's)")
     p.add_argument("--unit-reps-mid", type=int,
                    help="--unit-power: repetitions per power cell above n = 3,000 up to 10,000")
     p.add_argument("--unit-reps-null-mid", type=int,
@@ -1480,6 +1482,7 @@ class BiasConfig:
     feature_seed: int = 0
     clip: float = 0.5
     seed: int = 20261204
+    bandwidth: float = 0.1  # per sqrt(d), on the [-1, 1] scale of Z (the default rule's)
 
 
 def bias_rep(gen: str, d: int, a: float, rep: int, bc: BiasConfig
@@ -1503,7 +1506,7 @@ def bias_rep(gen: str, d: int, a: float, rep: int, bc: BiasConfig
         bounds = np.asarray(unit_noise_bounds(n, d))
     scaled = rescale(ds.values, bounds[:, 0], bounds[:, 1])
     xy, zs = scaled[:2].T, scaled[2:].T
-    h = grouped_bandwidth(d)
+    h = grouped_bandwidth(d) * bc.bandwidth / 0.1
     freqs = rff_frequencies(d, bc.features, h, bc.feature_seed)
     phi = rff_map(zs, freqs)
     gram = phi.T @ phi
@@ -1537,7 +1540,8 @@ def run_bias_grid(bc: BiasConfig, log: Callable[[str], None]) -> str:
         "release before the fix); `twice`: the twice-fitted residuals clipped to "
         f"{bc.clip:g} (`fit=\"twice\"`, docs/privacy/privgcm.md, \"Twice-fitted "
         f"residuals\"). Ridge on {bc.features} random Fourier features (public seed "
-        f"{bc.feature_seed}), bandwidth `0.1 sqrt(d)` on the `[-1, 1]` scale of Z. Models: "
+        f"{bc.feature_seed}), bandwidth `{bc.bandwidth:g} sqrt(d)` on the `[-1, 1]` scale of "
+        "Z. Models: "
         "`unit_noise` (`unit`, `hetero`: noise sd `sqrt(1/4 + Z^2)`) with bounds "
         "`1.5 sqrt(log n)`, `shah_peters` (`sd-0.3`, bounds of 5 sd).", "",
         "| model | fit | " + " | ".join(f"lam {lam:g}" for lam in bc.lams) + " |",
@@ -1571,6 +1575,8 @@ def _main_bias(args: argparse.Namespace) -> int:
         bc.n = args.bias_n
     if args.bias_reps is not None:
         bc.reps = args.bias_reps
+    if args.bias_bandwidth is not None:
+        bc.bandwidth = args.bias_bandwidth
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)

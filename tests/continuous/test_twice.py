@@ -226,3 +226,17 @@ def test_twice_sensitivity_audit_row_stays_below_its_constant() -> None:
     r = gcm_twice_audit(Effort(restarts=1, steps=40), seed=3)
     assert not r.violated
     assert 0.0 < r.max_ratio <= 1.0
+
+
+def test_benchmark_rows_use_the_twice_fitted_release() -> None:
+    """Smoke test of the rows of ``dpcg bench continuous --unit-power`` (every column,
+    the PrivGCM one released through an accounting session) and ``--bias-grid``."""
+    from benchmarks.continuous import BiasConfig, UnitConfig, bias_rep, unit_rep
+
+    uc = UnitConfig(features=40)
+    out = unit_rep("unit", 600, 0.0, 0, (1.0,), uc, crt=False)
+    assert set(out) == {"gcm", "np-single", "np-same", "privgcm@1"}
+    bc = BiasConfig(n=600, reps=1, lams=(0.03,), features=40)
+    got = bias_rep("sd03", 1, 2.0, 0, bc)
+    assert set(got) == {("single", 0.03), ("twice", 0.03)}
+    assert all(math.isfinite(v) for v in got.values())
