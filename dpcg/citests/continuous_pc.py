@@ -25,8 +25,11 @@ from dpcg.citests.crt import DEFAULT_CRT_LAMBDA, GaussianModelX, PrivCRTTest
 from dpcg.citests.gcm import (
     DEFAULT_BANDWIDTH,
     DEFAULT_GROUPS,
+    TWICE_RESIDUAL_CLIP,
     GCMTest,
     PrivGCMTest,
+    check_fit,
+    check_residual_clip,
     default_groups,
 )
 from dpcg.citests.registry import TestContext, TestSpec, option, register_test
@@ -86,11 +89,15 @@ def build_private_test(
     features: int | None = None,
     feature_seed: int | None = None,
     groups: int | None = None,
+    fit: str | None = None,
+    residual_clip: float | None = None,
 ) -> PrivGCMTest | PrivCRTTest:
     """The CI tester ``test`` on ``dataset`` charging ``test_epsilon`` per test.
 
     PrivGCM releases ``groups`` group sums (default ``default_groups(n)``, i.e.
-    ``min(20, n // 2)``; ``0``: the paper's release of all ``n`` products);
+    ``min(20, n // 2)``; ``0``: the paper's release of all ``n`` products), from the
+    twice-fitted residuals by default (``fit="single"``: one ridge fit; ``residual_clip``:
+    the public clip of the twice-fitted residuals, docs/privacy/privgcm.md);
     ``bandwidth=None`` is the test's default (PrivGCM: its public rule; PrivCRT:
     ``DEFAULT_BANDWIDTH``)."""
     _check_dataset(dataset)
@@ -100,7 +107,8 @@ def build_private_test(
                            alpha=alpha, names=dataset.names, regression=regression,
                            features=features, feature_seed=feature_seed,
                            groups=(default_groups(dataset.n) if groups is None
-                                   else None if groups == 0 else groups))
+                                   else None if groups == 0 else groups),
+                           fit=fit, residual_clip=residual_clip)
     if test == "privcrt":
         if model is None:
             raise CITestError(
@@ -143,7 +151,8 @@ class KernelOptions:
     lam: float | None = option(
         None, type=float,
         help="public KRR ridge lam >= 1e-3 (default: gcm chosen per regression by GCV "
-             "on a grid from 1e-7 to 1; privgcm 0.03 min(1, (1e4/n)^0.7) with --groups, "
+             "on a grid from 1e-7 to 1; privgcm 0.03 (1e4/n)^0.2 in [1e-3, 0.1] with "
+             "--groups (twice-fitted; --fit single: 0.03 min(1, (1e4/n)^0.7)), "
              "privgcm_lambda(n, eps) with --groups 0; privcrt 10)")
     regression: str | None = option(
         None, type=str, metavar="krr|rff",
@@ -162,6 +171,15 @@ class KernelOptions:
         help=f"privgcm only: release the sums of the residual products over G public row "
              f"groups (default min({DEFAULT_GROUPS}, n // 2)); 0: the paper's release of "
              f"all n products")
+    fit: str | None = option(
+        None, type=str, metavar="twice|single",
+        help="privgcm with --groups only: twice-fitted residuals (default: the ridge refit "
+             "to its own residuals, which removes its shrinkage bias from the statistic) "
+             "or the single fit")
+    residual_clip: float | None = option(
+        None, type=float, metavar="C",
+        help=f"privgcm, twice-fitted only: public clip of the residuals, in (0, 1] "
+             f"(default {TWICE_RESIDUAL_CLIP})")
 
     def __post_init__(self) -> None:
         _check_positive("bandwidth", self.bandwidth)
@@ -180,6 +198,10 @@ class KernelOptions:
                 isinstance(self.groups, bool) or not isinstance(self.groups, int)
                 or self.groups < 0 or self.groups == 1):
             raise CITestError(f"groups: expected 0 or an integer >= 2, got {self.groups!r}")
+        if self.fit is not None:
+            check_fit(self.fit)
+        if self.residual_clip is not None:
+            check_residual_clip(self.residual_clip)
 
 
     @property
@@ -213,8 +235,9 @@ class PrivCRTOptions(KernelOptions):
         _check_positive("residual_bound", self.residual_bound)
         if self.model is not None and self.model_x is not None:
             raise CITestError("model_x: give the model-X law once (model or model_x)")
-        if self.groups is not None:
-            raise CITestError("groups: applies to --test privgcm only")
+        for name in ("groups", "fit", "residual_clip"):
+            if getattr(self, name) is not None:
+                raise CITestError(f"{name}: applies to --test privgcm only")
 
 
 def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
@@ -234,13 +257,15 @@ def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
                               bandwidth=options.bandwidth, lam=options.lam,
                               regression=options.regression_or_default,
                               features=options.features, feature_seed=options.feature_seed,
-                              groups=options.groups)
+                              groups=options.groups, fit=options.fit,
+                              residual_clip=options.residual_clip)
 
 
 def _build_gcm(ctx: TestContext[KernelOptions]) -> CITest:
     _check_dataset(ctx.dataset)
-    if ctx.options.groups is not None:
-        raise CITestError("groups: applies to --test privgcm only")
+    for name in ("groups", "fit", "residual_clip"):
+        if getattr(ctx.options, name) is not None:
+            raise CITestError(f"{name}: applies to --test privgcm only")
     return GCMTest(ctx.dataset.values, _bounds(ctx.dataset), alpha=ctx.alpha,
                    names=ctx.dataset.names, bandwidth=ctx.options.bandwidth,
                    lam=ctx.options.lam, regression=ctx.options.regression_or_default,

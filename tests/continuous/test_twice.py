@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -240,3 +241,33 @@ def test_benchmark_rows_use_the_twice_fitted_release() -> None:
     got = bias_rep("sd03", 1, 2.0, 0, bc)
     assert set(got) == {("single", 0.03), ("twice", 0.03)}
     assert all(math.isfinite(v) for v in got.values())
+
+
+def test_fit_and_residual_clip_reach_the_test_from_the_cli(tmp_path: Path) -> None:
+    """`--fit` / `--residual-clip` are PrivGCM's typed options: they reach the test, the
+    plan reports them, and bad values or the wrong test are refused before anything is
+    spent (exit 2)."""
+    import json
+
+    from dpcg.cli import main
+    from dpcg.datasets.sem import random_sem
+
+    ds = random_sem(4, seed=7).sample(300, 0)
+    data, schema, out = tmp_path / "d.csv", tmp_path / "s.json", tmp_path / "o.json"
+    ds.to_csv(data)
+    schema.write_text(ds.schema.to_json())
+    base = ["discover", "--data", str(data), "--schema", str(schema), "--algorithm",
+            "private-ci-pc", "--epsilon", "3", "--plan-size", "6", "--noise-seed", "2",
+            "--no-ledger", "--quiet"]
+    for extra, fit, clip in ((["--fit", "single"], "single", None),
+                             (["--residual-clip", "0.25"], "twice", 0.25)):
+        assert main([*base, "--test", "privgcm", *extra, "--out", str(out)]) == 0
+        plan = json.loads(out.read_text())["plan"]
+        assert plan["fit"] == fit
+        if clip is not None:
+            assert plan["residual_clip"] == clip
+    for extra in (["--test", "privgcm", "--fit", "thrice"],
+                  ["--test", "privgcm", "--residual-clip", "1.5"],
+                  ["--test", "privgcm", "--groups", "0", "--fit", "twice"],
+                  ["--test", "privcrt", "--fit", "single"]):
+        assert main([*base, *extra]) == 2
