@@ -266,6 +266,16 @@ class CandidateSets(Sequence[Sepset]):
     def __len__(self) -> int:
         return self._len
 
+    def __bool__(self) -> bool:
+        # not through __len__: around a wide hub C(|adj|, level) can exceed sys.maxsize,
+        # which len() refuses (OverflowError), although truth only asks "any set?"
+        return self._len > 0
+
+    @property
+    def count(self) -> int:
+        """The number of sets, exact at any size (``len`` is limited to sys.maxsize)."""
+        return self._len
+
     def __iter__(self) -> Iterator[Sepset]:
         level = self.level
         if level == 0:

@@ -148,3 +148,19 @@ def test_announcements_are_listed_only_for_engines_that_count_them() -> None:
     warm = Source(Warming())
     announce(warm, queries())  # type: ignore[arg-type]
     assert warm.expected == [(0, 1, (i + 2,)) for i in range(5)]
+
+
+def test_truth_of_a_hub_pairs_sets_beyond_sys_maxsize() -> None:
+    """Around a wide hub C(|adj|, level) passes sys.maxsize, which len() refuses; asking
+    whether a pair has any set must not go through len (marginal-pc crashed there with
+    an OverflowError on a 150-node scale-free network, found 2026-12-03)."""
+    import sys
+
+    adj = [frozenset(range(1, 121)), *(frozenset({0}) for _ in range(120))]
+    sets = CandidateSets(0, 1, 60, adj)
+    assert sets.count > sys.maxsize
+    assert bool(sets)
+    assert next(iter(sets)) == tuple(range(2, 62))
+    with pytest.raises(OverflowError):
+        len(sets)
+    assert not CandidateSets(0, 1, 200, adj)
