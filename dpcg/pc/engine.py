@@ -272,7 +272,7 @@ class CandidateSets(Sequence[Sepset]):
         return self._len > 0
 
     @property
-    def count(self) -> int:
+    def size(self) -> int:
         """The number of sets, exact at any size (``len`` is limited to sys.maxsize)."""
         return self._len
 

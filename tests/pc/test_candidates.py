@@ -158,7 +158,7 @@ def test_truth_of_a_hub_pairs_sets_beyond_sys_maxsize() -> None:
 
     adj = [frozenset(range(1, 121)), *(frozenset({0}) for _ in range(120))]
     sets = CandidateSets(0, 1, 60, adj)
-    assert sets.count > sys.maxsize
+    assert sets.size > sys.maxsize
     assert bool(sets)
     assert next(iter(sets)) == tuple(range(2, 62))
     with pytest.raises(OverflowError):
