@@ -29,7 +29,8 @@ from typing import Any
 from dpcg.errors import DpcgError
 
 #: Default held-out networks (bundled names; ``--bif-dir`` resolves others).
-NETWORKS = "sachs,hub-60,sf-50-weak,water,alarm,insurance,child,win95pts,barley"
+NETWORKS = ("sachs,hub-60,sf-50-weak,water,alarm,insurance,child,win95pts,barley,hub-40,"
+            "uniform-50,asia,hailfinder,hepar2")
 #: Short names of generated held-out networks.
 GENERATED = {
     "hub-60": "random:nodes=60,max_parents=3,card=2-5,seed=1,conc=0.6,shape=scale-free,"
@@ -153,7 +154,9 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, path: Path) 
     for key, v in sorted(cov.items(), key=lambda kv: (order.index(kv[0].split()[0]), kv[0])):
         out.append(f"| {key} | {_pct(sum(v), len(v))} |")
     if widths:
-        out += ["", f"Mean band width {sum(widths) / len(widths):.3f} "
+        errs = [abs(c["pred"] - c["f1"]) for r in results for c in r["cells"]]
+        out += ["", f"Mean |predicted F1 - measured| {sum(errs) / len(errs):.3f}. "
+                f"Mean band width {sum(widths) / len(widths):.3f} "
                 f"(from {min(widths):.3f} to {max(widths):.3f}). Groups: `design` = networks "
                 f"whose F1 was looked at while the prior's ranges were chosen "
                 f"({', '.join(sorted(design)) or 'none'}); `fresh` = the others."]
@@ -165,9 +168,10 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace, path: Path) 
                    f"{r['advice_wall_s']:.0f} | {r['advice_cpu_s']:.0f} | "
                    f"{r['advice_cpu_s'] / 2:.0f} | {r['load_before']:.1f} / "
                    f"{r['load_after']:.1f} |")
-    out += ["", "`CPU s / 2` is the wall time on 2 otherwise idle cores (the advice's runs "
-            "are independent per simulated network and spread over 2 processes); the "
-            "measured wall time is larger whenever other jobs share the cores.", "",
+    out += ["", "`CPU s / 2` estimates the wall time on 2 otherwise idle cores (the advice's "
+            "runs are independent per simulated network and spread over 2 processes; the "
+            "draws' costs differ, so the slower process can finish somewhat later); the "
+            "measured wall time is larger whenever other jobs share the cores, as here.", "",
             "Generated networks:", ""]
     for short, spec in GENERATED.items():
         if any(r["network"] == short for r in results):

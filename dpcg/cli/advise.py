@@ -101,6 +101,6 @@ def _advise(args: argparse.Namespace) -> int:
         print(f"{r.algorithm:<12} {r.epsilon:>5g} {r.f1:>6.3f} "
               f"[{r.f1_low:.3f}, {r.f1_high:.3f}] {r.precision:>6.3f} {r.recall:>6.3f}")
     for algo, eps in advice.epsilon_for_target.items():
-        need = "not reached on the grid" if eps is None else f"eps ~ {eps:.2g}"
-        print(f"{algo}: median F1 >= {advice.target_f1:g} at {need}")
+        need = "not reached on the grid" if eps is None else f"reached at eps ~ {eps:.2g}"
+        print(f"{algo}: median F1 >= {advice.target_f1:g} {need}")
     return 0
