@@ -26,10 +26,12 @@ from typing import TextIO
 
 from dpcg.pc.engine import Pair, pair_test_count
 
-__all__ = ["MIN_RATE_SECONDS", "ProgressLine", "level_test_bounds"]
+__all__ = ["MIN_RATE_SECONDS", "MIN_RATE_TESTS", "ProgressLine", "level_test_bounds"]
 
-#: A level's ETA is given once its tests have run this long (before: "ETA ?").
+#: A level's ETA is given once its tests have run this long and this many of them are
+#: done (before: "ETA ?").
 MIN_RATE_SECONDS = 1.0
+MIN_RATE_TESTS = 100
 
 
 def level_test_bounds(adjacency: Sequence[frozenset[int]], start: int,
@@ -114,9 +116,11 @@ class ProgressLine:
         pending = max(self._level_bound - done, 0)
         elapsed = now - self._level_t0
         rate = done / max(elapsed, 1e-9)
-        # no ETA from the first tests of a level (a rate over a few milliseconds said
-        # "ETA <= 7440h" at the start of level 4 on hub-60)
-        eta = pending / rate if rate > 0 and elapsed >= MIN_RATE_SECONDS else math.inf
+        # no ETA from the first tests of a level (a rate over one test said "ETA <=
+        # 7440h" at the start of level 4 on hub-60; with workers the first answers
+        # arrive a chunk of pairs at a time)
+        settled = elapsed >= MIN_RATE_SECONDS and done >= MIN_RATE_TESTS
+        eta = pending / rate if rate > 0 and settled else math.inf
         self._print(f"level {level}: {done:,} tests done (run {tests:,}), <= {pending:,} "
                     f"pending at this level, ETA <= {_eta(eta)}")
 

@@ -420,6 +420,8 @@ PAIR_TABLE_CELLS = 1 << 16
 #: Largest joint table :meth:`PairTables.tables` counts to serve several sets at once
 #: (summing a joint of this many cells costs far less than a pass over 100K rows).
 JOINT_CELLS = 1 << 13
+#: ... or up to this many times one table's cells (a deep level's tables are larger).
+JOINT_TABLES = 6
 
 
 class PairTables:
@@ -585,7 +587,9 @@ class PairTables:
                 yield None  # counted by the caller
                 i += 1
                 continue
-            # the run of following sets with this prefix whose joint stays small
+            # the run of following sets with this prefix whose joint stays small (at
+            # least two sets' worth at deep levels, whose single tables pass JOINT_CELLS)
+            cap = min(max(JOINT_CELLS, JOINT_TABLES * cells), PAIR_TABLE_CELLS)
             lasts = [S[-1]]
             j = i + 1
             while j < m:
@@ -593,7 +597,7 @@ class PairTables:
                 if len(T) != len(S) or T[:-1] != prefix or T[-1] in lasts:
                     break
                 c = int(cards[T[-1]])
-                if cells * c > JOINT_CELLS:
+                if cells * c > cap:
                     break
                 lasts.append(T[-1])
                 cells *= c

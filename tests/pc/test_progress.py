@@ -74,6 +74,9 @@ def test_no_eta_from_the_first_tests_of_a_level(monkeypatch: Any) -> None:
     line(1, 1)  # one test, a few microseconds into the level: no rate yet
     assert out.getvalue().splitlines()[-1].endswith("ETA <= ?")
     monkeypatch.setattr(progress, "MIN_RATE_SECONDS", 0.0)
+    line(1, 2)  # two tests: still too few for a rate
+    assert out.getvalue().splitlines()[-1].endswith("ETA <= ?")
+    monkeypatch.setattr(progress, "MIN_RATE_TESTS", 2)
     line(1, 2)
     last = out.getvalue().splitlines()[-1]
     assert re.search(r"ETA <= \d+s$", last), last
