@@ -52,6 +52,7 @@ from dpcg.private.common import (
 )
 from dpcg.private.contract import RunSettings
 from dpcg.private.laplace_pc import (
+    SEPSET_SHARE,
     LaplacePlan,
     PairMinTest,
     choose_rule,
@@ -122,7 +123,7 @@ class HubPlan:
         return {"rule": self.rule, "sensitivity": self.base.sensitivity,
                 "max_depth": self.depth, "neighbours": self.k,
                 "select_epsilon": self.select_epsilon, "select_share": self.select_share,
-                "release": "pair", "sepset_share": 0.25}
+                "release": "pair", "sepset_share": float(SEPSET_SHARE)}
 
 
 def make_plan(params: HubPCParams, settings: RunSettings,
