@@ -46,7 +46,8 @@ from dpcg.datasets.prior_network import prior_network
 from dpcg.datasets.random_network import SHAPES
 from dpcg.errors import AlgorithmError
 from dpcg.metrics import skeleton_scores
-from dpcg.private.run import discover_private
+from dpcg.pipeline.request import NO_LEDGER, DiscoverRequest
+from dpcg.pipeline.run import execute
 
 __all__ = ["ALGORITHMS", "BAND", "EPSILONS", "Advice", "AdviceRow", "advise",
            "cardinality_range", "default_networks", "epsilon_for"]
@@ -206,8 +207,10 @@ def _simulate(job: _Job) -> _Out:
     out: list[tuple[str, float, float, float, float]] = []
     for algo in algorithms:
         for eps in epsilons:
-            res = discover_private(data, algo, epsilon=eps, delta=DELTA,
-                                   noise_seed=net_seed + 2, cache=cache)
+            # the pipeline's internal seam: one score cache for every run on this sample
+            res = execute(DiscoverRequest.create(
+                data, algorithm=algo, epsilon=eps, delta=DELTA, noise_seed=net_seed + 2,
+                ledger=NO_LEDGER), scores=cache)
             s = skeleton_scores(res.cpdag, truth)
             out.append((algo, eps, s.f1, s.precision, s.recall))
     return asdict(draw), out

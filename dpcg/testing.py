@@ -400,10 +400,10 @@ def _check_shape(run: _Runner, work: Path) -> None:
 
 
 def _default_reference(algorithm: Any) -> Reference:
-    from dpcg.private import nonprivate_pc
+    import dpcg
 
     def reference(data: Dataset, max_depth: int) -> PCResult:
-        return nonprivate_pc(data, algorithm.default_test, max_depth=max_depth)
+        return dpcg.discover(data, test=algorithm.default_test, max_depth=max_depth).pc
     return reference
 
 
@@ -432,7 +432,7 @@ def check_algorithm(algorithm: Any, *, data: Dataset | None = None, quick: bool 
     ``params`` / ``test_options``: given to every run (default: the defaults).
     ``reproduces_pc`` (default: the algorithm's ``reproduces_pc`` attribute, else
     ``False``): run the huge-epsilon check against ``reference`` (default: non-private PC
-    with the algorithm's default test, :func:`dpcg.private.nonprivate_pc`).
+    with the algorithm's default test: ``dpcg.discover(data, test=...)``).
     """
     from dpcg.private.registry import get_algorithm
 

@@ -3,8 +3,14 @@
 request (validated once) -> the algorithm and test (``auto`` and the schema's default
 test resolved from public facts) -> their typed options -> the data, resolved once to a
 Dataset or a table engine -> non-private PC, or the private run sequence
-(:func:`dpcg.private.run.discover_private`) under the one ledger policy
-(:func:`dpcg.private.ledger.ledger_target`) -> :class:`DiscoveryResult`.
+(:func:`dpcg.private.run.discover_private`, the engine room: it takes inputs this
+pipeline has already validated and is called from nowhere else in the product) under the
+one ledger policy (:func:`dpcg.private.ledger.ledger_target`) -> :class:`DiscoveryResult`.
+
+:func:`dpcg.discover` (and ``dpcg discover``) is the one public function; it builds a
+:class:`~dpcg.pipeline.request.DiscoverRequest` and calls :func:`execute`. The only
+thing :func:`execute` takes beyond the request is internal: ``scores``, a score cache
+shared by many runs on ONE dataset (the advisor, benchmarks, audits; docs/internals.md).
 """
 
 from __future__ import annotations
@@ -225,10 +231,35 @@ def _run_delta(req: DiscoverRequest, choice: Choice) -> float:
     return delta
 
 
+def _shared_score_tester(choice: Choice, dataset: Any, alpha: float,
+                         scores: dict[tuple[int, int, tuple[int, ...]], float] | None) -> Any:
+    """Non-private PC with a score test reading the shared ``scores`` (the registered
+    build of the score tests, plus the cache); ``None`` when there is no cache or the
+    test is not a score test."""
+    if scores is None:
+        return None
+    from dpcg.citests.private import SCORES, ScoreOptions, ThresholdCITest, source_for_dataset
+
+    if choice.test.name not in SCORES or not isinstance(choice.test_options, ScoreOptions):
+        return None
+    return ThresholdCITest(source_for_dataset(dataset, choice.test.name, alpha=alpha,
+                                              threshold=choice.test_options.threshold,
+                                              cache=scores))
+
+
 def execute(req: DiscoverRequest, *, progress: Progress | None = None,
-            include_tests: bool = False) -> DiscoveryResult:
+            include_tests: bool = False,
+            scores: dict[tuple[int, int, tuple[int, ...]], float] | None = None,
+            ) -> DiscoveryResult:
     """Run ``req`` (module docstring). Bad input raises the project's errors before
-    anything is charged."""
+    anything is charged.
+
+    ``scores`` is the pipeline's one internal seam (not a keyword of :func:`dpcg.discover`):
+    a :data:`~dpcg.private.contract.ScoreCache` of EXACT score statistics keyed by
+    ``(x, y, S)`` that several runs on the same dataset share (a private discrete run and a
+    non-private run with a score test fill and read it; nothing in it is released, the
+    noise is drawn per run). The caller owns it and must never share one across datasets
+    (the key does not name the data). Results are those of the run without it."""
     from dpcg.citests.registry import TestContext
     from dpcg.graph import CPDAG
     from dpcg.pc.background import BackgroundKnowledge
@@ -268,8 +299,10 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
                 from dpcg.data.checks import refuse_degenerate
 
                 refuse_degenerate(resolved.source)
-            tester = choice.test.make(TestContext(resolved.source, float(req.alpha),
-                                                  choice.test_options, resolved.truth))
+            tester = _shared_score_tester(choice, resolved.source, float(req.alpha), scores)
+            if tester is None:
+                tester = choice.test.make(TestContext(resolved.source, float(req.alpha),
+                                                      choice.test_options, resolved.truth))
         else:  # a table engine: counted where the data live
             from dpcg.citests.on_engine import engine_tester
 
@@ -291,7 +324,7 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
             delta=float(delta), test=choice.requested_test, alpha=float(req.alpha),
             noise_seed=req.noise_seed, max_depth=req.max_depth, params=choice.params,
             test_options=choice.test_options, ledger=target, background=background,
-            progress=progress, limits=_limits(req, True, int(resolved.source.n),
+            progress=progress, cache=scores, limits=_limits(req, True, int(resolved.source.n),
                                               len(resolved.source.names)))
         res = private_res.pc
         extra = private_res.extra()

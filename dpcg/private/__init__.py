@@ -3,11 +3,15 @@ and private-CI PC, each one module implementing the
 :class:`~dpcg.private.contract.PrivateAlgorithm` contract over the one PC-stable engine
 (:mod:`dpcg.pc.engine`).
 
-* :func:`discover`: the Python API (returns a :class:`PrivateResult` whose
-  :meth:`~PrivateResult.to_json` mirrors ``result.json``).
+The one public function is :func:`dpcg.discover` (``dpcg discover``): it builds a
+request for the one pipeline (:mod:`dpcg.pipeline`), which runs a private algorithm through
+:func:`dpcg.private.run.discover_private`. This package has no front door of its own.
+
 * :mod:`dpcg.private.contract`: ``RunSettings``, ``Plan`` and ``PrivateAlgorithm``.
 * :mod:`dpcg.private.registry`: the one registry (``algorithms()``, ``get_algorithm``).
-* :mod:`dpcg.private.run`: ``run_private``, the one run sequence; ``discover_private``.
+* :mod:`dpcg.private.run`: the engine room, called by the pipeline only:
+  ``discover_private`` (source -> ``run_private``, the one run sequence) on inputs the
+  pipeline has already validated; :class:`PrivateResult`.
 * :mod:`dpcg.private.ledger`: the one ledger policy (default location, dataset
   registration, the run's session).
 * :mod:`dpcg.private.planning`: public plan sizes, budgets, subsample rates, CURATE's
@@ -25,22 +29,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dpcg.private.api import discover, nonprivate_pc
     from dpcg.private.contract import PrivateAlgorithm, RunSettings
     from dpcg.private.ledger import LedgerTarget
     from dpcg.private.registry import algorithms, get_algorithm, register_algorithm
-    from dpcg.private.run import PrivateResult, discover_private, run_private
+    from dpcg.private.run import PrivateResult
 
 __all__ = ["LedgerTarget", "PrivateAlgorithm", "PrivateResult", "RunSettings", "algorithms",
-           "discover", "discover_private", "get_algorithm", "nonprivate_pc",
-           "register_algorithm", "run_private"]
+           "get_algorithm", "register_algorithm"]
 
 #: Where each exported name lives: loaded on first use, so that importing one module of
 #: the package (e.g. the registry) does not import every algorithm and scipy.stats.
-_HOME = {"discover": "api", "nonprivate_pc": "api", "PrivateAlgorithm": "contract",
+_HOME = {"PrivateAlgorithm": "contract",
          "RunSettings": "contract", "LedgerTarget": "ledger", "algorithms": "registry",
          "get_algorithm": "registry", "register_algorithm": "registry",
-         "PrivateResult": "run", "discover_private": "run", "run_private": "run"}
+         "PrivateResult": "run"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,11 +1,13 @@
 """cov-PC: one private release of a second-moment matrix, then PC-stable on it for free.
 
-Python API::
+Python API (the one public function, :func:`dpcg.discover`)::
 
-    from dpcg.private.cov_pc import cov_pc
-    res = cov_pc(dataset, epsilon=1.0, delta=1e-6)            # rank route (default)
-    res = cov_pc(dataset, epsilon=1.0, test="cov-pearson")     # declared-bounds route
-    res.pc.cpdag, res.guarantee, res.spent, res.plan
+    import dpcg
+    res = dpcg.discover(dataset, algorithm="cov-pc", epsilon=1.0, delta=1e-6,
+                        dataset_id="survey")                          # rank route (default)
+    res = dpcg.discover(dataset, algorithm="cov-pc", test="cov-pearson", epsilon=1.0,
+                        ledger=dpcg.NO_LEDGER)                        # declared-bounds route
+    res.cpdag, res.guarantee, res.to_json()["plan"]
 
 CLI::
 
@@ -35,8 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -48,11 +48,8 @@ from dpcg.citests.registry import NoOptions, TestSpec, option, register_test
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Schema
 from dpcg.errors import AlgorithmError
-from dpcg.pc.background import BackgroundKnowledge
 from dpcg.private.contract import RunSettings, ScoreCache
-from dpcg.private.ledger import IN_MEMORY, LedgerTarget
 from dpcg.private.registry import register_algorithm
-from dpcg.private.run import PrivateResult, Progress, discover_private
 from dpcg.stats.suffstat import (
     moment_vector,
     pearson_moment_sensitivity,
@@ -60,8 +57,7 @@ from dpcg.stats.suffstat import (
     upper_size,
 )
 
-__all__ = ["ALGORITHM", "CovPC", "CovPCParams", "CovPlan", "CovSource", "auto_choice",
-           "cov_pc"]
+__all__ = ["ALGORITHM", "CovPC", "CovPCParams", "CovPlan", "CovSource", "auto_choice"]
 
 #: ``--test`` name -> route of :func:`dpcg.citests.noisy_gaussian.score_matrix`.
 ROUTE_OF = {"cov-rank": "rank", "cov-pearson": "pearson"}
@@ -213,36 +209,3 @@ for _name, _route in ROUTE_OF.items():
         name=_name, options=NoOptions, private=True, data="any",
         description=f"cov-pc's {_route} route: one released moment matrix, Gaussian "
                     "partial-correlation tests whose null includes the release noise"))
-
-
-def cov_pc(
-    dataset: Dataset,
-    *,
-    epsilon: float,
-    delta: float = 1e-6,
-    test: str = "cov-rank",
-    alpha: float = 0.05,
-    null_draws: int | None = None,
-    null: str | None = None,
-    seed: int | None = None,
-    ledger: str | Path | LedgerTarget | None = None,
-    dataset_id: str | None = None,
-    max_depth: int | None = None,
-    background: BackgroundKnowledge | None = None,
-    progress: Progress | None = None,
-) -> PrivateResult:
-    """cov-PC on ``dataset`` (see the module docstring). Every input is validated before
-    the session opens, so bad input spends nothing."""
-    if isinstance(ledger, LedgerTarget):
-        target = ledger
-    elif ledger is not None:
-        if dataset_id is None:
-            raise AlgorithmError("dataset_id: a ledger run needs a declared dataset id")
-        target = LedgerTarget(Path(ledger), dataset_id)
-    else:
-        target = IN_MEMORY
-    extra: dict[str, Any] = {}
-    return discover_private(
-        dataset, ALGORITHM, epsilon=epsilon, delta=delta, test=test, alpha=alpha,
-        noise_seed=seed, max_depth=max_depth, params=CovPCParams(null_draws=null_draws, null=null),
-        test_options=extra, ledger=target, background=background, progress=progress)

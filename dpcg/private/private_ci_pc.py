@@ -1,11 +1,12 @@
 """private-CI PC: PC-stable where every CI test is a private continuous test (PrivGCM or
 PrivCRT).
 
-Python API::
+Python API (the one public function, :func:`dpcg.discover`)::
 
-    from dpcg.private.private_ci_pc import private_pc_continuous
-    res = private_pc_continuous(dataset, test="privgcm", epsilon=10.0)
-    res.pc.cpdag, res.guarantee, res.spent, res.plan
+    import dpcg
+    res = dpcg.discover(dataset, algorithm="private-ci-pc", test="privgcm", epsilon=10.0,
+                        dataset_id="sem")
+    res.cpdag, res.guarantee, res.to_json()["plan"]
 
 CLI::
 
@@ -34,7 +35,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from accounting.costs import split_epsilon
@@ -42,21 +42,18 @@ from accounting.errors import BudgetExceededError
 from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.continuous_pc import TESTS, KernelOptions, private_test_for
-from dpcg.citests.crt import GaussianModelX, PrivCRTTest
+from dpcg.citests.crt import PrivCRTTest
 from dpcg.citests.gcm import PrivGCMTest, check_epsilon
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, CITestError
-from dpcg.pc.background import BackgroundKnowledge
 from dpcg.pc.engine import pair_test_count
 from dpcg.private.common import PlanSizeParams
 from dpcg.private.contract import RunSettings, ScoreCache
-from dpcg.private.ledger import IN_MEMORY, LedgerTarget
 from dpcg.private.planning import default_plan_size, planned_depth
 from dpcg.private.registry import register_algorithm
-from dpcg.private.run import PrivateResult, Progress, discover_private
 
 __all__ = ["ALGORITHM", "LEVELS_PLANNED_DEPTH", "ContinuousSource", "LevelPlannedCITest",
-           "PrivateCIPC", "PrivateCIPCParams", "PrivateCIPlan", "private_pc_continuous"]
+           "PrivateCIPC", "PrivateCIPCParams", "PrivateCIPlan"]
 
 #: Levels the default per-level plan provisions for when ``max_depth`` is not given
 #: (public; :func:`dpcg.private.laplace_pc.level_slots`).
@@ -288,51 +285,3 @@ class LevelPlannedCITest:
 
 
 ALGORITHM = register_algorithm(PrivateCIPC())
-
-
-def private_pc_continuous(
-    dataset: Dataset,
-    *,
-    test: str = "privgcm",
-    epsilon: float,
-    plan_size: int | None = None,
-    test_epsilon: float | None = None,
-    alpha: float = 0.05,
-    bandwidth: float | None = None,
-    lam: float | None = None,
-    model: GaussianModelX | None = None,
-    m: int | None = None,
-    residual_bound: float | None = None,
-    groups: int | None = None,
-    seed: int | None = None,
-    ledger: str | Path | LedgerTarget | None = None,
-    dataset_id: str | None = None,
-    max_depth: int | None = None,
-    background: BackgroundKnowledge | None = None,
-    progress: Progress | None = None,
-) -> PrivateResult:
-    """PC-stable with PrivGCM / PrivCRT on a continuous dataset (see the module docstring).
-
-    ``bandwidth``, ``lam`` (both tests), ``groups`` (privgcm only; default 20, 0 for the
-    paper's release of all ``n`` products) and ``model``, ``m``, ``residual_bound``
-    (privcrt only; an error for privgcm) are the test's options; ``seed`` seeds the noise;
-    ``ledger``/``dataset_id`` record the run (default: in memory). Every input is
-    validated before the session opens, so bad input spends nothing.
-    """
-    given = {k: v for k, v in (("bandwidth", bandwidth), ("lam", lam), ("model", model),
-                               ("crt_resamples", m), ("residual_bound", residual_bound),
-                               ("groups", groups))
-             if v is not None}
-    if isinstance(ledger, LedgerTarget):
-        target = ledger
-    elif ledger is not None:
-        if dataset_id is None:
-            raise AlgorithmError("dataset_id: a ledger run needs a declared dataset id")
-        target = LedgerTarget(Path(ledger), dataset_id)
-    else:
-        target = IN_MEMORY
-    return discover_private(
-        dataset, ALGORITHM, epsilon=epsilon, delta=0.0, test=test, alpha=alpha,
-        noise_seed=seed, max_depth=max_depth,
-        params=PrivateCIPCParams(plan_size=plan_size, test_epsilon=test_epsilon),
-        test_options=given, ledger=target, background=background, progress=progress)

@@ -1,4 +1,10 @@
-"""``run_private``: the one run sequence of every private algorithm.
+"""The engine room of the private algorithms: ``run_private``, the one run sequence of
+every private algorithm, and ``discover_private`` (source, then ``run_private``).
+
+Not a front door: the one public function is :func:`dpcg.discover`, whose pipeline
+(:func:`dpcg.pipeline.run.execute`) validates the request, resolves the data and the
+ledger policy, and is the only caller of this module in the product
+(``tests/test_public_surface.py``). Tests call it directly to inspect a run's internals.
 
 Order of a run: validate every input (``Params`` and :class:`RunSettings` validate
 themselves; ``plan`` validates the rest; nothing is charged on bad input) -> the public
@@ -276,7 +282,7 @@ def discover_private(
     limits: RunLimits | None = None,
 ) -> PrivateResult:
     """A whole private run on ``dataset``: settings -> the test's options -> source ->
-    :func:`run_private` (what ``dpcg discover`` and :func:`dpcg.private.discover` call).
+    :func:`run_private` (what the pipeline, :func:`dpcg.pipeline.run.execute`, calls).
 
     ``test_options`` is the test's options instance or a mapping of its fields.
     """
