@@ -1,10 +1,11 @@
 """End-to-end audits of whole private algorithms on tiny neighbouring datasets.
 
-Each private PC variant (``dpcg.private.discover``) is run many times with fresh
-seeds on two neighbouring datasets (3 variables, 200 rows, one row replaced) at a
-declared total ``eps``; its output (the CPDAG, serialised) is a discrete pattern and
-the generic harness :func:`audits.suite.algorithm_sampler` audits it like any other
-mechanism. The empirical lower bound must not exceed the declared guarantee.
+Each private PC variant is run through the one public function (:func:`dpcg.discover`,
+in memory) many times with fresh seeds on two neighbouring datasets (3 variables, 200
+rows, one row replaced) at a declared total ``eps``; its output (the CPDAG, serialised)
+is a discrete pattern and the generic harness :func:`audits.suite.algorithm_sampler`
+audits it like any other mechanism. The empirical lower bound must not exceed the
+declared guarantee.
 
 These audits are sanity checks of the composition (every release charged, nothing
 released outside the session), not tight ones: a few hundred to a few thousand runs
@@ -98,10 +99,11 @@ PRIV_NODE_SELECT: dict[str, Any] = {"node_select": 2}
 
 
 def private_pc(name: str, **options: Any) -> Callable[[Any, int], Hashable]:
-    from dpcg.private import discover
+    import dpcg
 
     def algorithm(dataset: Any, seed: int) -> Hashable:
-        res = discover(dataset, algorithm=name, epsilon=EPS, seed=seed, **options)
+        res = dpcg.discover(dataset, algorithm=name, epsilon=EPS, noise_seed=seed,
+                            ledger=dpcg.NO_LEDGER, **options)
         return json.dumps(res.cpdag.to_json(), sort_keys=True, default=str)
 
     return algorithm
@@ -292,8 +294,10 @@ def cov_pc_sampler(test: str, output: str) -> Callable[[Any, int, np.random.Gene
     of x and y: the release itself, before any post-processing)."""
     from accounting.costs import Budget
     from accounting.session import Session
+    from dpcg.api import discover
+    from dpcg.pipeline.request import NO_LEDGER
     from dpcg.private.contract import RunSettings
-    from dpcg.private.cov_pc import ALGORITHM, CovPCParams, cov_pc
+    from dpcg.private.cov_pc import ALGORITHM, CovPCParams
 
     cache: dict[int, Any] = {}
     codes: dict[str, int] = {}
@@ -310,9 +314,10 @@ def cov_pc_sampler(test: str, output: str) -> Callable[[Any, int, np.random.Gene
         if output == "graph":
             out = np.empty(n, dtype=np.int64)
             for i, s in enumerate(seeds):
-                res = cov_pc(ds, epsilon=EPS, delta=COV_DELTA, test=test, seed=int(s),
-                             null_draws=COV_DRAWS)
-                key = json.dumps(res.pc.cpdag.to_json(), sort_keys=True, default=str)
+                res = discover(ds, algorithm=ALGORITHM.name, epsilon=EPS, delta=COV_DELTA,
+                               test=test, noise_seed=int(s), null_draws=COV_DRAWS,
+                               ledger=NO_LEDGER)
+                key = json.dumps(res.cpdag.to_json(), sort_keys=True, default=str)
                 out[i] = codes.setdefault(key, len(codes))
             return out
         settings = RunSettings(epsilon=EPS, delta=COV_DELTA, test=test)

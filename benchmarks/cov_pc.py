@@ -212,8 +212,7 @@ def sachs_table(wheel: str, epsilons: tuple[float, ...] = (1.0, 5.0),
     """Skeleton F1 vs the consensus graph: Fisher-z PC, the non-private copula test and
     cov-PC at each ``epsilon`` and noise seed (rank route: the declared bounds are only
     validated, never used by the statistic)."""
-    from dpcg.api import discover
-    from dpcg.private.cov_pc import cov_pc
+    from dpcg.api import NO_LEDGER, discover
 
     values, names, truth = read_sachs(wheel)
     # Declared bounds: the rank route uses none; the schema still needs them. A public
@@ -232,7 +231,8 @@ def sachs_table(wheel: str, epsilons: tuple[float, ...] = (1.0, 5.0),
         for eps in epsilons:
             for seed in seeds:
                 t0 = time.perf_counter()
-                priv = cov_pc(ds, epsilon=eps, delta=1e-6, test=test, seed=seed)
+                priv = discover(ds, algorithm="cov-pc", epsilon=eps, delta=1e-6, test=test,
+                                noise_seed=seed, ledger=NO_LEDGER)
                 found = _skeleton(priv.pc.cpdag.to_json())
                 rows.append({"method": f"cov-pc --test {test}", "epsilon": eps,
                              "seed": seed, "f1": skeleton_f1(found, truth),
@@ -244,7 +244,7 @@ def scale_run(p: int, n: int, *, epsilon: float = 1.0, seed: int = 0) -> dict[st
     """cov-PC (rank route) on a random linear-Gaussian DAG of ``p`` nodes (edge
     probability ``2/p`` in a fixed order, weights +-[0.5, 1]) with ``n`` rows:
     CPU seconds, number of tests and skeleton F1."""
-    from dpcg.private.cov_pc import cov_pc
+    from dpcg.api import NO_LEDGER, discover
 
     rng = np.random.default_rng(seed)
     w = np.triu(rng.uniform(0.5, 1.0, (p, p)) * (rng.random((p, p)) < 2.0 / p)
@@ -258,7 +258,7 @@ def scale_run(p: int, n: int, *, epsilon: float = 1.0, seed: int = 0) -> dict[st
              if w[i, j] != 0}
     ds = Dataset.from_numpy(x, Schema(_cont(names)))
     t0 = time.process_time()
-    res = cov_pc(ds, epsilon=epsilon, seed=seed)
+    res = discover(ds, algorithm="cov-pc", epsilon=epsilon, noise_seed=seed, ledger=NO_LEDGER)
     cpu = time.process_time() - t0
     found = _skeleton(res.pc.cpdag.to_json())
     return {"p": p, "n": n, "cpu_seconds": cpu, "tests": len(res.pc.tests),

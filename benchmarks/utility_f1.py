@@ -34,7 +34,8 @@ from dpcg.api import discover
 from dpcg.datasets import bif_stem, is_bif_path, load_network
 from dpcg.errors import DpcgError
 from dpcg.metrics import skeleton_scores
-from dpcg.private.api import nonprivate_pc
+from dpcg.pipeline.request import DiscoverRequest
+from dpcg.pipeline.run import execute
 from dpcg.private.contract import ScoreCache
 from dpcg.private.registry import get_algorithm
 from dpcg.private.run import discover_private
@@ -150,7 +151,9 @@ def run_job(job: tuple[str, int, int, str, tuple[float, ...]]) -> list[dict[str,
                  "edges": res.cpdag.n_edges, "cpu_s": sec}]
     if algorithm == CEILING:
         t0 = time.process_time()
-        ref = nonprivate_pc(data, test, cache=cache)
+        # non-private PC with the same score, sharing the score cache (the pipeline's
+        # internal seam, docs/internals.md)
+        ref = execute(DiscoverRequest.create(data, test=test), scores=cache).pc
         sec = time.process_time() - t0
         s = skeleton_scores(ref.cpdag, truth)
         return [{**base, "algorithm": CEILING, "epsilon": None, "f1": s.f1,

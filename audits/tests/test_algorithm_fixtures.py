@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from audits.algorithms import HUB_SELECT, PRIV_NODE_SELECT, SCREENED, hub_pair
+from tests.engine_room import private_run
 
 
 @pytest.mark.parametrize("algorithm", ["laplace-pc", "priv-pc"])
 def test_hub_fixture_screens_and_carries(algorithm: str,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     import dpcg.pc.engine as engine
-    from dpcg.private import discover
 
     carried: list[int] = []
     real = engine._with_carried
@@ -29,7 +29,7 @@ def test_hub_fixture_screens_and_carries(algorithm: str,
     monkeypatch.setattr(engine, "_with_carried", spy)
     pair = hub_pair()
     for data in (pair.d, pair.d_prime):
-        res = discover(data, algorithm=algorithm, epsilon=1.0, seed=5, **SCREENED)
+        res = private_run(data, algorithm=algorithm, epsilon=1.0, seed=5, **SCREENED)
         assert res.plan["screened"] is True
         assert res.plan["screen_k"] == 8
         assert res.plan["select_k"] == 2
@@ -40,10 +40,9 @@ def test_hub_fixture_screens_and_carries(algorithm: str,
                                                      ("priv-pc", PRIV_NODE_SELECT)])
 def test_hub_fixture_runs_every_per_node_selection(algorithm: str,
                                                    options: dict[str, Any]) -> None:
-    from dpcg.private import discover
 
     pair = hub_pair()
     for data in (pair.d, pair.d_prime):
-        res = discover(data, algorithm=algorithm, epsilon=1.0, seed=5, **options)
+        res = private_run(data, algorithm=algorithm, epsilon=1.0, seed=5, **options)
         assert res.mechanisms.get("top-k") == 5  # one per node: each has 4 > 2 pairs
         assert res.plan.get("neighbours", res.plan.get("node_select")) == 2

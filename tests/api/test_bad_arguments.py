@@ -16,7 +16,6 @@ from accounting.errors import AccountingError
 from dpcg.data.dataset import Dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
-from dpcg.private.api import discover as private_discover
 from dpcg.private.contract import RunSettings
 from dpcg.private.ledger import LedgerTarget
 from dpcg.private.run import discover_private
@@ -60,8 +59,8 @@ def test_discover_private_huge_epsilon_reserves_nothing(
     target = LedgerTarget(led, "asia-1000")
     refused_api(lambda: discover_private(asia, "laplace-pc", epsilon=HUGE, ledger=target),
                 led, AlgorithmError, fragment="epsilon", absent=[HUGE_TEXT])
-    refused_api(lambda: private_discover(asia, "laplace-pc", epsilon=HUGE, ledger=led,
-                                         dataset_id="asia-1000"),
+    refused_api(lambda: dpcg.discover(asia, algorithm="laplace-pc", epsilon=HUGE,
+                                      ledger=str(led), dataset_id="asia-1000"),
                 led, AlgorithmError, fragment="epsilon", absent=[HUGE_TEXT])
 
 
@@ -92,9 +91,9 @@ def test_ledger_that_is_not_a_path(ledger: object, frame, asia: Dataset,  # type
         dpcg.discover(frame, schema=asia.schema, algorithm="laplace-pc", epsilon=1.0,
                       ledger=ledger, dataset_id="asia-1000")  # type: ignore[arg-type]
     assert "TypeError" not in str(info.value)
-    with pytest.raises(AlgorithmError, match="ledger"):
-        private_discover(asia, "laplace-pc", epsilon=1.0, ledger=ledger,  # type: ignore[arg-type]
-                         dataset_id="asia-1000")
+    with pytest.raises(AlgorithmError, match="ledger"):  # a Dataset: the same refusal
+        dpcg.discover(asia, algorithm="laplace-pc", epsilon=1.0, ledger=ledger,  # type: ignore[arg-type]
+                      dataset_id="asia-1000")
     assert list(tmp_path.iterdir()) == []  # no ledger file anywhere
 
 

@@ -18,7 +18,6 @@ from dpcg.citests.noisy_gaussian import NoisyMomentTest, score_matrix
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Categorical, Continuous, Ordinal, Schema
 from dpcg.errors import AlgorithmError, DataValidationError
-from dpcg.private.cov_pc import cov_pc
 from dpcg.stats.suffstat import (
     moment_vector,
     pearson_moment_sensitivity,
@@ -27,6 +26,7 @@ from dpcg.stats.suffstat import (
     upper_size,
 )
 from tests.cli.refusals import refused_api, used_ledger
+from tests.engine_room import private_run
 
 # ---------------------------------------------------------------------------------
 # Sensitivity (docs/privacy/statistics-moment-matrix.md)
@@ -249,7 +249,7 @@ def test_round_batch_equals_one_by_one(route: str, sigma: float) -> None:
 
 def test_bad_null_refused() -> None:
     with pytest.raises(AlgorithmError, match="null"):
-        cov_pc(_mixed(200), epsilon=1.0, null="bootstrap")
+        private_run(_mixed(200), "cov-pc", epsilon=1.0, null="bootstrap")
 
 
 def test_marginal_mixed_null_in_band() -> None:
@@ -289,8 +289,8 @@ def _mixed(n: int = 3_000, seed: int = 0) -> Dataset:
 @pytest.mark.parametrize("test", ["cov-rank", "cov-pearson"])
 def test_one_release_and_seeded_graph(test: str) -> None:
     ds = _mixed()
-    a = cov_pc(ds, epsilon=2.0, test=test, seed=5)
-    b = cov_pc(ds, epsilon=2.0, test=test, seed=5)
+    a = private_run(ds, "cov-pc", epsilon=2.0, test=test, seed=5)
+    b = private_run(ds, "cov-pc", epsilon=2.0, test=test, seed=5)
     assert a.pc.cpdag.to_json() == b.pc.cpdag.to_json()
     assert a.plan["releases"] == 1
     assert a.plan["releases_planned"] == 1
@@ -307,7 +307,7 @@ def test_one_release_and_seeded_graph(test: str) -> None:
 
 def test_delta_zero_is_refused() -> None:
     with pytest.raises(AlgorithmError, match="delta"):
-        cov_pc(_mixed(200), epsilon=1.0, delta=0.0)
+        private_run(_mixed(200), "cov-pc", epsilon=1.0, delta=0.0)
 
 
 def _bad(kind: str) -> Dataset:
@@ -326,15 +326,15 @@ def _bad(kind: str) -> Dataset:
 def test_bad_values_spend_nothing(kind: str, fragment: str, test: str, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     led = used_ledger(tmp_path, capsys)
-    msg = refused_api(lambda: cov_pc(_bad(kind), epsilon=1.0, test=test, ledger=led,
-                                     dataset_id="bad", seed=1),
+    msg = refused_api(lambda: private_run(_bad(kind), "cov-pc", epsilon=1.0, test=test, ledger=led,
+                                          dataset_id="bad", seed=1),
                       led, DataValidationError, fragment=fragment, absent=["17", "5.0"])
     assert "'C'" in msg
 
 
 def test_bad_draws_refused() -> None:
     with pytest.raises(AlgorithmError, match="null_draws"):
-        cov_pc(_mixed(200), epsilon=1.0, null_draws=3)
+        private_run(_mixed(200), "cov-pc", epsilon=1.0, null_draws=3)
 
 
 def test_auto_choice_reads_the_schema_only() -> None:
@@ -360,7 +360,7 @@ def test_mixed_network_utility_against_the_same_family() -> None:
     ds = net.sample(100_000, 0)
     exact = pc_stable(get_test("copula").make(TestContext(ds, 0.05, NoOptions())), ds.names)
     ref = skeleton_scores(exact.cpdag, net.cpdag).f1
-    f1 = [skeleton_scores(cov_pc(ds, epsilon=1.0, seed=s).pc.cpdag, net.cpdag).f1
+    f1 = [skeleton_scores(private_run(ds, "cov-pc", epsilon=1.0, seed=s).pc.cpdag, net.cpdag).f1
           for s in range(3)]
     assert ref > 0.8
     assert sum(f1) / len(f1) >= 0.85 * ref

@@ -18,8 +18,8 @@ from dpcg.citests.crt import GaussianModelX, PrivCRTTest
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Schema
 from dpcg.errors import CITestError
-from dpcg.private.private_ci_pc import private_pc_continuous
 from tests.cli.refusals import refused_api, refused_cli, used_ledger
+from tests.engine_room import private_run
 from tests.hardening.helpers import continuous_table
 
 #: (label, the law's JSON text, a fragment of the error) for the 4-column table.
@@ -75,8 +75,8 @@ def test_api_law_of_the_wrong_size_spends_nothing(tmp_path: Path,
     led = used_ledger(tmp_path, capsys)
     small = GaussianModelX.from_arrays(np.zeros(2), np.eye(2))
     def run(eps: float) -> Callable[[], object]:
-        return lambda: private_pc_continuous(ds, test="privcrt", epsilon=eps, model=small,
-                                             ledger=led, dataset_id="sem4", seed=1)
+        return lambda: private_run(ds, "private-ci-pc", test="privcrt", epsilon=eps, model=small,
+                                   ledger=led, dataset_id="sem4", seed=1)
 
     for epsilon in (200.0, 1.0):
         refused_api(run(epsilon), led, CITestError, fragment="one variable per column",

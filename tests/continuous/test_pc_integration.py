@@ -14,8 +14,8 @@ from dpcg.citests.registry import get_test
 from dpcg.cli import main
 from dpcg.datasets.sem import random_sem
 from dpcg.errors import DpcgError
-from dpcg.private.private_ci_pc import private_pc_continuous
 from dpcg.private.registry import get_algorithm
+from tests.engine_room import private_run
 
 
 def test_registered() -> None:
@@ -30,7 +30,7 @@ def test_registered() -> None:
 def test_api_privgcm_spends_at_most_budget() -> None:
     sem = random_sem(4, seed=2)
     ds = sem.sample(300, 0)
-    res = private_pc_continuous(ds, test="privgcm", epsilon=5.0, plan_size=10, seed=1)
+    res = private_run(ds, "private-ci-pc", test="privgcm", epsilon=5.0, plan_size=10, seed=1)
     assert res.guarantee["epsilon"] == 5.0
     assert res.spent["epsilon"] <= 5.0
     assert res.plan["test_epsilon"] == pytest.approx(0.5)
@@ -42,8 +42,8 @@ def test_api_privcrt_with_public_gaussian_law() -> None:
     sem = random_sem(4, seed=5, expected_degree=2)
     ds = sem.sample(1500, 0)
     mx = GaussianModelX.from_arrays(np.zeros(4), sem.covariance())
-    res = private_pc_continuous(ds, test="privcrt", epsilon=40.0, test_epsilon=4.0, seed=3,
-                                model=mx, residual_bound=0.3)
+    res = private_run(ds, "private-ci-pc", test="privcrt", epsilon=40.0, test_epsilon=4.0, seed=3,
+                      model=mx, residual_bound=0.3)
     assert res.plan["plan_size"] == 10
     assert res.spent["epsilon"] <= 40.0
     assert res.plan["m"] == 19
@@ -52,15 +52,15 @@ def test_api_privcrt_with_public_gaussian_law() -> None:
 def test_api_bad_input_spends_nothing() -> None:
     ds = random_sem(3, seed=1).sample(100, 0)
     with pytest.raises(DpcgError):
-        private_pc_continuous(ds, test="privcrt", epsilon=1.0)  # no model-X law
+        private_run(ds, "private-ci-pc", test="privcrt", epsilon=1.0)  # no model-X law
     with pytest.raises(DpcgError):
-        private_pc_continuous(ds, test="privgcm", epsilon=1.0, lam=1e-6)
+        private_run(ds, "private-ci-pc", test="privgcm", epsilon=1.0, lam=1e-6)
     with pytest.raises(DpcgError):
-        private_pc_continuous(ds, test="privgcm", epsilon=-1.0)
+        private_run(ds, "private-ci-pc", test="privgcm", epsilon=-1.0)
     with pytest.raises(DpcgError):
-        private_pc_continuous(ds, test="kendall", epsilon=1.0)
+        private_run(ds, "private-ci-pc", test="kendall", epsilon=1.0)
     with pytest.raises(DpcgError, match="crt_resamples"):  # a privcrt option on privgcm
-        private_pc_continuous(ds, test="privgcm", epsilon=1.0, m=5)
+        private_run(ds, "private-ci-pc", test="privgcm", epsilon=1.0, crt_resamples=5)
     with pytest.raises(DpcgError):
         build_private_test(ds, "privgcm", None, 1.0, bandwidth="median")  # type: ignore[arg-type]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from accounting.costs import Budget
 from accounting.ledger import Ledger
+from tests.engine_room import private_run
 from tests.hardening.helpers import row_counts
 
 RUNS, LIFETIME = 16, 5
@@ -23,14 +24,13 @@ RUNS, LIFETIME = 16, 5
 def _one(path: str) -> str:
     from accounting.errors import AccountingError
     from dpcg.datasets import load_network
-    from dpcg.private import discover
     from dpcg.private.ledger import LedgerTarget
 
     data = load_network("cancer").sample(300, 0)
     target = LedgerTarget(Path(path), "shared-new-id", Budget(LIFETIME, 1e-5), True)
     try:
-        discover(data, "laplace-pc", epsilon=1.0, delta=1e-6, ledger=target, max_depth=0,
-                 seed=1)
+        private_run(data, "laplace-pc", epsilon=1.0, delta=1e-6, ledger=target, max_depth=0,
+                    seed=1)
     except AccountingError as exc:
         return type(exc).__name__
     return "ok"

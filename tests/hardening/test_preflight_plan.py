@@ -13,6 +13,7 @@ import pytest
 
 from accounting.errors import AccountingError, InvalidParameterError
 from dpcg.errors import AlgorithmError, DpcgError
+from tests.engine_room import private_run
 from tests.hardening.helpers import cli, continuous_table, raw, row_counts
 
 
@@ -112,7 +113,7 @@ def test_curate_order_too_small_for_the_sampler_stops_like_an_exhausted_plan(
     run with the graph so far and a budget-limited note (before: an ``error`` run after
     the earlier orders' releases)."""
     from dpcg.datasets import load_network
-    from dpcg.private import curate, discover, planning
+    from dpcg.private import curate, planning
     from dpcg.private.planning import CuratePlan
 
     real = planning.curate_plan
@@ -126,7 +127,7 @@ def test_curate_order_too_small_for_the_sampler_stops_like_an_exhausted_plan(
 
     monkeypatch.setattr(curate, "curate_plan", starved)
     data = load_network("asia").sample(2000, seed=3)
-    res = discover(data, "curate", epsilon=2.0, delta=1e-6, seed=4)
+    res = private_run(data, "curate", epsilon=2.0, delta=1e-6, seed=4)
     assert res.budget_exhausted
     assert res.pc.levels_completed == 1
     message = res.message or ""
@@ -147,14 +148,13 @@ def _refused_or_clean(data: object, algorithm: str, budgets: list[tuple[float, f
     ``error``, with a ledger that verifies; the grid must reach both outcomes."""
     from accounting.costs import Budget
     from accounting.ledger import Ledger
-    from dpcg.private import discover
 
     outcomes = set()
     for i, (eps, delta) in enumerate(budgets):
         led = tmp_path / f"l{i}.sqlite"
         try:
-            discover(data, algorithm, epsilon=eps, delta=delta, seed=i, ledger=led,
-                     dataset_id="tiny", lifetime=Budget(10.0, lifetime_delta))
+            private_run(data, algorithm, epsilon=eps, delta=delta, seed=i, ledger=led,
+                        dataset_id="tiny", lifetime=Budget(10.0, lifetime_delta))
         except (DpcgError, AccountingError):
             outcomes.add("refused")
             assert not led.exists()  # refused before the ledger file is even created

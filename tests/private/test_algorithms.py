@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 
+import dpcg
 from accounting.costs import Budget
 from dpcg.errors import AlgorithmError
-from dpcg.private import discover, nonprivate_pc
 from dpcg.private.common import DiscreteAlgorithm
 from dpcg.private.contract import RunSettings
 from dpcg.private.laplace_pc import LaplacePCParams
 from dpcg.private.registry import algorithms
 from dpcg.private.run import run_private
+from tests.engine_room import private_run
 
 #: The registered algorithms of the discrete family (a new one is covered).
 ALL = tuple(name for name, algo in algorithms().items() if isinstance(algo, DiscreteAlgorithm))
@@ -59,15 +60,15 @@ def test_high_epsilon_matches_nonprivate_pc(request: pytest.FixtureRequest, algo
                                             kwargs: dict[str, Any], data: str,
                                             test: str) -> None:
     dataset = request.getfixturevalue(data)
-    ref = nonprivate_pc(dataset, test)
-    res = discover(dataset, algorithm, test, epsilon=1e6, delta=1e-6, seed=11, **kwargs)
+    ref = dpcg.discover(dataset, test=test).pc
+    res = private_run(dataset, algorithm, test, epsilon=1e6, delta=1e-6, seed=11, **kwargs)
     assert not res.budget_exhausted
     assert _graph(res) == _graph(type("R", (), {"cpdag": ref.cpdag})())
     assert res.pc.sepsets.keys() == ref.sepsets.keys()
 
 
 def test_laplace_pc_charges_one_release_per_test(asia: Any) -> None:
-    res = discover(asia, "laplace-pc", epsilon=1.0, delta=0.0, seed=1, plan_size=500)
+    res = private_run(asia, "laplace-pc", epsilon=1.0, delta=0.0, seed=1, plan_size=500)
     assert res.guarantee["rule"] == "basic"
     assert _kinds(res) == Counter({"laplace": res.n_tests})
     assert Fraction(res.spent["exact"]["epsilon"]) <= Fraction(1.0)
@@ -89,8 +90,8 @@ def test_laplace_pc_records_each_round_in_one_transaction(
 
     monkeypatch.setattr(LedgerRun, "record_many", spy)
     ledger = tmp_path / "l.sqlite"
-    res = discover(asia, "laplace-pc", epsilon=1.0, delta=0.0, seed=7, ledger=ledger,
-                   dataset_id="asia")
+    res = private_run(asia, "laplace-pc", epsilon=1.0, delta=0.0, seed=7, ledger=ledger,
+                      dataset_id="asia")
     assert sum(map(len, batches)) == res.n_tests == res.mechanisms["laplace"]
     assert len(batches) < res.n_tests / 2
     assert batches[0] == [f"test {x} _||_ {y} | []" for x in range(8) for y in range(x + 1, 8)]
@@ -102,15 +103,15 @@ def test_laplace_pc_records_each_round_in_one_transaction(
 
 
 def test_laplace_pc_zcdp_charges_gaussians(asia: Any) -> None:
-    res = discover(asia, "laplace-pc", epsilon=1.0, delta=1e-6, seed=1, rule="zcdp",
-                   plan_size=300)
+    res = private_run(asia, "laplace-pc", epsilon=1.0, delta=1e-6, seed=1, rule="zcdp",
+                      plan_size=300)
     assert res.guarantee["rule"] == "zcdp"
     assert _kinds(res) == Counter({"gaussian": res.n_tests})
     assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
 
 
 def test_laplace_pc_plan_exhaustion_returns_graph_so_far(asia: Any) -> None:
-    res = discover(asia, "laplace-pc", epsilon=0.5, delta=0.0, seed=2, plan_size=5)
+    res = private_run(asia, "laplace-pc", epsilon=0.5, delta=0.0, seed=2, plan_size=5)
     assert res.budget_exhausted
     assert res.n_tests == 5
     assert _kinds(res) == Counter({"laplace": 5})
@@ -120,7 +121,7 @@ def test_laplace_pc_plan_exhaustion_returns_graph_so_far(asia: Any) -> None:
 
 
 def test_svt_pc_charges_one_instance_per_positive(asia: Any) -> None:
-    res = discover(asia, "svt-pc", epsilon=5.0, delta=0.0, seed=3)
+    res = private_run(asia, "svt-pc", epsilon=5.0, delta=0.0, seed=3)
     positives = sum(1 for t in res.pc.tests if t.independent)
     instances = res.mechanisms.get("sparse-vector", 0)
     assert set(res.mechanisms) == {"sparse-vector"}
@@ -130,7 +131,7 @@ def test_svt_pc_charges_one_instance_per_positive(asia: Any) -> None:
 
 
 def test_priv_pc_charges_sieve_per_round_and_examine_per_positive(asia: Any) -> None:
-    res = discover(asia, "priv-pc", epsilon=20.0, delta=0.0, seed=4, release="test")
+    res = private_run(asia, "priv-pc", epsilon=20.0, delta=0.0, seed=4, release="test")
     k = res.mechanisms
     examined = sum(1 for t in res.pc.tests if t.statistic is not None)
     assert k.get("laplace", 0) == examined == res.plan["used_examines"]
@@ -144,7 +145,7 @@ def test_priv_pc_charges_sieve_per_round_and_examine_per_positive(asia: Any) -> 
 
 
 def test_curate_charges_every_test_and_every_coin(survey: Any) -> None:
-    res = discover(survey, "curate", epsilon=2.0, delta=1e-6, seed=5)
+    res = private_run(survey, "curate", epsilon=2.0, delta=1e-6, seed=5)
     assert res.guarantee["rule"] == "zcdp"
     assert res.mechanisms.get("laplace", 0) == res.n_tests
     assert res.mechanisms.get("exponential", 0) == res.plan["used_coins"]
@@ -154,8 +155,8 @@ def test_curate_charges_every_test_and_every_coin(survey: Any) -> None:
 
 def test_curate_coin_is_not_reseeded(survey: Any) -> None:
     # A huge coin band: every test lands between the margins, so decisions are coins.
-    res = discover(survey, "curate", epsilon=1e6, delta=1e-6, seed=6, beta1=0.99,
-                   beta2=1e6)
+    res = private_run(survey, "curate", epsilon=1e6, delta=1e-6, seed=6, beta1=0.99,
+                      beta2=1e6)
     decisions = {t.independent for t in res.pc.tests}
     assert res.plan["used_coins"] >= res.n_tests - 2  # (scores of exactly 0 fall below)
     assert decisions == {True, False}
@@ -165,7 +166,7 @@ def test_em_pc_charges_exponential_draws(asia: Any) -> None:
     """One count per level run and one top-k release of the picks per level that
     removes something, covering removals at level 0 and later: level 0 (one set per
     pair, most pairs deleted) picks the pairs to keep, later levels the pairs to delete."""
-    res = discover(asia, "em-pc", epsilon=5.0, delta=0.0, seed=7)
+    res = private_run(asia, "em-pc", epsilon=5.0, delta=0.0, seed=7)
     by_level = {len(S) for S in res.pc.sepsets.values()}
     levels = res.pc.levels_completed
     assert 0 in by_level
@@ -178,7 +179,7 @@ def test_em_pc_charges_exponential_draws(asia: Any) -> None:
 
 @pytest.mark.parametrize("algorithm", ["laplace-pc", "svt-pc", "priv-pc"])
 def test_budget_below_one_test_spends_nothing(asia: Any, algorithm: str) -> None:
-    res = discover(asia, algorithm, epsilon=0.5, delta=0.0, seed=8, test_epsilon=1.0)
+    res = private_run(asia, algorithm, epsilon=0.5, delta=0.0, seed=8, test_epsilon=1.0)
     assert res.budget_exhausted
     assert res.n_tests == 0
     assert res.mechanisms == {}
@@ -200,7 +201,7 @@ def test_bad_input_raises_before_anything_is_charged(asia: Any, kwargs: dict[str
     args: dict[str, Any] = {"algorithm": "laplace-pc", "epsilon": 1.0, "delta": 1e-6}
     args.update(kwargs)
     with pytest.raises(AlgorithmError):
-        discover(asia, **args)
+        private_run(asia, **args)
 
 
 def test_ledger_run_verifies_with_totals_equal_to_guarantee(asia: Any, tmp_path: Path
@@ -209,8 +210,8 @@ def test_ledger_run_verifies_with_totals_equal_to_guarantee(asia: Any, tmp_path:
     from accounting.ledger.store import _OPEN_FILES
 
     path = tmp_path / "runs.db"
-    res = discover(asia, "laplace-pc", epsilon=1.0, delta=1e-6, ledger=path,
-                   dataset_id="asia-4k", seed=9)
+    res = private_run(asia, "laplace-pc", epsilon=1.0, delta=1e-6, ledger=path,
+                      dataset_id="asia-4k", seed=9)
     assert res.ledger is not None
     assert res.ledger["run_id"]
     # the run closed its ledger connection (not left to the garbage collector)
@@ -249,7 +250,7 @@ def test_run_private_reuses_a_cache_without_changing_accounting(asia: Any) -> No
 @pytest.mark.parametrize("algorithm", ["em-pc", "curate"])
 def test_plan_size_is_refused_where_it_does_not_apply(asia: Any, algorithm: str) -> None:
     with pytest.raises(AlgorithmError, match="plan_size"):
-        discover(asia, algorithm, epsilon=1.0, delta=1e-6, plan_size=10)
+        private_run(asia, algorithm, epsilon=1.0, delta=1e-6, plan_size=10)
 
 
 def test_priv_pc_round_costs_fit_and_rate_is_the_closed_form(asia: Any) -> None:

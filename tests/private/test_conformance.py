@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import dpcg
 from dpcg.citests.continuous_pc import KernelOptions
 from dpcg.citests.gcm import DEFAULT_BANDWIDTH
 from dpcg.citests.private import source_for_dataset
@@ -24,7 +25,6 @@ from dpcg.citests.registry import TestContext, get_test
 from dpcg.cli import main
 from dpcg.data.dataset import Dataset
 from dpcg.pc.engine import PCResult, pc_stable
-from dpcg.private import nonprivate_pc
 from dpcg.private.registry import algorithms, get_algorithm
 from dpcg.testing import check_algorithm, committed_mechanisms, data_kind, default_data
 
@@ -76,8 +76,8 @@ def _laplace_reference(data: Dataset, max_depth: int) -> PCResult:
     test = get_algorithm("laplace-pc").default_test
     ref = pc_stable(_MinStrategy(source_for_dataset(data, test)), tuple(data.names),
                     max_depth=max_depth)
-    assert ref.cpdag.skeleton() == nonprivate_pc(data, test,
-                                                 max_depth=max_depth).cpdag.skeleton()
+    assert ref.cpdag.skeleton() == dpcg.discover(data, test=test,
+                                                 max_depth=max_depth).pc.cpdag.skeleton()
     return ref
 
 

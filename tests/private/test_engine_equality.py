@@ -19,9 +19,9 @@ from dpcg.data import Categorical, Dataset, Schema
 from dpcg.engines.base import engine_names, get_engine
 from dpcg.engines.resolve import engine_name_of, resolve_engine
 from dpcg.errors import AlgorithmError
-from dpcg.private import discover
 from dpcg.private.common import DiscreteAlgorithm
 from dpcg.private.registry import algorithms
+from tests.engine_room import private_run
 from tests.stats.test_engines import _engines
 
 DISCRETE = tuple(n for n, a in algorithms().items() if isinstance(a, DiscreteAlgorithm))
@@ -51,8 +51,8 @@ def _run(algorithm: str, engine: str, tmp: Path) -> tuple[dict[str, Any], list[l
     data = resolve_engine(_DS, engine)
     assert engine_name_of(data) == engine
     path = tmp / f"{algorithm}-{engine}.sqlite"
-    res = discover(data, algorithm=algorithm, epsilon=2.0, seed=5, ledger=path,
-                   dataset_id="eq", max_depth=2)
+    res = private_run(data, algorithm=algorithm, epsilon=2.0, seed=5, ledger=path,
+                      dataset_id="eq", max_depth=2)
     out = res.to_json(include_tests=True)
     out.pop("ledger")
     out = json.loads(json.dumps(out, default=str))
@@ -100,7 +100,7 @@ def test_a_continuous_algorithm_refuses_an_engine_uncharged(tmp_path: Path) -> N
     eng = get_engine("duckdb").from_codes(_DS.codes, [2, 3, 2, 3, 2], list(_DS.names))
     path = tmp_path / "l.sqlite"
     with pytest.raises(AlgorithmError, match="engine"):
-        discover(eng, algorithm="private-ci-pc", epsilon=1.0, ledger=path, dataset_id="x")
+        private_run(eng, algorithm="private-ci-pc", epsilon=1.0, ledger=path, dataset_id="x")
     if path.exists():
         con = sqlite3.connect(path)
         try:
@@ -130,8 +130,8 @@ def test_streamed_tests_scan_once_per_batch_without_joint_counts(
     glob = write_parquet(tmp_path, _DS.schema, _DS.codes.astype(np.int64), 1)
     engine = DuckDBEngine.from_parquet(glob, _DS.schema, joint_limit=0, threads=1)
     start = engine.scans
-    res = discover(engine, algorithm=algorithm, epsilon=2.0, seed=5,
-                   ledger=tmp_path / "l.sqlite", dataset_id="eq", max_depth=2)
+    res = private_run(engine, algorithm=algorithm, epsilon=2.0, seed=5,
+                      ledger=tmp_path / "l.sqlite", dataset_id="eq", max_depth=2)
     scans = engine.scans - start
     got = json.loads(json.dumps(res.to_json(include_tests=True), default=str))
     want = numpy_runs[algorithm][0]
@@ -174,9 +174,9 @@ def test_priv_pc_scans_per_round_not_per_test_without_joint_counts(
     monkeypatch.setattr(DuckDBEngine, "subset", recorded)
     engine = DuckDBEngine.from_parquet(glob, data.schema, joint_limit=0, threads=1)
     start = engine.scans
-    res = discover(engine, algorithm="priv-pc", epsilon=2.0, seed=5, **options)
+    res = private_run(engine, algorithm="priv-pc", epsilon=2.0, seed=5, **options)
     used = engine.scans - start + sum(sub.scans for sub in subsets)
-    want = discover(data, algorithm="priv-pc", epsilon=2.0, seed=5, **options)
+    want = private_run(data, algorithm="priv-pc", epsilon=2.0, seed=5, **options)
     got_json = json.loads(json.dumps(res.to_json(include_tests=True), default=str))
     want_json = json.loads(json.dumps(want.to_json(include_tests=True), default=str))
     for key in ("seconds", "timing"):

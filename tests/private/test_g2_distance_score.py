@@ -12,15 +12,16 @@ from typing import Any
 import numpy as np
 import pytest
 
+import dpcg
 from accounting.relations import Relation
 from dpcg.citests.nonprivate import G2Test
 from dpcg.citests.private import SCORES, StatisticSource, ThresholdCITest
 from dpcg.errors import CITestError
 from dpcg.pc.engine import pc_stable
-from dpcg.private import discover, nonprivate_pc
 from dpcg.stats.contingency import contingency_table
 from dpcg.stats.g2_distance import g2_distance
 from dpcg.stats.scores import get_score
+from tests.engine_room import private_run
 
 
 def _codes(seed: int, n: int = 600) -> tuple[np.ndarray[Any, Any], tuple[int, ...]]:
@@ -80,7 +81,7 @@ def test_decisions_are_the_g_tests(seed: int, alpha: float) -> None:
 def test_pc_with_the_score_is_g2_pc(asia: Any) -> None:
     """Non-private PC with ``g2-distance`` returns G^2 PC's graph and separating sets."""
     ref = pc_stable(G2Test(asia), tuple(asia.names))
-    got = nonprivate_pc(asia, "g2-distance")
+    got = dpcg.discover(asia, test="g2-distance").pc
     assert got.cpdag.to_json() == ref.cpdag.to_json()
     assert got.sepsets == ref.sepsets
 
@@ -89,8 +90,8 @@ def test_a_private_run_releases_with_sensitivity_one(asia: Any, tmp_path: Path) 
     from accounting.ledger import Ledger
 
     path = tmp_path / "runs.db"
-    res = discover(asia, "laplace-pc", "g2-distance", epsilon=1.0, delta=1e-6,
-                   ledger=path, dataset_id="asia-4k", seed=3)
+    res = private_run(asia, "laplace-pc", "g2-distance", epsilon=1.0, delta=1e-6,
+                      ledger=path, dataset_id="asia-4k", seed=3)
     assert res.test == "g2-distance"
     assert res.n_tests > 0
     led = Ledger.open(path)

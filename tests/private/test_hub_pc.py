@@ -26,11 +26,11 @@ from accounting.errors import InvalidParameterError
 from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
-from dpcg.private import discover
 from dpcg.private.common import marginal_utilities, node_pairs
 from dpcg.private.contract import RunSettings
 from dpcg.private.hub_pc import HUB_DEPTH, HubPCParams, make_plan
 from dpcg.private.planning import SELECTION_EMPTY_SET_BOUND
+from tests.engine_room import private_run
 
 HUB = "random:nodes=16,max_parents=3,card=2-4,seed=3,conc=0.6,shape=scale-free,exponent=1"
 
@@ -70,8 +70,8 @@ def test_selection_fits_its_share_exactly(hub16: Any, delta: float, rule: str) -
 
 def test_level0_is_one_top_k_per_node(hub16: Any, tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    res = discover(hub16, "hub-pc", epsilon=1.0, delta=1e-6, seed=4, ledger=path,
-                   dataset_id="hub16", neighbours=3)
+    res = private_run(hub16, "hub-pc", epsilon=1.0, delta=1e-6, seed=4, ledger=path,
+                      dataset_id="hub16", neighbours=3)
     assert res.ledger is not None
     entries = _entries(path, res.ledger["run_id"])
     tops = [e for e in entries if e["mechanism"] == "top-k"]
@@ -105,8 +105,8 @@ def test_level0_is_one_top_k_per_node(hub16: Any, tmp_path: Path) -> None:
 def test_nodes_with_few_pairs_release_nothing_at_level0(hub16: Any, tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     p = len(hub16.names)
-    res = discover(hub16, "hub-pc", epsilon=1.0, delta=1e-6, seed=4, ledger=path,
-                   dataset_id="hub16", neighbours=p - 1, max_depth=1)
+    res = private_run(hub16, "hub-pc", epsilon=1.0, delta=1e-6, seed=4, ledger=path,
+                      dataset_id="hub16", neighbours=p - 1, max_depth=1)
     assert res.ledger is not None
     entries = _entries(path, res.ledger["run_id"])
     assert not [e for e in entries if e["mechanism"] == "top-k"]
@@ -116,8 +116,8 @@ def test_nodes_with_few_pairs_release_nothing_at_level0(hub16: Any, tmp_path: Pa
 
 def test_vanishing_noise_keeps_the_union_of_exact_per_node_top_k(hub16: Any) -> None:
     k = 2
-    res = discover(hub16, "hub-pc", epsilon=1e7, delta=1e-6, seed=1, neighbours=k,
-                   max_depth=2)
+    res = private_run(hub16, "hub-pc", epsilon=1e7, delta=1e-6, seed=1, neighbours=k,
+                      max_depth=2)
     src = source_for_dataset(hub16)
     p = src.p
     pairs = [(x, y) for x in range(p) for y in range(x + 1, p)]
@@ -139,8 +139,8 @@ def test_vanishing_noise_keeps_the_union_of_exact_per_node_top_k(hub16: Any) -> 
 
 
 def test_seeded_runs_are_reproducible(hub16: Any) -> None:
-    a = discover(hub16, "hub-pc", epsilon=1.0, seed=11)
-    b = discover(hub16, "hub-pc", epsilon=1.0, seed=11)
+    a = private_run(hub16, "hub-pc", epsilon=1.0, seed=11)
+    b = private_run(hub16, "hub-pc", epsilon=1.0, seed=11)
     assert a.cpdag.to_json() == b.cpdag.to_json()
     assert a.mechanisms == b.mechanisms
 
@@ -163,7 +163,7 @@ def test_bad_input_is_refused_before_anything_is_recorded(hub16: Any, tmp_path: 
                             "dataset_id": "hub16"}
     args.update(kwargs)
     with pytest.raises(AlgorithmError):
-        discover(hub16, "hub-pc", **args)
+        private_run(hub16, "hub-pc", **args)
     if path.exists():
         led = Ledger.open(path)
         assert led.verify().ok
@@ -176,8 +176,8 @@ def test_bad_input_is_refused_before_anything_is_recorded(hub16: Any, tmp_path: 
 def test_priv_pc_node_select_makes_the_per_node_selection(hub16: Any, tmp_path: Path
                                                           ) -> None:
     path = tmp_path / "l.db"
-    res = discover(hub16, "priv-pc", epsilon=1.0, delta=1e-6, seed=4, ledger=path,
-                   dataset_id="hub16", node_select=3)
+    res = private_run(hub16, "priv-pc", epsilon=1.0, delta=1e-6, seed=4, ledger=path,
+                      dataset_id="hub16", node_select=3)
     assert res.ledger is not None
     entries = _entries(path, res.ledger["run_id"])
     tops = [e for e in entries if e["mechanism"] == "top-k"]
@@ -194,12 +194,12 @@ def test_priv_pc_node_select_makes_the_per_node_selection(hub16: Any, tmp_path: 
     assert lv0["selected"] <= p * 3
     assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
     # the selection's steps fit the share the plan gives it (level 0's SELECT_SHARE)
-    capped = discover(hub16, "priv-pc", epsilon=1.0, seed=4, node_select=3, max_depth=1)
+    capped = private_run(hub16, "priv-pc", epsilon=1.0, seed=4, node_select=3, max_depth=1)
     assert capped.plan["max_depth"] == 1
 
 
 def test_priv_pc_default_plan_is_unchanged(hub16: Any) -> None:
-    res = discover(hub16, "priv-pc", epsilon=1.0, seed=4)
+    res = private_run(hub16, "priv-pc", epsilon=1.0, seed=4)
     assert "node_select" not in res.plan
     assert res.plan["max_depth"] is None
     assert "top-k" not in res.mechanisms or res.plan["select_k"] > 0
@@ -223,7 +223,7 @@ def test_priv_pc_node_select_bad_input_is_refused_before_anything_is_recorded(
     # a budget beyond the samplers' range is Priv-PC's accounting error, as without the
     # option (accounting.errors.InvalidParameterError); both are refused uncharged
     with pytest.raises((AlgorithmError, InvalidParameterError)):
-        discover(hub16, "priv-pc", **args)
+        private_run(hub16, "priv-pc", **args)
     if path.exists():
         led = Ledger.open(path)
         assert not [e for e in led.entries() if e["kind"] == "mechanism"]
@@ -237,7 +237,7 @@ def test_background_knowledge_is_respected(hub16: Any) -> None:
     n = list(hub16.names)
     bk = BackgroundKnowledge.build(required_edges=[(n[0], n[15]), (n[3], n[9])],
                                    forbidden_edges=[(n[1], n[2])])
-    res = discover(hub16, "hub-pc", epsilon=1.0, seed=3, background=bk, neighbours=1)
+    res = private_run(hub16, "hub-pc", epsilon=1.0, seed=3, background=bk, neighbours=1)
     edges = {frozenset(e) for kind in ("directed", "undirected")
              for e in res.cpdag.to_json()["edges"][kind]}
     assert frozenset((n[0], n[15])) in edges

@@ -22,9 +22,10 @@ from accounting.costs import Budget
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import candidate_sets, pair_test_count
-from dpcg.private import discover, laplace_pc
+from dpcg.private import laplace_pc
 from dpcg.private.laplace_pc import LaplacePCParams, level_slots
 from dpcg.private.planning import screen_multiplier
+from tests.engine_room import private_run
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -61,7 +62,7 @@ def net50() -> Any:
 @pytest.mark.parametrize("release", ["test", "pair"])
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 def test_levels_spend_within_their_shares(net50: Any, eps: float, release: str) -> None:
-    res = discover(net50, "laplace-pc", epsilon=eps, delta=1e-6, seed=3, release=release)
+    res = private_run(net50, "laplace-pc", epsilon=eps, delta=1e-6, seed=3, release=release)
     plan = res.plan
     assert plan["budget_split"] == "levels"
     assert plan["release"] == release
@@ -101,7 +102,7 @@ def test_a_level_with_nothing_useful_left_stops_flagged(
     monkeypatch.setattr(laplace_pc, "level_slots",
                         lambda lv, d: slots(lv, d) if lv == 0 else 10**30)
     # every pair tested at level 0 (no selection), so the engine's tests are the releases
-    res = discover(net50, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3, screen_selection=0)
+    res = private_run(net50, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3, screen_selection=0)
     assert res.budget_exhausted
     assert res.message is not None
     assert "level 1" in res.message
@@ -132,8 +133,8 @@ def test_options() -> None:
 
 
 def test_run_split_is_the_fixed_plan(net50: Any) -> None:
-    res = discover(net50, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3,
-                   budget_split="run")
+    res = private_run(net50, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3,
+                      budget_split="run")
     assert "budget_split" not in res.plan
     assert res.plan["plan_size"] == 16 * (30 * 29 // 2)
 
@@ -142,7 +143,7 @@ def test_an_empty_graph_is_never_silent() -> None:
     # a budget far too small for 2,000 rows: every test comes out independent, nothing
     # runs out, and the result says what the empty graph means
     data = load_network("asia").sample(2000, 1)
-    res = discover(data, "svt-pc", epsilon=0.01, seed=1)
+    res = private_run(data, "svt-pc", epsilon=0.01, seed=1)
     assert res.cpdag.n_edges == 0
     assert not res.budget_exhausted
     assert res.message is not None

@@ -29,10 +29,11 @@ from dpcg.citests.base import CIResult
 from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.pc.engine import LevelCandidates, candidate_sets
-from dpcg.private import discover, laplace_pc
+from dpcg.private import laplace_pc
 from dpcg.private.common import SETS_PER_SIDE, ranked_sets
 from dpcg.private.contract import RunSettings
 from dpcg.private.laplace_pc import LaplacePCParams, PairMinTest, make_plan
+from tests.engine_room import private_run
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +54,8 @@ def test_one_release_per_open_pair_then_one_pick_per_removal(net30: Any,
                                                              tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     # without a level-0 selection: every ledger entry is a test or a pick of one pair
-    res = discover(net30, "laplace-pc", epsilon=2.0, delta=1e-6, seed=4, ledger=path,
-                   dataset_id="net30", screen_selection=0)
+    res = private_run(net30, "laplace-pc", epsilon=2.0, delta=1e-6, seed=4, ledger=path,
+                      dataset_id="net30", screen_selection=0)
     assert res.ledger is not None
     entries = _entries(path, res.ledger["run_id"])
     src = source_for_dataset(net30)
@@ -87,8 +88,8 @@ def test_one_release_per_open_pair_then_one_pick_per_removal(net30: Any,
 
 def test_each_level_stays_within_its_share(net30: Any, tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    res = discover(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=2, ledger=path,
-                   dataset_id="net30")
+    res = private_run(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=2, ledger=path,
+                      dataset_id="net30")
     assert res.ledger is not None
     cost: dict[int, float] = {}
     for e in _entries(path, res.ledger["run_id"]):
@@ -105,7 +106,7 @@ def test_each_level_stays_within_its_share(net30: Any, tmp_path: Path) -> None:
 def test_vanishing_noise_releases_the_exact_minimum(net30: Any) -> None:
     """With a huge budget the released minimum of a removed pair equals the smallest
     exact margin over its candidate sets, and the pick is that set."""
-    res = discover(net30, "laplace-pc", epsilon=1e7, delta=1e-6, seed=1, max_depth=2)
+    res = private_run(net30, "laplace-pc", epsilon=1e7, delta=1e-6, seed=1, max_depth=2)
     src = source_for_dataset(net30)
     adj = [set(range(src.p)) - {v} for v in range(src.p)]
     by_level: dict[int, list[Any]] = {}
@@ -175,8 +176,8 @@ def test_ranked_sets_are_candidates_from_the_strongest_neighbours(net30: Any, se
 
 
 def test_the_release_option_keeps_per_test_rounds(net30: Any) -> None:
-    res = discover(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3, release="test",
-                   screen_selection=0)
+    res = private_run(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=3, release="test",
+                      screen_selection=0)
     assert res.plan["release"] == "test"
     assert "sepset_share" not in res.plan
     assert res.mechanisms.get("exponential", 0) == 0

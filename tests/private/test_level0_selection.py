@@ -26,10 +26,11 @@ from accounting.relations import Relation
 from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
-from dpcg.private import discover, laplace_pc, planning
+from dpcg.private import laplace_pc, planning
 from dpcg.private.contract import RunSettings
 from dpcg.private.laplace_pc import LaplacePCParams, level_slots, make_plan, noise_sd
 from dpcg.private.planning import GUMBEL_SD, n_pairs, select_count, selection_epsilon
+from tests.engine_room import private_run
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +120,7 @@ def test_select_count_is_the_largest_k_within_the_noise_cap(rule: str,
 
 
 def test_a_run_keeps_at_most_k_pairs(net100: Any) -> None:
-    res = discover(net100, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4)
+    res = private_run(net100, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4)
     plan = res.plan
     k = plan["select_k"]
     assert k == 400
@@ -138,8 +139,8 @@ def test_a_run_keeps_at_most_k_pairs(net100: Any) -> None:
 
 
 def test_no_level_zero_test_with_the_whole_share(net100: Any) -> None:
-    res = discover(net100, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4,
-                   select_share=1.0)
+    res = private_run(net100, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4,
+                      select_share=1.0)
     lv0 = res.plan["used_levels"][0]
     assert lv0["tests"] == 0
     assert res.plan["used_levels"][1]["pairs"] == res.plan["select_k"]
@@ -164,7 +165,7 @@ def test_options() -> None:
 
 def test_priv_pc_selects_then_sieves_the_kept_pairs(net100: Any) -> None:
     # the single-release selection (the default screened one: test_screened_selection.py)
-    res = discover(net100, "priv-pc", epsilon=1.0, delta=1e-6, seed=4, screen_selection=0)
+    res = private_run(net100, "priv-pc", epsilon=1.0, delta=1e-6, seed=4, screen_selection=0)
     plan = res.plan
     k = plan["select_k"]
     assert k == 400
@@ -209,7 +210,7 @@ def test_svt_pc_selects_then_streams_the_kept_pairs(net100: Any) -> None:
     from dpcg.private.svt_pc import SVTPCParams
     from dpcg.private.svt_pc import make_plan as svt_plan
 
-    res = discover(net100, "svt-pc", epsilon=1.0, delta=1e-6, seed=4)
+    res = private_run(net100, "svt-pc", epsilon=1.0, delta=1e-6, seed=4)
     plan = res.plan
     k = plan["select_k"]
     assert k == 400
@@ -238,7 +239,7 @@ def test_svt_pc_selects_then_streams_the_kept_pairs(net100: Any) -> None:
 def test_curate_selects_then_tests_the_kept_pairs(net100: Any) -> None:
     from dpcg.private.curate import CurateParams
 
-    res = discover(net100, "curate", epsilon=1.0, delta=1e-6, seed=4)
+    res = private_run(net100, "curate", epsilon=1.0, delta=1e-6, seed=4)
     plan = res.plan
     assert plan["select_k"] == 400
     assert res.mechanisms.get("top-k") == 1
@@ -246,8 +247,8 @@ def test_curate_selects_then_tests_the_kept_pairs(net100: Any) -> None:
     assert orders[0]["order"] == 0
     assert orders[0]["edges"] == 400  # order 0 is planned over the kept pairs only
     assert Fraction(res.spent["exact"]["rho"]) <= Budget(1.0, 1e-6).rho()
-    assert discover(net100, "curate", epsilon=1.0, delta=1e-6, seed=4,
-                    select=0).plan["select_k"] == 0
+    assert private_run(net100, "curate", epsilon=1.0, delta=1e-6, seed=4,
+                       select=0).plan["select_k"] == 0
     with pytest.raises(AlgorithmError, match="select"):
         CurateParams(select=-1.0)
 

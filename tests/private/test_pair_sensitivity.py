@@ -13,8 +13,8 @@ import pytest
 
 from accounting.relations import Relation
 from dpcg.citests.private import P_LIPSCHITZ, StatisticSource, source_for_dataset
-from dpcg.private import discover
 from dpcg.stats.registry import conditional_kendall_sensitivity
+from tests.engine_room import private_run
 
 N = 400
 CARDS = (2, 3, 4, 6, 1)
@@ -86,8 +86,8 @@ def test_laplace_pc_ledger_entries_carry_each_pairs_bound(survey: Any, tmp_path:
     from accounting.ledger import Ledger
 
     path = tmp_path / "runs.db"
-    res = discover(survey, "laplace-pc", epsilon=2.0, delta=1e-6, ledger=path,
-                   dataset_id="survey-4k", seed=5)
+    res = private_run(survey, "laplace-pc", epsilon=2.0, delta=1e-6, ledger=path,
+                      dataset_id="survey-4k", seed=5)
     led = Ledger.open(path)
     assert led.verify().ok
     assert res.ledger is not None
@@ -212,8 +212,8 @@ def test_level0_releases_follow_the_empty_set_switch(survey: Any, tmp_path: Path
 
     monkeypatch.setattr(planning, "LEVEL0_EMPTY_SET_BOUND", switch)
     path = tmp_path / "runs.db"
-    res = discover(survey, "laplace-pc", epsilon=2.0, delta=1e-6, ledger=path,
-                   dataset_id="survey-4k", seed=5)
+    res = private_run(survey, "laplace-pc", epsilon=2.0, delta=1e-6, ledger=path,
+                      dataset_id="survey-4k", seed=5)
     assert res.ledger is not None
     src = source_for_dataset(survey)
     entries = [e for e in Ledger.open(path).entries()
@@ -244,8 +244,8 @@ def test_every_algorithm_runs_with_the_empty_set_switch(survey: Any, tmp_path: P
 
     monkeypatch.setattr(planning, "LEVEL0_EMPTY_SET_BOUND", True)
     path = tmp_path / "runs.db"
-    res = discover(survey, algorithm, epsilon=4.0, delta=1e-6, ledger=path,
-                   dataset_id="survey-4k", seed=5)
+    res = private_run(survey, algorithm, epsilon=4.0, delta=1e-6, ledger=path,
+                      dataset_id="survey-4k", seed=5)
     led = Ledger.open(path)
     assert led.verify().ok
     assert res.ledger is not None
@@ -301,8 +301,8 @@ def test_which_selections_use_the_empty_set_bound(
     for switch in (True, False):
         monkeypatch.setattr(planning, "SELECTION_EMPTY_SET_BOUND", switch)
         seen.clear()
-        res = discover(data, algorithm, epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
-                       **params)
+        res = private_run(data, algorithm, epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
+                          **params)
         assert res.mechanisms.get("top-k", 0) >= 1, "no selection was made"
         assert seen
         assert set(seen) == {wanted and switch}

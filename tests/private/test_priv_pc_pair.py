@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 
+import dpcg
 from accounting.costs import Budget
 from accounting.errors import BudgetExceededError
 from dpcg.citests.private import source_for_dataset
 from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import LevelCandidates, pc_stable
-from dpcg.private import discover, nonprivate_pc
 from dpcg.private.priv_pc import PrivPCParams, split_examine
+from tests.engine_room import private_run
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +53,8 @@ def test_pair_levels_release_one_examine_per_sieve_positive(net30: Any, tmp_path
     from accounting.ledger import Ledger
 
     path = tmp_path / "l.db"
-    res = discover(net30, "priv-pc", epsilon=2.0, delta=1e-6, seed=4, ledger=path,
-                   dataset_id="net30", release="pair", select=4)
+    res = private_run(net30, "priv-pc", epsilon=2.0, delta=1e-6, seed=4, ledger=path,
+                      dataset_id="net30", release="pair", select=4)
     assert res.plan["release"] == "pair"
     assert res.ledger is not None
     led = Ledger.open(path)
@@ -108,8 +109,8 @@ def test_a_pair_is_asked_again_only_after_a_dependent_answer(
 
     monkeypatch.setattr(SparseVectorRun, "test", recording_test)
     monkeypatch.setattr(pp.PairSieveTester, "_pair", recording_pair)
-    res = discover(net30, "priv-pc", epsilon=2.0, delta=1e-6, seed=4, select=4,
-                   sieve_asks=asks)
+    res = private_run(net30, "priv-pc", epsilon=2.0, delta=1e-6, seed=4, select=4,
+                      sieve_asks=asks)
     assert res.plan["sieve_asks"] == asks
     assert per_pair
     for got in per_pair:
@@ -133,9 +134,9 @@ def test_sieve_asks_is_checked() -> None:
 
 
 def test_vanishing_noise_gives_pc_stables_skeleton(net30: Any) -> None:
-    res = discover(net30, "priv-pc", epsilon=1e7, delta=1e-6, seed=1, max_depth=2,
-                   release="pair", select=0)
-    ref = nonprivate_pc(net30, "kendall-split", max_depth=2)
+    res = private_run(net30, "priv-pc", epsilon=1e7, delta=1e-6, seed=1, max_depth=2,
+                      release="pair", select=0)
+    ref = dpcg.discover(net30, test="kendall-split", max_depth=2).pc
     assert not res.budget_exhausted
     assert res.cpdag.skeleton() == ref.cpdag.skeleton()
 
@@ -143,26 +144,26 @@ def test_vanishing_noise_gives_pc_stables_skeleton(net30: Any) -> None:
 def test_default_is_per_pair_with_or_without_a_selection() -> None:
     small = load_network("random:nodes=20,max_parents=3,card=2-4,seed=5,conc=1").sample(
         20_000, 5)
-    res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
-                   select=0)
+    res = private_run(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
+                      select=0)
     assert res.plan["select_k"] == 0
     assert res.plan["release"] == "pair"
-    res = discover(small, "priv-pc", epsilon=1e6, delta=1e-6, seed=2, max_depth=1)
+    res = private_run(small, "priv-pc", epsilon=1e6, delta=1e-6, seed=2, max_depth=1)
     assert res.plan["select_k"] == 0  # no selection by default at a huge budget
     assert res.plan["release"] == "pair"
-    res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
-                   select=0, release="test")
+    res = private_run(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
+                      select=0, release="test")
     assert res.plan["release"] == "test"
-    res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
-                   select=3)
+    res = private_run(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
+                      select=3)
     # screened: the first release keeps 2K = 120, the second K/2 = 30
     assert (res.plan["screen_k"], res.plan["select_k"]) == (120, 30)
     assert res.plan["release"] == "pair"
-    res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
-                   select=3, screen_selection=0)
+    res = private_run(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1,
+                      select=3, screen_selection=0)
     assert res.plan["select_k"] == 60
     assert res.plan["release"] == "pair"
-    res = discover(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1)
+    res = private_run(small, "priv-pc", epsilon=1.0, delta=1e-6, seed=2, max_depth=1)
     # the default selection (PRIV_PC_SELECT_GAIN): K = 80, screened to 40 of 160
     assert (res.plan["screen_k"], res.plan["select_k"]) == (160, 40)
     assert res.plan["release"] == "pair"

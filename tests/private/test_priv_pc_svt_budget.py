@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from accounting.costs import Budget
-from dpcg.private import discover, priv_pc
 from dpcg.private import planning as pl
+from dpcg.private import priv_pc
+from tests.engine_room import private_run
 
 
 @pytest.mark.parametrize("rule", ["basic", "zcdp"])
@@ -83,7 +84,7 @@ def _levels_within_plan(res: Any, unit: str) -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("eps", [0.05, 1.0])
 def test_svt_pc_per_level_plan_never_runs_out(asia: Any, seed: int, eps: float) -> None:
-    res = discover(asia, "svt-pc", epsilon=eps, delta=1e-6, seed=seed)
+    res = private_run(asia, "svt-pc", epsilon=eps, delta=1e-6, seed=seed)
     assert not res.budget_exhausted
     assert res.plan["horizon"] == pl.DEFAULT_PLANNED_DEPTH
     _levels_within_plan(res, "instances")
@@ -97,7 +98,7 @@ def test_svt_pc_per_level_plan_never_runs_out(asia: Any, seed: int, eps: float) 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_priv_pc_level_zero_is_always_completed(asia: Any, seed: int) -> None:
-    res = discover(asia, "priv-pc", epsilon=0.05, delta=1e-6, seed=seed)
+    res = private_run(asia, "priv-pc", epsilon=0.05, delta=1e-6, seed=seed)
     levels = res.plan["used_levels"]
     assert levels[0]["level"] == 0
     assert levels[0]["rounds_planned"] == 28
@@ -115,8 +116,8 @@ def test_priv_pc_used_up_plan_stops_flagged_and_honest(asia: Any,
     # per-test queries with a plan far too small above level 0: level 1 runs out of rounds
     monkeypatch.setattr(priv_pc, "PRIV_PC_ROUNDS_PER_PAIR", 0.05)
     # planned depth 3: level 1 may spend a third of what remains, so budget is left
-    res = discover(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=5, max_depth=3,
-                   release="test")
+    res = private_run(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=5, max_depth=3,
+                      release="test")
     assert res.budget_exhausted
     assert res.pc.levels_completed >= 1  # level 0 is never cut short
     last = res.plan["used_levels"][-1]
@@ -141,7 +142,7 @@ def test_priv_pc_used_up_plan_stops_flagged_and_honest(asia: Any,
 
 @pytest.mark.parametrize("algorithm", ["priv-pc", "svt-pc"])
 def test_a_user_plan_cut_short_at_level_zero_says_so(asia: Any, algorithm: str) -> None:
-    res = discover(asia, algorithm, epsilon=1.0, delta=0.0, seed=6, plan_size=2)
+    res = private_run(asia, algorithm, epsilon=1.0, delta=0.0, seed=6, plan_size=2)
     assert res.budget_exhausted
     assert res.pc.levels_completed == 0
     assert res.message is not None
@@ -155,7 +156,7 @@ def test_priv_pc_budget_used_up_says_so(asia: Any, monkeypatch: pytest.MonkeyPat
     # run stops at level 2 because nothing is left (not because of a plan)
     monkeypatch.setattr(priv_pc, "PRIV_PC_ROUNDS_PER_PAIR", 0.05)
     for seed in range(5, 11):
-        res = discover(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=seed)
+        res = private_run(asia, "priv-pc", epsilon=0.5, delta=1e-6, seed=seed)
         for rec in res.plan["used_levels"]:
             assert rec["rounds"] <= rec["rounds_planned"]
         if res.budget_exhausted:
@@ -191,7 +192,7 @@ def test_priv_pc_per_test_levels_never_use_up_their_plan(
     data = load_network(net).sample(20_000, 1)
     switched = cut_short = 0
     for seed in range(3):
-        res = discover(data, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
+        res = private_run(data, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
         assert res.plan["select_k"] == 0
         assert res.plan["release"] == "test"
         assert not res.budget_exhausted
@@ -207,8 +208,8 @@ def test_priv_pc_per_test_levels_never_use_up_their_plan(
     with monkeypatch.context() as m:
         _priv_pc_edge_tester(m)
         for seed in range(3):
-            cut_short += discover(data, "priv-pc", epsilon=1.0, delta=1e-6,
-                                  seed=seed, release="test").budget_exhausted
+            cut_short += private_run(data, "priv-pc", epsilon=1.0, delta=1e-6,
+                                     seed=seed, release="test").budget_exhausted
     assert switched > 0
     assert cut_short > 0
 
@@ -219,11 +220,11 @@ def test_priv_pc_per_test_levels_are_the_per_test_tester_until_they_switch(
     """Where no level comes near the end of its plan, the level strategy asks the
     engine's tests in the engine's order with the same releases: the same graph, the
     same test records and the same spending as the per-test tester."""
-    res = discover(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
+    res = private_run(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
     assert not any("per_pair_from" in rec for rec in res.plan["used_levels"])
     with monkeypatch.context() as m:
         _priv_pc_edge_tester(m)
-        ref = discover(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
+        ref = private_run(asia, "priv-pc", epsilon=1.0, delta=1e-6, seed=seed, release="test")
     assert res.cpdag.to_json() == ref.cpdag.to_json()
     assert res.pc.tests == ref.pc.tests
     assert res.spent == ref.spent

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import dpcg
 from dpcg.data.dataset import Dataset
 from dpcg.data.schema import Schema
 from dpcg.errors import DataValidationError
-from dpcg.private import discover
 from dpcg.private.ledger import LedgerTarget
 from dpcg.private.run import discover_private
 
@@ -43,5 +43,5 @@ def test_deleted_rows_are_refused_by_every_private_door(algorithm: str,
         discover_private(ds, algorithm, epsilon=1.0,
                          ledger=LedgerTarget(led, "d", None))
     with pytest.raises(DataValidationError, match="public n"):
-        discover(ds, algorithm, epsilon=1.0)
+        dpcg.discover(ds, algorithm=algorithm, epsilon=1.0, ledger=dpcg.NO_LEDGER)
     assert not led.exists()

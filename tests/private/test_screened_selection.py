@@ -29,7 +29,6 @@ from accounting.session import Session
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import pc_stable, without_sepsets
 from dpcg.pc.oracle import DSeparationOracle
-from dpcg.private import discover
 from dpcg.private.common import (
     SETS_PER_SIDE,
     neighbour_order,
@@ -44,6 +43,7 @@ from dpcg.private.planning import (
     selection_epsilon,
 )
 from dpcg.private.priv_pc import PrivPCParams
+from tests.engine_room import private_run
 
 
 @pytest.mark.parametrize("rule", ["zcdp", "basic"])
@@ -213,7 +213,7 @@ def net100() -> Any:
 def test_priv_pc_run_screens_then_sieves_the_kept_pairs(
         net100: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _count_orientations(monkeypatch)
-    res = discover(net100, "priv-pc", epsilon=1.0, delta=1e-6, seed=4)
+    res = private_run(net100, "priv-pc", epsilon=1.0, delta=1e-6, seed=4)
     assert len(calls) == 1  # the screened-out pairs' sets are dropped before orienting
     plan = res.plan
     assert plan["screened"] is True
@@ -374,7 +374,7 @@ def test_laplace_pc_screens_below_its_single_selection(net30: Any, net100: Any,
 
 
 def test_laplace_pc_run_screens_then_tests_the_kept_pairs(net30: Any) -> None:
-    res = discover(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4)
+    res = private_run(net30, "laplace-pc", epsilon=1.0, delta=1e-6, seed=4)
     plan = res.plan
     assert plan["screened"] is True
     assert res.mechanisms.get("top-k") == 2
@@ -416,7 +416,7 @@ def test_screened_pairs_stay_level_one_candidates(net30: Any, algorithm: str,
         seen[level] = (adjacency, out, tester.unreleased_sepsets)
         return out
     monkeypatch.setattr(engine, "_with_carried", spy)
-    res = discover(net30, algorithm, epsilon=1.0, delta=1e-6, seed=4)
+    res = private_run(net30, algorithm, epsilon=1.0, delta=1e-6, seed=4)
     assert res.plan["screened"] is True
     base, ext, screened = seen[1]
     assert screened

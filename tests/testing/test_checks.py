@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+import dpcg
 from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.private import PrivateCITest, StatisticSource
@@ -21,7 +22,6 @@ from dpcg.data.dataset import Dataset
 from dpcg.engines.base import Query, engine_names, get_engine
 from dpcg.errors import StatisticInputError
 from dpcg.pc.engine import PCResult
-from dpcg.private import nonprivate_pc
 from dpcg.private.registry import algorithms, get_algorithm
 from dpcg.stats.contingency import StrataTable
 from dpcg.stats.registry import get
@@ -88,7 +88,7 @@ def test_wrong_huge_epsilon_limit_is_caught() -> None:
     """The huge-epsilon check compares with the reference it is given: PC stopped at
     depth 0 is not the toy's limit at depth 2."""
     def shallow(data: Dataset, max_depth: int) -> PCResult:
-        return nonprivate_pc(data, toy_algorithm.TOY.default_test, max_depth=0)
+        return dpcg.discover(data, test=toy_algorithm.TOY.default_test, max_depth=0).pc
 
     with pytest.raises(AssertionError, match="epsilon = 1e6 reproduces non-private PC"):
         check_algorithm(toy_algorithm.TOY, params=toy_algorithm.ToyParams(tests=5000),
