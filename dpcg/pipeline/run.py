@@ -264,7 +264,6 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
     from dpcg.graph import CPDAG
     from dpcg.pc.background import BackgroundKnowledge
     from dpcg.pc.engine import pc_stable
-    from dpcg.private.run import discover_private
 
     background = req.background
     if background is not None and not isinstance(background, BackgroundKnowledge):
@@ -319,6 +318,8 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
         if delta is None:  # auto, or a schema read with the data: checked now
             delta = _run_delta(req, choice)
         target = _ledger_target(req, algo, float(delta), resolved)
+        from dpcg.private.run import discover_private  # the engine room: private runs only
+
         private_res = discover_private(
             resolved.source, algo, epsilon=float(req.epsilon),  # type: ignore[arg-type]
             delta=float(delta), test=choice.requested_test, alpha=float(req.alpha),

@@ -86,7 +86,7 @@ from dpcg.cli import main
 assert main(["discover", "--dataset", "asia", "--rows", "200", "--quiet",
              "--out", {str(tmp_path / 'r.json')!r}]) == 0
 print(sorted(m for m in ("scipy.stats", "dpcg.citests.gcm", "dpcg.private.laplace_pc",
-                         "dpcg.private.api") if m in sys.modules))
+                         "dpcg.private.common") if m in sys.modules))
 """
     assert _run(code).strip() == "[]"
     assert (tmp_path / "r.json").exists()
