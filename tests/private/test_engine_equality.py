@@ -75,8 +75,21 @@ def numpy_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {a: _run(a, "numpy", tmp) for a in DISCRETE}
 
 
-@pytest.mark.parametrize("engine", [p for p in _engines()
-                                    if getattr(p, "values", ("numpy",))[0] != "numpy"])
+def _other_engines() -> list[object]:
+    """Every engine but numpy; the slow ones (Spark: 10-75 s a run on a shared 2-core
+    machine) in the full lane only (``slow``), the others in the fast lane too."""
+    out: list[object] = []
+    for slow in (False, True):
+        for p in _engines(slow=slow):
+            values, marks = p.values, list(p.marks)  # type: ignore[attr-defined]
+            if values[0] == "numpy":
+                continue
+            out.append(pytest.param(*values, marks=[*marks, pytest.mark.slow] if slow
+                                    else marks))
+    return out
+
+
+@pytest.mark.parametrize("engine", _other_engines())
 @pytest.mark.parametrize("algorithm", DISCRETE)
 def test_every_engine_gives_the_numpy_run(engine: str, algorithm: str, tmp_path: Path,
                                           numpy_runs: dict[str, Any]) -> None:
