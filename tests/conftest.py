@@ -41,6 +41,7 @@ _GROUP_OF = {path: group for group, paths in SERVER_GROUPS.items() for path in p
 _ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         try:

@@ -10,7 +10,8 @@ one ledger policy (:func:`dpcg.private.ledger.ledger_target`) -> :class:`Discove
 :func:`dpcg.discover` (and ``dpcg discover``) is the one public function; it builds a
 :class:`~dpcg.pipeline.request.DiscoverRequest` and calls :func:`execute`. The only
 thing :func:`execute` takes beyond the request is internal: ``scores``, a score cache
-shared by many runs on ONE dataset (the advisor, benchmarks, audits; docs/internals.md).
+shared by many runs on ONE dataset (the advisor, the benchmarks' references;
+docs/internals.md, "The score-cache seam").
 """
 
 from __future__ import annotations
@@ -325,8 +326,8 @@ def execute(req: DiscoverRequest, *, progress: Progress | None = None,
             delta=float(delta), test=choice.requested_test, alpha=float(req.alpha),
             noise_seed=req.noise_seed, max_depth=req.max_depth, params=choice.params,
             test_options=choice.test_options, ledger=target, background=background,
-            progress=progress, cache=scores, limits=_limits(req, True, int(resolved.source.n),
-                                              len(resolved.source.names)))
+            progress=progress, cache=scores,
+            limits=_limits(req, True, int(resolved.source.n), len(resolved.source.names)))
         res = private_res.pc
         extra = private_res.extra()
         if choice.auto is not None:
