@@ -7,7 +7,8 @@ pipeline itself calls, :func:`dpcg.private.run.discover_private`, through
 :func:`private_run`: it only turns the keywords a test writes (``seed=``, a ledger path,
 option fields) into the engine room's typed inputs. It has no defaults of its own
 (``epsilon`` is required; ``delta`` and every option default to the algorithm's, as in
-the pipeline) and validates nothing itself: the engine room does.
+the pipeline); beyond naming an option that belongs to neither the algorithm nor the
+test, the validation is the engine room's.
 """
 
 from __future__ import annotations
