@@ -20,4 +20,3 @@ def _isolated_default_ledger(tmp_path_factory: pytest.TempPathFactory,
     path = tmp_path_factory.mktemp("default-ledger") / "ledger.sqlite"
     monkeypatch.setenv("DPCG_LEDGER", str(path))
     return path
-
