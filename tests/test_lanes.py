@@ -58,3 +58,15 @@ def test_no_test_asserts_a_wall_time() -> None:
             if _WALL.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     assert not offenders, "a test asserts a wall time:\n" + "\n".join(offenders)
+
+
+def test_every_full_lane_only_entry_names_an_existing_test() -> None:
+    """A renamed test must not silently fall back into the fast lane's list as a stale
+    name: every entry of ``FULL_LANE_ONLY`` names a file and a test function in it."""
+    from tests.conftest import FULL_LANE_ONLY
+
+    root = Path(__file__).resolve().parents[1]
+    for entry in FULL_LANE_ONLY:
+        path, _, func = entry.partition("::")
+        text = (root / path).read_text()
+        assert f"def {func}" in text, entry
