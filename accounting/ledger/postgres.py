@@ -790,13 +790,6 @@ class PostgresRun:
             eps = None if eps is None or cost.epsilon is None else eps + cost.epsilon
             delta = delta + cost.delta
             rho = None if rho is None or cost.rho is None else rho + cost.rho
-        why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
-        if why is not None:
-            n = len(entries)
-            what = repr(entries[0].mechanism) if n == 1 else f"{n} entries"
-            raise BudgetExceededError(
-                f"run {self._run_id!r}: recording {what} would exceed the run's "
-                f"reservation under rule {self._rule}: {why}")
         units = self._units
         if self._reserved_rho is not None:  # checked again by the database
             total: Fraction | None = units
@@ -814,6 +807,13 @@ class PostgresRun:
                     f"run {self._run_id!r}: the entries would exceed the run's reservation "
                     f"under its dataset's zcdp lifetime: {why}")
             units = total
+        why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
+        if why is not None:
+            n = len(entries)
+            what = repr(entries[0].mechanism) if n == 1 else f"{n} entries"
+            raise BudgetExceededError(
+                f"run {self._run_id!r}: recording {what} would exceed the run's "
+                f"reservation under rule {self._rule}: {why}")
         segments = [_encode(fields, encoded) for fields, encoded in checked]
         rows = self._ledger._call(
             "SELECT o_seq, o_hash FROM dpcg.charge(%s, %s, %s)",
