@@ -29,6 +29,7 @@ from accounting.errors import (
 from accounting.ledger import Ledger, verify_certificate
 from accounting.ledger._admission import row_to_record
 from accounting.ledger._format import STORED_FIELDS, canonical_json, entry_hash
+from accounting.ledger._verify import reservation_rho
 from accounting.mechanisms import Exponential, SmoothSensitivityMedian
 
 from .attacker import rechain
@@ -354,3 +355,40 @@ def test_a_rechained_edit_of_a_signed_zcdp_ledger_refuses_the_next_reservation(
         with pytest.raises(LedgerCorruptError):
             led.open_run(DATASET, Budget(0.01), "basic", seed_explicit=False)
     assert state(path) == before
+
+
+# ---------------------------------------------------------------------------------
+# dpcg discover --lifetime-rule zcdp
+# ---------------------------------------------------------------------------------
+def test_discover_registers_a_zcdp_lifetime_and_refunds_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpcg.cli import main
+
+    path, out = tmp_path / "l.db", tmp_path / "r.json"
+    argv = ["discover", "--dataset", "asia", "--rows", "500", "--algorithm", "laplace-pc",
+            "--epsilon", "1", "--dataset-id", "asia-500", "--ledger", str(path), "--quiet"]
+    assert main([*argv, "--lifetime-epsilon", "4", "--lifetime-delta", "1e-5",
+                 "--lifetime-rule", "zcdp", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    remaining = doc["ledger"]["remaining_lifetime"]
+    with Ledger.open(path) as led:
+        info = led.dataset("asia-500")
+        assert info.lifetime_rule == "zcdp"
+        (run,) = led.runs("asia-500")
+        (totals,) = led.verify().runs
+        reserved = reservation_rho(run.rule, run.budget_epsilon, run.budget_delta)
+        assert totals.reserved_rho == reserved
+        # charged the realized units of its mechanisms, not its reservation
+        assert info.charged_rho == totals.units
+        assert 0 < info.charged_rho <= reserved
+        assert remaining["lifetime_rule"] == "zcdp"
+        assert remaining["rho"] == float(info.remaining_rho)  # type: ignore[arg-type]
+        assert led.verify().ok
+        n = led.entry_count()
+    capsys.readouterr()
+    # a registered id keeps its rule: asking for another one is refused, nothing written
+    assert main([*argv, "--lifetime-rule", "basic"]) == 2
+    assert "--lifetime-rule" in capsys.readouterr().err
+    with Ledger.open(path) as led:
+        assert led.entry_count() == n
+    assert main(argv) == 0  # the same id, no rule given: its registered zcdp rule applies
