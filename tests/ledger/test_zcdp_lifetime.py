@@ -392,3 +392,41 @@ def test_discover_registers_a_zcdp_lifetime_and_refunds_the_run(
     with Ledger.open(path) as led:
         assert led.entry_count() == n
     assert main(argv) == 0  # the same id, no rule given: its registered zcdp rule applies
+
+
+# ---------------------------------------------------------------------------------
+# Ledgers written before the zcdp lifetime verify and admit unchanged
+# ---------------------------------------------------------------------------------
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_ledger_written_before_the_zcdp_lifetime_verifies_and_admits_unchanged(
+        tmp_path: Path) -> None:
+    """``data/basic-v1.sqlite`` and its certificate were written by dpcg at d9e32ac
+    (before this rule existed; ``data/README.md``): both verify, the totals stated in the
+    certificate are exactly the ones re-derived now, and the ledger admits as before."""
+    cert = DATA / "basic-v1.cert.json"
+    report = verify_certificate(cert)
+    assert report.ok, report.problems
+    stated = json.loads(cert.read_text())
+    copy = tmp_path / "l.sqlite"
+    copy.write_bytes((DATA / "basic-v1.sqlite").read_bytes())
+    with Ledger.open(copy) as led:
+        report = led.verify()
+        assert report.ok, report.problems
+        assert [d.to_dict() for d in report.datasets] == stated["datasets"]
+        assert [r.to_dict() for r in report.runs] == stated["runs"]
+        assert report.head_hash == stated["head_hash"]
+        info = led.dataset("survey-2024")
+        assert info.lifetime_rule == "basic"
+        # refunds as before: 1/4 + 1/4 (basic, stopped early) + 1/2 (zcdp, whole) + 0
+        # (nothing released) + 1/2 (killed: its reservation)
+        assert info.charged_epsilon == Fraction(3, 2)
+        run = led.open_run("survey-2024", Budget(1.5), "basic", seed_explicit=False)
+        run.record(laplace_draft(0.5))
+        run.close()
+        with pytest.raises(BudgetExceededError):
+            led.open_run("survey-2024", Budget(1.01), "basic", seed_explicit=False)
+        assert led.verify().ok
+        assert all(set(e["data"]) == {"budget", "rule", "description"}
+                   for e in led.entries() if e["kind"] == "run-open")
