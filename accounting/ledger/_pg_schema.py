@@ -59,9 +59,7 @@ _ENTRY_KEYS = ("ARRAY['cost','data','dataset_id','kind','mechanism','params','pr
 def _mech_sums_sql(name: str, where: str) -> str:
     """A set-returning SQL function ``dpcg.<name>(p text)``: per run, the number of
     mechanism entries selected by ``where``, whether any lacks an epsilon or a rho, and
-    the exact sums of their epsilons and deltas (``{numerator, denominator}``, reduced),
-    and for a ``zcdp`` lifetime the exact sum of their unit rho (the smaller of rho and
-    eps^2/2 per entry; ``unit_null`` when an entry has delta > 0 and so is no unit).
+    the exact sums of their epsilons and deltas (``{numerator, denominator}``, reduced).
 
     Built-in string and numeric functions only (no per-row procedural call, no JSON
     parse, no regex): a mechanism entry's body starts with its cost object in canonical
@@ -71,7 +69,7 @@ def _mech_sums_sql(name: str, where: str) -> str:
     sums the numerators scaled to it per run, and each sum is reduced once."""
     return f"""CREATE FUNCTION dpcg.{name}(p text)
 RETURNS TABLE (run_id text, n bigint, eps_null boolean, rho_null boolean, se numeric[],
-               sd numeric[], unit_null boolean, su numeric[])
+               sd numeric[])
 LANGUAGE sql STABLE AS $f$
 WITH m AS (
   SELECT e.run_id, split_part(e.body, '}}', 1) AS pre FROM dpcg.entries e WHERE {where}
@@ -88,7 +86,48 @@ WITH m AS (
               ELSE coalesce(nullif(split_part(btrim(x.ex, '"'), '/', 2), ''), '1')::numeric
          END AS ed,
          split_part(x.dt, '/', 1)::numeric AS dn,
-         coalesce(nullif(split_part(x.dt, '/', 2), ''), '1')::numeric AS dd,
+         coalesce(nullif(split_part(x.dt, '/', 2), ''), '1')::numeric AS dd
+  FROM x
+), l AS MATERIALIZED (
+  SELECT dpcg.lcm_agg(q.ed) AS le, dpcg.lcm_agg(q.dd) AS ld FROM q
+), t AS (
+  SELECT q.run_id, count(*) AS n, bool_or(q.en_null) AS eps_null,
+         bool_or(q.rn_null) AS rho_null, min(l.le) AS le, min(l.ld) AS ld,
+         sum(q.en * div(l.le, q.ed)) AS ne, sum(q.dn * div(l.ld, q.dd)) AS nd
+  FROM q CROSS JOIN l GROUP BY q.run_id
+)
+SELECT t.run_id, t.n, t.eps_null, t.rho_null,
+       ARRAY[div(t.ne, gcd(t.ne, t.le)), div(t.le, gcd(t.ne, t.le))],
+       ARRAY[div(t.nd, gcd(t.nd, t.ld)), div(t.ld, gcd(t.nd, t.ld))]
+FROM t
+$f$"""
+
+
+def _unit_sums_sql(name: str, where: str) -> str:
+    """A set-returning SQL function ``dpcg.<name>(p text)`` for a ``zcdp`` lifetime: per
+    run, the number of mechanism entries selected by ``where``, whether any has delta > 0
+    (``unit_null``: no zCDP unit) and the exact sum of their unit rho, the smaller of
+    their rho and eps^2/2 (``{numerator, denominator}``, reduced). Read from the same
+    canonical cost prefix as :func:`_mech_sums_sql`; only called under a zcdp lifetime
+    (a basic lifetime never pays for it)."""
+    return f"""CREATE FUNCTION dpcg.{name}(p text)
+RETURNS TABLE (run_id text, n bigint, unit_null boolean, su numeric[])
+LANGUAGE sql STABLE AS $f$
+WITH m AS (
+  SELECT e.run_id, split_part(e.body, '}}', 1) AS pre FROM dpcg.entries e WHERE {where}
+), x AS (
+  SELECT m.run_id, split_part(split_part(m.pre, '"delta":"', 2), '"', 1) AS dt,
+         split_part(split_part(m.pre, '"epsilon":', 2), ',', 1) AS ex,
+         split_part(m.pre, '"rho":', 2) AS rx
+  FROM m
+), q AS (
+  SELECT x.run_id, x.ex = 'null' AS en_null, x.rx = 'null' AS rn_null,
+         CASE WHEN x.ex = 'null' THEN 0::numeric
+              ELSE split_part(btrim(x.ex, '"'), '/', 1)::numeric END AS en,
+         CASE WHEN x.ex = 'null' THEN 1::numeric
+              ELSE coalesce(nullif(split_part(btrim(x.ex, '"'), '/', 2), ''), '1')::numeric
+         END AS ed,
+         split_part(x.dt, '/', 1)::numeric AS dn,
          CASE WHEN x.rx = 'null' THEN 0::numeric
               ELSE split_part(btrim(x.rx, '"'), '/', 1)::numeric END AS rn,
          CASE WHEN x.rx = 'null' THEN 1::numeric
@@ -96,10 +135,9 @@ WITH m AS (
          END AS rd
   FROM x
 ), u AS (
-  -- the unit rho of each entry: the smaller of its rho and eps^2/2 (0/1 for an entry with
-  -- delta > 0, which is flagged by unit_null instead)
-  SELECT q.*,
-         (q.dn <> 0 OR (q.en_null AND q.rn_null)) AS u_null,
+  -- the unit rho of each entry: the smaller of its rho and eps^2/2 (0/1 for an entry
+  -- with delta > 0 or no bound, flagged by u_null instead)
+  SELECT q.run_id, (q.dn <> 0 OR (q.en_null AND q.rn_null)) AS u_null,
          CASE WHEN q.dn <> 0 OR (q.en_null AND q.rn_null) THEN 0::numeric
               WHEN q.rn_null OR (NOT q.en_null AND q.en * q.en * q.rd < 2 * q.ed * q.ed * q.rn)
               THEN q.en * q.en ELSE q.rn END AS un,
@@ -108,18 +146,13 @@ WITH m AS (
               THEN 2 * q.ed * q.ed ELSE q.rd END AS ud
   FROM q
 ), l AS MATERIALIZED (
-  SELECT dpcg.lcm_agg(u.ed) AS le, dpcg.lcm_agg(u.dd) AS ld, dpcg.lcm_agg(u.ud) AS lu FROM u
+  SELECT dpcg.lcm_agg(u.ud) AS lu FROM u
 ), t AS (
-  SELECT u.run_id, count(*) AS n, bool_or(u.en_null) AS eps_null,
-         bool_or(u.rn_null) AS rho_null, min(l.le) AS le, min(l.ld) AS ld,
-         sum(u.en * div(l.le, u.ed)) AS ne, sum(u.dn * div(l.ld, u.dd)) AS nd,
-         bool_or(u.u_null) AS unit_null, min(l.lu) AS lu, sum(u.un * div(l.lu, u.ud)) AS nu
+  SELECT u.run_id, count(*) AS n, bool_or(u.u_null) AS unit_null, min(l.lu) AS lu,
+         sum(u.un * div(l.lu, u.ud)) AS nu
   FROM u CROSS JOIN l GROUP BY u.run_id
 )
-SELECT t.run_id, t.n, t.eps_null, t.rho_null,
-       ARRAY[div(t.ne, gcd(t.ne, t.le)), div(t.le, gcd(t.ne, t.le))],
-       ARRAY[div(t.nd, gcd(t.nd, t.ld)), div(t.ld, gcd(t.nd, t.ld))],
-       t.unit_null,
+SELECT t.run_id, t.n, t.unit_null,
        ARRAY[div(t.nu, gcd(t.nu, t.lu)), div(t.lu, gcd(t.nu, t.lu))]
 FROM t
 $f$"""
@@ -199,6 +232,9 @@ SELECT CASE WHEN t ~ '^(0|[1-9][0-9]*)(/[1-9][0-9]*)?$'
         *[_mech_sums_sql(name, where) for name, where in (
             ("_run_sums", "e.run_id = p AND e.kind = 'mechanism'"),
             ("_dataset_sums", "e.dataset_id = p AND e.kind = 'mechanism'"))],
+        *[_unit_sums_sql(name, where) for name, where in (
+            ("_run_units", "e.run_id = p AND e.kind = 'mechanism'"),
+            ("_dataset_units", "e.dataset_id = p AND e.kind = 'mechanism'"))],
         # -- the charge of a dataset, re-derived from its chain rows ----------------------
         # (docs/ledger.md, "Lifetime charged by realized spend": an open run holds its
         # reservation; a closed run without a mechanism nothing; a closed basic run the
@@ -209,15 +245,18 @@ SELECT CASE WHEN t ~ '^(0|[1-9][0-9]*)(/[1-9][0-9]*)?$'
         """CREATE FUNCTION dpcg._charged(ds text, OUT ce numeric[], OUT cd numeric[],
   OUT re numeric[], OUT rd numeric[], OUT n_runs bigint, OUT cr numeric[])
 LANGUAGE plpgsql STABLE AS $f$
-DECLARE r record; be numeric[]; bd numeric[]; br numeric[];
+DECLARE r record; be numeric[]; bd numeric[]; br numeric[]; zl boolean;
 BEGIN
+  -- a zcdp lifetime (its registration states the rule): only then are the unit sums read
+  zl := EXISTS (SELECT 1 FROM dpcg.entries e WHERE e.kind = 'dataset' AND e.dataset_id = ds
+                AND (e.body::jsonb) -> 'data' ? 'lifetime_rule');
   ce := '{0,1}'; cd := '{0,1}'; re := '{0,1}'; rd := '{0,1}'; n_runs := 0; cr := '{0,1}';
   -- one pass over the dataset's run-open and run-close rows, grouped by run, joined with
   -- the exact sums of its mechanism entries' costs
   FOR r IN
     SELECT g.rule, g.be, g.bd, g.br, g.closed, coalesce(m.n, 0) AS n,
            coalesce(m.eps_null, false) AS eps_null, m.se, m.sd,
-           coalesce(m.unit_null, false) AS unit_null, m.su
+           coalesce(u.unit_null, false) AS unit_null, u.su
     FROM (SELECT x.run_id,
                  min(x.j -> 'data' ->> 'rule') FILTER (WHERE x.kind = 'run-open') AS rule,
                  min(x.j -> 'data' -> 'budget' ->> 'epsilon')
@@ -230,6 +269,7 @@ BEGIN
                 WHERE e.dataset_id = ds AND e.kind IN ('run-open', 'run-close')) x
           GROUP BY x.run_id) g
     LEFT JOIN dpcg._dataset_sums(ds) m ON m.run_id = g.run_id
+    LEFT JOIN (SELECT * FROM dpcg._dataset_units(ds) WHERE zl) u ON u.run_id = g.run_id
   LOOP
     be := dpcg._q(r.be);
     bd := dpcg._q(r.bd);
@@ -496,16 +536,21 @@ BEGIN
   rule := run.ro -> 'data' ->> 'rule';
   SELECT * INTO bud FROM dpcg._budget(run.ro -> 'data' -> 'budget', 'the budget');
   -- the run's spending so far, re-derived from its mechanism entries
-  SELECT m.se, m.sd, m.eps_null, m.rho_null, m.unit_null, m.su
-    INTO se, sd, eps_null, rho_null, unit_null, su
+  SELECT m.se, m.sd, m.eps_null, m.rho_null INTO se, sd, eps_null, rho_null
   FROM dpcg._run_sums(rid) m;
   IF NOT FOUND THEN
     se := '{{0,1}}'; sd := '{{0,1}}'; eps_null := false; rho_null := false;
-    unit_null := false; su := '{{0,1}}';
   END IF;
   -- under a zcdp lifetime the run-open entry holds the run's reservation in rho (reserve
   -- admitted it): every mechanism must be a unit and their unit rho must fit it
   rr := CASE WHEN run.ro -> 'data' ? 'rho' THEN dpcg._q(run.ro -> 'data' ->> 'rho') END;
+  unit_null := false; su := '{{0,1}}';
+  IF rr IS NOT NULL THEN
+    SELECT u.unit_null, u.su INTO unit_null, su FROM dpcg._run_units(rid) u;
+    IF NOT FOUND THEN
+      unit_null := false; su := '{{0,1}}';
+    END IF;
+  END IF;
   FOR i IN 1 .. cardinality(heads) LOOP
     SELECT * INTO b FROM dpcg._build(heads[i], mids[i], ts);
     PERFORM dpcg._same_run(b.o_j, run.ro);
