@@ -9,7 +9,9 @@ from the chain rows; the Python verifier re-derives the same ``Fraction``s.
 from __future__ import annotations
 
 import random
+import time
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -187,3 +189,55 @@ def test_the_database_charge_equals_the_verifier_exactly_under_a_zcdp_lifetime(
         assert _rho(led, "mix") == model
         info = led.dataset("mix")
         assert info.remaining_rho == rho_for_budget(Fraction(1000), Fraction(1, 2)) - model
+
+
+_RACE = """
+import os, sys, time
+from accounting.costs import Budget
+from accounting.errors import BudgetExceededError
+from accounting.ledger import open_ledger
+led = open_ledger(sys.argv[1])
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+try:
+    led.open_run("race", Budget(0.375), "basic", seed_explicit=False)  # rho 9/128
+except BudgetExceededError:
+    print("refused")
+else:
+    print("admitted")  # never closed: the reservation stands
+led.close()
+"""
+
+
+def test_concurrent_reservations_never_overspend_a_zcdp_lifetime(pg: PgLedger,
+                                                                  tmp_path: Path) -> None:
+    """8 processes race for a zcdp lifetime whose rho admits exactly 5 basic runs of eps
+    3/8 (rho 9/128 each): exactly 5 are admitted and the chain verifies."""
+    import subprocess
+
+    from .conftest import PYTHON, ROOT
+
+    with PostgresLedger.open(pg.analyst) as led:
+        led.register_dataset("race", Budget(4.0, 1e-5), lifetime_rule="zcdp")
+        rho_l = led.dataset("race").lifetime_rho
+        assert rho_l is not None
+        assert 5 * Fraction(9, 128) <= rho_l < 6 * Fraction(9, 128)
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([str(PYTHON), "-c", _RACE, pg.analyst, str(go)], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    try:
+        time.sleep(1.5)
+        go.touch()
+        outs = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err
+            outs.append(out.strip())
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    assert sorted(outs) == ["admitted"] * 5 + ["refused"] * 3
+    with PostgresLedger.open(pg.analyst) as led:
+        assert _rho(led, "race") == 5 * Fraction(9, 128)
