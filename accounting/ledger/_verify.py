@@ -10,6 +10,7 @@ re-derived values by the callers.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,12 +118,18 @@ RUN_OPEN_KEYS = {"basic": frozenset({"budget", "rule", "description"}),
                  "zcdp": frozenset({"budget", "rule", "description", "rho"})}
 
 
+#: ``rho_for_budget`` memoised (a pure function of exact arguments): a writer's fold
+#: re-derives the rho of every run-open of a zcdp lifetime before each reservation, and
+#: runs repeat a few budgets.
+_rho_of_budget = functools.lru_cache(maxsize=4096)(rho_for_budget)
+
+
 def lifetime_rho(epsilon: Fraction, delta: Fraction) -> Fraction:
     """The rho of a ``zcdp`` lifetime ``(eps_L, delta_L)``: the largest rho (rounded
     down) with ``zcdp_to_epsilon(rho, delta_L) <= eps_L`` (``Budget.rho()``)."""
     if delta <= 0:
         raise ValueError("a zcdp lifetime needs delta > 0 for its conversion")
-    return rho_for_budget(epsilon, delta)
+    return _rho_of_budget(epsilon, delta)
 
 
 def reservation_rho(rule: str, epsilon: Fraction, delta: Fraction) -> Fraction:
@@ -134,7 +141,7 @@ def reservation_rho(rule: str, epsilon: Fraction, delta: Fraction) -> Fraction:
       ``sum eps_m <= eps``, so ``sum eps_m^2/2 <= eps^2/2``).
     """
     if rule == "zcdp":
-        return rho_for_budget(epsilon, delta)
+        return _rho_of_budget(epsilon, delta)
     if rule == "basic":
         if delta != 0:
             raise ValueError("under a zcdp lifetime a basic run must be pure (delta = 0)")
@@ -369,7 +376,8 @@ class DatasetTotals:
                 "remaining": budget_dict(min(conv[0], self.lifetime_epsilon), conv[1]),
                 "registered_seq": self.registered_seq,
                 "runs": list(self.runs),
-                "charged": budget_dict(self.charged_epsilon, self.charged_delta),
+                "charged": budget_dict(*rho_converted(self.charged_rho,
+                                                      self.lifetime_delta)),
                 "rho": {"lifetime": str(self.lifetime_rho),
                         "charged": str(self.charged_rho),
                         "remaining": str(left)},
@@ -689,7 +697,6 @@ class ChainChecker:
                 run.status = status
                 run.closed_seq = seq
                 dataset.charged_rho += run.charge_rho() - held_rho
-                dataset.converted()
                 return
             held = run.charge()
             run.status = status
@@ -745,7 +752,6 @@ class ChainChecker:
                     f"zcdp lifetime (charged would be rho={float(new_rho)!r} > "
                     f"{float(dataset.lifetime_rho)!r})")
             dataset.charged_rho = new_rho
-            dataset.converted()
         else:
             new_eps = dataset.charged_epsilon + eps
             new_delta = dataset.charged_delta + delta
@@ -812,6 +818,8 @@ class ChainChecker:
     def report(self, source: str, ledger_id: str | None,
                extra_problems: Sequence[str] = ()) -> VerificationReport:
         problems = tuple(self.problems) + tuple(extra_problems)
+        for dataset in self.datasets.values():
+            dataset.converted()  # a zcdp lifetime's charge as (eps, delta), once
         return VerificationReport(
             ok=not problems,
             problems=problems,
