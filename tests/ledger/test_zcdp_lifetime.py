@@ -430,3 +430,40 @@ def test_a_ledger_written_before_the_zcdp_lifetime_verifies_and_admits_unchanged
         assert led.verify().ok
         assert all(set(e["data"]) == {"budget", "rule", "description"}
                    for e in led.entries() if e["kind"] == "run-open")
+
+
+# ---------------------------------------------------------------------------------
+# The custodian's policy records a zcdp lifetime rule
+# ---------------------------------------------------------------------------------
+def test_the_custodians_policy_records_and_checks_the_lifetime_rule(tmp_path: Path) -> None:
+    pytest.importorskip("cryptography")
+    from accounting.ledger import generate_keypair
+    from accounting.ledger.custody import (
+        GovernedDataset,
+        PolicyViolationError,
+        check_policy,
+        governed,
+        read_policy,
+        write_policy,
+    )
+
+    key, _pub, _ = generate_keypair(tmp_path / "custodian.key")
+    path = tmp_path / "l.db"
+    with Ledger.open(path, create=True, signing_key=key) as led:
+        led.register_dataset("z", Budget(4.0, 1e-5), lifetime_rule="zcdp")
+        led.register_dataset("b", Budget(4.0, 1e-5))
+        gz, gb = governed("z", led), governed("b", led)
+    assert gz.lifetime_rule == "zcdp"
+    assert gz.to_dict()["lifetime_rule"] == "zcdp"
+    assert "lifetime_rule" not in gb.to_dict()  # a basic entry as every earlier policy
+    policy = write_policy(tmp_path / "policy.json", key, [gz, gb])
+    assert read_policy(tmp_path / "policy.json").datasets["z"].lifetime_rule == "zcdp"
+    with Ledger.open(path, signing_key=key) as led:
+        assert check_policy(dataset_id="z", ledger=path, no_ledger=False, opened=led,
+                            policies=[policy]) == policy.datasets["z"]
+        # a policy that governs the id with another rule refuses the ledger's registration
+        other = GovernedDataset(**{**gz.__dict__, "lifetime_rule": "basic"})
+        wrong = write_policy(tmp_path / "wrong.json", key, [other])
+        with pytest.raises(PolicyViolationError, match="lifetime rule"):
+            check_policy(dataset_id="z", ledger=path, no_ledger=False, opened=led,
+                         policies=[wrong])
