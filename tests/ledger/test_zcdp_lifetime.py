@@ -467,3 +467,22 @@ def test_the_custodians_policy_records_and_checks_the_lifetime_rule(tmp_path: Pa
         with pytest.raises(PolicyViolationError, match="lifetime rule"):
             check_policy(dataset_id="z", ledger=path, no_ledger=False, opened=led,
                          policies=[wrong])
+
+
+def test_the_api_takes_the_lifetime_rule_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    import dpcg
+    from dpcg.errors import AlgorithmError
+    from dpcg.pipeline.request import NetworkSpec
+
+    path = tmp_path / "l.db"
+    with pytest.raises(AlgorithmError, match="lifetime_rule"):
+        dpcg.discover(NetworkSpec("asia", rows=500), algorithm="laplace-pc", epsilon=1.0,
+                      ledger=str(path), dataset_id="a", lifetime_rule="rdp")
+    assert not path.exists()  # refused before the ledger was opened
+    res = dpcg.discover(NetworkSpec("asia", rows=500), algorithm="laplace-pc", epsilon=1.0,
+                        ledger=str(path), dataset_id="a", lifetime_epsilon=4.0,
+                        lifetime_delta=1e-5, lifetime_rule="zcdp")
+    assert res.to_json()["ledger"]["remaining_lifetime"]["lifetime_rule"] == "zcdp"
+    with Ledger.open(path) as led:
+        assert led.dataset("a").lifetime_rule == "zcdp"
+        assert led.verify().ok
