@@ -83,6 +83,12 @@ class DatasetConflictError(LedgerError):
     """
 
 
+class LifetimeRuleError(LedgerError):
+    """A run or a mechanism the dataset's lifetime rule cannot count (under a ``zcdp``
+    lifetime: a ``basic`` run reserving delta > 0, or a mechanism with delta > 0 that
+    is not zCDP). Raised before anything is written."""
+
+
 class SigningError(LedgerError):
     """Base class of the errors about signed ledger heads (keys, signatures, head files)."""
 

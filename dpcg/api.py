@@ -65,6 +65,7 @@ def discover(
     dataset_id: str | None = None,
     lifetime_epsilon: float | None = None,
     lifetime_delta: float | None = None,
+    lifetime_rule: str | None = None,
     noise_seed: int | None = None,
     max_depth: int | None = None,
     columns: Sequence[str] | None = None,
@@ -96,7 +97,8 @@ def discover(
     ``ledger=DEFAULT`` records the run in the default durable ledger, a path records it
     there, ``ledger=dpcg.NO_LEDGER`` (``None``) keeps it in memory only. A recorded run
     needs ``dataset_id`` (the declared id the lifetime budget belongs to);
-    ``lifetime_epsilon``/``lifetime_delta`` set the lifetime of a new id.
+    ``lifetime_epsilon``/``lifetime_delta`` set the lifetime of a new id,
+    ``lifetime_rule="zcdp"`` keeps it in rho (docs/ledger.md, "A zCDP lifetime").
     ``background`` is a :class:`dpcg.pc.background.BackgroundKnowledge`.
     ``max_seconds`` / ``max_memory`` (bytes or ``"2GB"``) bound the run (docs/memory.md):
     past either it stops with the graph so far and says so (a private run decides from a
@@ -129,7 +131,8 @@ def discover(
     request = DiscoverRequest.create(
         data, schema=schema, algorithm=algorithm, test=test, epsilon=epsilon, delta=delta,
         alpha=alpha, ledger=ledger, dataset_id=dataset_id, lifetime_epsilon=lifetime_epsilon,
-        lifetime_delta=lifetime_delta, noise_seed=noise_seed, max_depth=max_depth,
+        lifetime_delta=lifetime_delta, lifetime_rule=lifetime_rule, noise_seed=noise_seed,
+        max_depth=max_depth,
         columns=columns, clip=clip, engine=engine, table=table, spark_master=spark_master,
         memory_limit=memory_limit, background=background, max_seconds=max_seconds,
         max_memory=max_memory, workers=workers, options=options)

@@ -32,6 +32,7 @@ SQLSTATE_CONFLICT = "DPC01"
 SQLSTATE_BUDGET = "DPB01"
 SQLSTATE_RELATION = "DPR01"
 SQLSTATE_CLOSED = "DPL01"
+SQLSTATE_LIFETIME_RULE = "DPZ01"
 
 #: The functions an analyst may call (besides reading the tables); ``register`` only
 #: where the installer allows analysts to register new dataset ids (a team without a
@@ -98,6 +99,61 @@ WITH m AS (
 SELECT t.run_id, t.n, t.eps_null, t.rho_null,
        ARRAY[div(t.ne, gcd(t.ne, t.le)), div(t.le, gcd(t.ne, t.le))],
        ARRAY[div(t.nd, gcd(t.nd, t.ld)), div(t.ld, gcd(t.nd, t.ld))]
+FROM t
+$f$"""
+
+
+def _unit_sums_sql(name: str, where: str) -> str:
+    """A set-returning SQL function ``dpcg.<name>(p text)`` for a ``zcdp`` lifetime: per
+    run, the number of mechanism entries selected by ``where``, whether any has delta > 0
+    (``unit_null``: no zCDP unit) and the exact sum of their unit rho, the smaller of
+    their rho and eps^2/2 (``{numerator, denominator}``, reduced). Read from the same
+    canonical cost prefix as :func:`_mech_sums_sql`; only called under a zcdp lifetime
+    (a basic lifetime never pays for it)."""
+    return f"""CREATE FUNCTION dpcg.{name}(p text)
+RETURNS TABLE (run_id text, n bigint, unit_null boolean, su numeric[])
+LANGUAGE sql STABLE AS $f$
+WITH m AS (
+  SELECT e.run_id, split_part(e.body, '}}', 1) AS pre FROM dpcg.entries e WHERE {where}
+), x AS (
+  SELECT m.run_id, split_part(split_part(m.pre, '"delta":"', 2), '"', 1) AS dt,
+         split_part(split_part(m.pre, '"epsilon":', 2), ',', 1) AS ex,
+         split_part(m.pre, '"rho":', 2) AS rx
+  FROM m
+), q AS (
+  SELECT x.run_id, x.ex = 'null' AS en_null, x.rx = 'null' AS rn_null,
+         CASE WHEN x.ex = 'null' THEN 0::numeric
+              ELSE split_part(btrim(x.ex, '"'), '/', 1)::numeric END AS en,
+         CASE WHEN x.ex = 'null' THEN 1::numeric
+              ELSE coalesce(nullif(split_part(btrim(x.ex, '"'), '/', 2), ''), '1')::numeric
+         END AS ed,
+         split_part(x.dt, '/', 1)::numeric AS dn,
+         CASE WHEN x.rx = 'null' THEN 0::numeric
+              ELSE split_part(btrim(x.rx, '"'), '/', 1)::numeric END AS rn,
+         CASE WHEN x.rx = 'null' THEN 1::numeric
+              ELSE coalesce(nullif(split_part(btrim(x.rx, '"'), '/', 2), ''), '1')::numeric
+         END AS rd
+  FROM x
+), u AS (
+  -- the unit rho of each entry: the smaller of its rho and eps^2/2 (0/1 for an entry
+  -- with delta > 0 or no bound, flagged by u_null instead)
+  SELECT q.run_id, (q.dn <> 0 OR (q.en_null AND q.rn_null)) AS u_null,
+         CASE WHEN q.dn <> 0 OR (q.en_null AND q.rn_null) THEN 0::numeric
+              WHEN q.rn_null OR (NOT q.en_null AND q.en * q.en * q.rd < 2 * q.ed * q.ed * q.rn)
+              THEN q.en * q.en ELSE q.rn END AS un,
+         CASE WHEN q.dn <> 0 OR (q.en_null AND q.rn_null) THEN 1::numeric
+              WHEN q.rn_null OR (NOT q.en_null AND q.en * q.en * q.rd < 2 * q.ed * q.ed * q.rn)
+              THEN 2 * q.ed * q.ed ELSE q.rd END AS ud
+  FROM q
+), l AS MATERIALIZED (
+  SELECT dpcg.lcm_agg(u.ud) AS lu FROM u
+), t AS (
+  SELECT u.run_id, count(*) AS n, bool_or(u.u_null) AS unit_null, min(l.lu) AS lu,
+         sum(u.un * div(l.lu, u.ud)) AS nu
+  FROM u CROSS JOIN l GROUP BY u.run_id
+)
+SELECT t.run_id, t.n, t.unit_null,
+       ARRAY[div(t.nu, gcd(t.nu, t.lu)), div(t.lu, gcd(t.nu, t.lu))]
 FROM t
 $f$"""
 
@@ -176,38 +232,62 @@ SELECT CASE WHEN t ~ '^(0|[1-9][0-9]*)(/[1-9][0-9]*)?$'
         *[_mech_sums_sql(name, where) for name, where in (
             ("_run_sums", "e.run_id = p AND e.kind = 'mechanism'"),
             ("_dataset_sums", "e.dataset_id = p AND e.kind = 'mechanism'"))],
+        *[_unit_sums_sql(name, where) for name, where in (
+            ("_run_units", "e.run_id = p AND e.kind = 'mechanism'"),
+            ("_dataset_units", "e.dataset_id = p AND e.kind = 'mechanism'"))],
         # -- the charge of a dataset, re-derived from its chain rows ----------------------
         # (docs/ledger.md, "Lifetime charged by realized spend": an open run holds its
         # reservation; a closed run without a mechanism nothing; a closed basic run the
         # exact sums of its mechanisms' costs; anything else its reservation)
+        # (under a zcdp lifetime, ``cr``: an open run its rho reservation; a closed run
+        # without a mechanism nothing; a closed run the exact sum of its mechanisms' unit
+        # rho when every one is a unit and the sum fits, else its rho reservation)
         """CREATE FUNCTION dpcg._charged(ds text, OUT ce numeric[], OUT cd numeric[],
-  OUT re numeric[], OUT rd numeric[], OUT n_runs bigint)
+  OUT re numeric[], OUT rd numeric[], OUT n_runs bigint, OUT cr numeric[])
 LANGUAGE plpgsql STABLE AS $f$
-DECLARE r record; be numeric[]; bd numeric[];
+DECLARE r record; be numeric[]; bd numeric[]; br numeric[]; zl boolean;
 BEGIN
-  ce := '{0,1}'; cd := '{0,1}'; re := '{0,1}'; rd := '{0,1}'; n_runs := 0;
+  -- a zcdp lifetime (its registration states the rule): only then are the unit sums read
+  zl := EXISTS (SELECT 1 FROM dpcg.entries e WHERE e.kind = 'dataset' AND e.dataset_id = ds
+                AND (e.body::jsonb) -> 'data' ? 'lifetime_rule');
+  ce := '{0,1}'; cd := '{0,1}'; re := '{0,1}'; rd := '{0,1}'; n_runs := 0; cr := '{0,1}';
   -- one pass over the dataset's run-open and run-close rows, grouped by run, joined with
   -- the exact sums of its mechanism entries' costs
   FOR r IN
-    SELECT g.rule, g.be, g.bd, g.closed, coalesce(m.n, 0) AS n,
-           coalesce(m.eps_null, false) AS eps_null, m.se, m.sd
+    SELECT g.rule, g.be, g.bd, g.br, g.closed, coalesce(m.n, 0) AS n,
+           coalesce(m.eps_null, false) AS eps_null, m.se, m.sd,
+           coalesce(u.unit_null, false) AS unit_null, u.su
     FROM (SELECT x.run_id,
                  min(x.j -> 'data' ->> 'rule') FILTER (WHERE x.kind = 'run-open') AS rule,
                  min(x.j -> 'data' -> 'budget' ->> 'epsilon')
                    FILTER (WHERE x.kind = 'run-open') AS be,
                  min(x.j -> 'data' -> 'budget' ->> 'delta')
                    FILTER (WHERE x.kind = 'run-open') AS bd,
+                 min(x.j -> 'data' ->> 'rho') FILTER (WHERE x.kind = 'run-open') AS br,
                  bool_or(x.kind = 'run-close') AS closed
           FROM (SELECT e.run_id, e.kind, e.body::jsonb AS j FROM dpcg.entries e
                 WHERE e.dataset_id = ds AND e.kind IN ('run-open', 'run-close')) x
           GROUP BY x.run_id) g
     LEFT JOIN dpcg._dataset_sums(ds) m ON m.run_id = g.run_id
+    LEFT JOIN (SELECT * FROM dpcg._dataset_units(ds) WHERE zl) u ON u.run_id = g.run_id
   LOOP
     be := dpcg._q(r.be);
     bd := dpcg._q(r.bd);
     n_runs := n_runs + 1;
     re := dpcg._qadd(re, be);
     rd := dpcg._qadd(rd, bd);
+    IF r.br IS NOT NULL THEN
+      br := dpcg._q(r.br);
+      IF NOT r.closed THEN
+        cr := dpcg._qadd(cr, br);
+      ELSIF r.n = 0 THEN
+        NULL;
+      ELSIF NOT r.unit_null AND dpcg._qle(r.su, br) THEN
+        cr := dpcg._qadd(cr, r.su);
+      ELSE
+        cr := dpcg._qadd(cr, br);
+      END IF;
+    END IF;
     IF NOT r.closed THEN
       ce := dpcg._qadd(ce, be); cd := dpcg._qadd(cd, bd);
     ELSIF r.n = 0 THEN
@@ -317,11 +397,21 @@ BEGIN
     o_seq := reg_seq; o_hash := NULL; o_created := false;
     RETURN;
   END IF;
-  IF (SELECT count(*) FROM jsonb_object_keys(b.o_j -> 'data')) <> 2
+  IF (SELECT count(*) FROM jsonb_object_keys(b.o_j -> 'data'))
+       <> (CASE WHEN b.o_j -> 'data' ? 'lifetime_rule' THEN 4 ELSE 2 END)
      OR jsonb_typeof(b.o_j -> 'data' -> 'description') IS DISTINCT FROM 'string' THEN
-    RAISE EXCEPTION 'a dataset entry holds {{lifetime, description}}' USING ERRCODE = 'DPI01';
+    RAISE EXCEPTION 'a dataset entry holds {{lifetime, description}} (and for a zcdp '
+      'lifetime {{lifetime_rule, lifetime_rho}})' USING ERRCODE = 'DPI01';
   END IF;
   SELECT * INTO lt FROM dpcg._budget(b.o_j -> 'data' -> 'lifetime', 'the lifetime');
+  IF b.o_j -> 'data' ? 'lifetime_rule' THEN
+    -- a zcdp lifetime: its rho is the client's conversion (re-checked by the verifier)
+    IF b.o_j -> 'data' ->> 'lifetime_rule' IS DISTINCT FROM 'zcdp'
+       OR NOT (b.o_j -> 'data' ? 'lifetime_rho') OR lt.d[1] = 0
+       OR (dpcg._q(b.o_j -> 'data' ->> 'lifetime_rho'))[1] = 0 THEN
+      RAISE EXCEPTION 'a zcdp lifetime needs delta > 0 and a rho > 0' USING ERRCODE = 'DPI01';
+    END IF;
+  END IF;
   o_seq := b.o_seq;
   o_hash := dpcg._insert(b.o_seq, b.o_body, b.o_j);
   o_created := true;
@@ -331,6 +421,7 @@ END $f$""",
   OUT o_seq bigint, OUT o_hash text, OUT o_timestamp text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE b record; reg jsonb; bud record; lt record; ch record; rid text; ds text;
+  zl boolean; rr numeric[]; lr numeric[];
 BEGIN
   PERFORM pg_advisory_xact_lock({APPEND_LOCK});
   o_timestamp := dpcg._now();
@@ -341,13 +432,6 @@ BEGIN
     RAISE EXCEPTION 'reserve appends a run-open entry with a run id' USING ERRCODE = 'DPI01';
   END IF;
   PERFORM dpcg._no_fields(b.o_j, 'mechanism', 'params', 'sensitivity', 'cost');
-  IF jsonb_typeof(b.o_j -> 'seed_explicit') IS DISTINCT FROM 'boolean'
-     OR (SELECT count(*) FROM jsonb_object_keys(b.o_j -> 'data')) <> 3
-     OR jsonb_typeof(b.o_j -> 'data' -> 'description') IS DISTINCT FROM 'string'
-     OR (b.o_j -> 'data' ->> 'rule') NOT IN ('basic', 'zcdp') THEN
-    RAISE EXCEPTION 'a run-open entry holds {{budget, rule, description}}'
-      USING ERRCODE = 'DPI01';
-  END IF;
   IF EXISTS (SELECT 1 FROM dpcg.entries e WHERE e.run_id = rid) THEN
     RAISE EXCEPTION 'run id % is already in the ledger', rid USING ERRCODE = 'DPI01';
   END IF;
@@ -355,6 +439,16 @@ BEGIN
   WHERE e.kind = 'dataset' AND e.dataset_id = ds;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'dataset is not registered' USING ERRCODE = 'DPU01';
+  END IF;
+  zl := reg -> 'data' ? 'lifetime_rule';
+  IF jsonb_typeof(b.o_j -> 'seed_explicit') IS DISTINCT FROM 'boolean'
+     OR (SELECT count(*) FROM jsonb_object_keys(b.o_j -> 'data'))
+        <> (CASE WHEN zl THEN 4 ELSE 3 END)
+     OR (zl AND NOT (b.o_j -> 'data' ? 'rho'))
+     OR jsonb_typeof(b.o_j -> 'data' -> 'description') IS DISTINCT FROM 'string'
+     OR (b.o_j -> 'data' ->> 'rule') NOT IN ('basic', 'zcdp') THEN
+    RAISE EXCEPTION 'a run-open entry holds {{budget, rule, description}} (and its rho '
+      'under a zcdp lifetime)' USING ERRCODE = 'DPI01';
   END IF;
   IF reg ->> 'relation' <> b.o_j ->> 'relation' THEN
     RAISE EXCEPTION 'the run is declared under another relation than its dataset'
@@ -366,6 +460,29 @@ BEGIN
   END IF;
   SELECT * INTO lt FROM dpcg._budget(reg -> 'data' -> 'lifetime', 'the lifetime');
   SELECT * INTO ch FROM dpcg._charged(ds);
+  IF zl THEN
+    -- a zcdp lifetime: the run's reservation in rho; a basic run must be pure and its rho
+    -- is exactly eps^2/2; a zcdp run's rho is the client's conversion of its budget
+    -- (re-checked by the verifier), and the lifetime filter is enforced on it here
+    rr := dpcg._q(b.o_j -> 'data' ->> 'rho');
+    lr := dpcg._q(reg -> 'data' ->> 'lifetime_rho');
+    IF b.o_j -> 'data' ->> 'rule' = 'basic' AND bud.d[1] <> 0 THEN
+      RAISE EXCEPTION 'under a zcdp lifetime a basic run must reserve delta = 0'
+        USING ERRCODE = 'DPZ01';
+    END IF;
+    IF (b.o_j -> 'data' ->> 'rule' = 'basic'
+        AND rr[1] * 2 * bud.e[2] * bud.e[2] <> bud.e[1] * bud.e[1] * rr[2]) THEN
+      RAISE EXCEPTION 'the run''s rho is not the rho of its budget' USING ERRCODE = 'DPI01';
+    END IF;
+    IF NOT dpcg._qle(dpcg._qadd(ch.cr, rr), lr) THEN
+      RAISE EXCEPTION 'the reservation would exceed the dataset''s zcdp lifetime (lifetime '
+        'rho %; already charged rho %)', dpcg._qtext(lr), dpcg._qtext(ch.cr)
+        USING ERRCODE = 'DPB01';
+    END IF;
+    o_seq := b.o_seq;
+    o_hash := dpcg._insert(b.o_seq, b.o_body, b.o_j);
+    RETURN;
+  END IF;
   IF NOT (dpcg._qle(dpcg._qadd(ch.ce, bud.e), lt.e) AND dpcg._qle(dpcg._qadd(ch.cd, bud.d), lt.d))
   THEN
     RAISE EXCEPTION 'the reservation would exceed the dataset''s lifetime (lifetime '
@@ -404,6 +521,7 @@ RETURNS TABLE (o_seq bigint, o_hash text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE run record; b record; i int; c jsonb; bud record; rule text;
   se numeric[]; sd numeric[]; eps_null boolean; rho_null boolean; of_seq bigint; ts text;
+  rr numeric[]; su numeric[]; unit_null boolean; en numeric[]; rn numeric[]; un numeric[];
 BEGIN
   PERFORM pg_advisory_xact_lock({APPEND_LOCK});
   IF heads IS NULL OR mids IS NULL OR cardinality(heads) <> cardinality(mids)
@@ -422,6 +540,16 @@ BEGIN
   FROM dpcg._run_sums(rid) m;
   IF NOT FOUND THEN
     se := '{{0,1}}'; sd := '{{0,1}}'; eps_null := false; rho_null := false;
+  END IF;
+  -- under a zcdp lifetime the run-open entry holds the run's reservation in rho (reserve
+  -- admitted it): every mechanism must be a unit and their unit rho must fit it
+  rr := CASE WHEN run.ro -> 'data' ? 'rho' THEN dpcg._q(run.ro -> 'data' ->> 'rho') END;
+  unit_null := false; su := '{{0,1}}';
+  IF rr IS NOT NULL THEN
+    SELECT u.unit_null, u.su INTO unit_null, su FROM dpcg._run_units(rid) u;
+    IF NOT FOUND THEN
+      unit_null := false; su := '{{0,1}}';
+    END IF;
   END IF;
   FOR i IN 1 .. cardinality(heads) LOOP
     SELECT * INTO b FROM dpcg._build(heads[i], mids[i], ts);
@@ -447,17 +575,35 @@ BEGIN
         RAISE EXCEPTION 'a mechanism entry has a mechanism, params and a cost'
           USING ERRCODE = 'DPI01';
       END IF;
+      en := NULL; rn := NULL;
       IF jsonb_typeof(c -> 'epsilon') = 'string' THEN
-        se := dpcg._qadd(se, dpcg._q(c ->> 'epsilon'));
+        en := dpcg._q(c ->> 'epsilon');
+        se := dpcg._qadd(se, en);
       ELSE
         eps_null := true;
       END IF;
       IF jsonb_typeof(c -> 'rho') = 'string' THEN
-        PERFORM dpcg._q(c ->> 'rho');
+        rn := dpcg._q(c ->> 'rho');
       ELSE
         rho_null := true;
       END IF;
       sd := dpcg._qadd(sd, dpcg._q(c ->> 'delta'));
+      IF rr IS NOT NULL THEN
+        IF (dpcg._q(c ->> 'delta'))[1] <> 0 OR (en IS NULL AND rn IS NULL) OR unit_null THEN
+          RAISE EXCEPTION 'under a zcdp lifetime a mechanism with delta > 0 that is not '
+            'zCDP cannot be a unit' USING ERRCODE = 'DPZ01';
+        END IF;
+        un := rn;
+        IF en IS NOT NULL AND (rn IS NULL OR en[1] * en[1] * rn[2] < 2 * en[2] * en[2] * rn[1])
+        THEN
+          un := ARRAY[en[1] * en[1], 2 * en[2] * en[2]];
+        END IF;
+        su := dpcg._qadd(su, un);
+        IF NOT dpcg._qle(su, rr) THEN
+          RAISE EXCEPTION 'the entries would exceed the run''s rho reservation under its '
+            'dataset''s zcdp lifetime' USING ERRCODE = 'DPB01';
+        END IF;
+      END IF;
       IF rule = 'basic' AND (eps_null OR NOT dpcg._qle(se, bud.e) OR NOT dpcg._qle(sd, bud.d))
       THEN
         RAISE EXCEPTION 'the entries would exceed the run''s reservation under the basic rule'
@@ -527,7 +673,9 @@ BEGIN
   RETURN ARRAY[reg -> 'data' -> 'lifetime' ->> 'epsilon', reg -> 'data' -> 'lifetime' ->> 'delta',
                reg ->> 'relation', reg -> 'data' ->> 'description',
                dpcg._qtext(ch.re), dpcg._qtext(ch.rd), ch.n_runs::text,
-               dpcg._qtext(ch.ce), dpcg._qtext(ch.cd)];
+               dpcg._qtext(ch.ce), dpcg._qtext(ch.cd),
+               reg -> 'data' ->> 'lifetime_rule', reg -> 'data' ->> 'lifetime_rho',
+               dpcg._qtext(ch.cr)];
 END $f$""",
         # -- the custodian's functions ---------------------------------------------------
         f"""CREATE FUNCTION dpcg.sign_head(s bigint, h text, sig text) RETURNS boolean

@@ -48,11 +48,18 @@ from accounting.ledger._format import (
     scalar_json,
 )
 from accounting.ledger._verify import (
+    DATASET_KEYS,
+    RUN_OPEN_KEYS,
     RunRecord,
     _budget_from,
     _cost_from,
     _EntryError,
+    _lifetime_rho_of,
+    _run_rho_of,
     run_charge,
+    run_charge_rho,
+    unit_rho,
+    unit_violation,
 )
 from accounting.relations import Relation
 
@@ -163,6 +170,28 @@ class RunState(RunRecord):
         return run_charge(self.rule, self.status, self.entries, self.budget_epsilon,
                           self.budget_delta, eps, delta)
 
+    #: under a zcdp lifetime, the run's reservation in rho (None under a basic one)
+    reserved_rho: Fraction | None = None
+
+    @property
+    def units(self) -> Fraction | None:
+        """The exact sum of the unit rho of the run's mechanism entries (``None`` if one
+        is not a unit of a zcdp lifetime)."""
+        total = Fraction(0)
+        for text, count in self.costs.items():
+            unit = unit_rho(*_parsed_cost(text))
+            if unit is None:
+                return None
+            total += count * unit
+        return total
+
+    def charge_rho(self) -> Fraction:
+        """What this run takes from a zcdp lifetime now (:func:`run_charge_rho`)."""
+        assert self.reserved_rho is not None
+        if self.status == "open":
+            return self.reserved_rho
+        return run_charge_rho(self.status, self.entries, self.reserved_rho, self.units)
+
 
 @dataclass
 class DatasetState:
@@ -178,6 +207,10 @@ class DatasetState:
     #: running totals, kept current in chain order (refunds applied at each close)
     charged_epsilon: Fraction = Fraction(0)
     charged_delta: Fraction = Fraction(0)
+    #: the lifetime rule; under ``zcdp`` the lifetime's rho and the runs' charge in rho
+    lifetime_rule: str = "basic"
+    lifetime_rho: Fraction | None = None
+    charged_rho: Fraction = Fraction(0)
 
     @property
     def reserved(self) -> tuple[Fraction, Fraction]:
@@ -272,13 +305,17 @@ class ChainState:
             raise _EntryError("malformed dataset id or relation")
         if kind == "dataset":
             data = self._data(row)
-            if set(data) != {"lifetime", "description"} or dataset_id in self.datasets \
+            lrule = "zcdp" if "lifetime_rule" in data else "basic"
+            if set(data) != DATASET_KEYS[lrule] or dataset_id in self.datasets \
                     or row[_INDEX["run_id"]] is not None or not dataset_id \
                     or not isinstance(data["description"], str):
                 raise _EntryError(f"malformed or repeated registration of {dataset_id!r}")
             eps, delta = _budget_from(data["lifetime"], "lifetime")
-            self.datasets[dataset_id] = DatasetState(
-                dataset_id, relation, data["description"], eps, delta, seq)
+            state = DatasetState(dataset_id, relation, data["description"], eps, delta, seq)
+            if lrule == "zcdp":
+                state.lifetime_rule = "zcdp"
+                state.lifetime_rho = _lifetime_rho_of(data, eps, delta)
+            self.datasets[dataset_id] = state
             return
         dataset = self.datasets.get(dataset_id)
         if dataset is None:
@@ -288,22 +325,30 @@ class ChainState:
             data = self._data(row)
             seed = row[_INDEX["seed_explicit"]]
             if not isinstance(run_id, str) or not run_id or run_id in self.runs \
-                    or set(data) != {"budget", "rule", "description"} \
+                    or set(data) != RUN_OPEN_KEYS[dataset.lifetime_rule] \
                     or data["rule"] not in RULES or relation != dataset.relation \
                     or seed not in (0, 1) or not isinstance(data["description"], str):
                 raise _EntryError(f"malformed or repeated run-open of {run_id!r}")
             eps, delta = _budget_from(data["budget"], "budget")
             if data["rule"] == "zcdp" and delta == 0:
                 raise _EntryError("the zcdp rule needs a run budget with delta > 0")
-            held_eps, held_delta = dataset.charged
-            if held_eps + eps > dataset.lifetime_epsilon \
-                    or held_delta + delta > dataset.lifetime_delta:
-                raise _EntryError(f"run {run_id!r} was admitted beyond the lifetime of "
-                                  f"dataset {dataset_id!r}")
             run = RunState(run_id, dataset_id, data["rule"], relation, eps, delta, bool(seed),
                            data["description"], seq)
-            dataset.charged_epsilon += eps
-            dataset.charged_delta += delta
+            if dataset.lifetime_rule == "zcdp":
+                assert dataset.lifetime_rho is not None
+                run.reserved_rho = _run_rho_of(data, data["rule"], eps, delta)
+                if dataset.charged_rho + run.reserved_rho > dataset.lifetime_rho:
+                    raise _EntryError(f"run {run_id!r} was admitted beyond the zcdp lifetime "
+                                      f"of dataset {dataset_id!r}")
+                dataset.charged_rho += run.reserved_rho
+            else:
+                held_eps, held_delta = dataset.charged
+                if held_eps + eps > dataset.lifetime_epsilon \
+                        or held_delta + delta > dataset.lifetime_delta:
+                    raise _EntryError(f"run {run_id!r} was admitted beyond the lifetime of "
+                                      f"dataset {dataset_id!r}")
+                dataset.charged_epsilon += eps
+                dataset.charged_delta += delta
             self.runs[run_id] = dataset.runs[run_id] = run
             return
         found = self.runs.get(run_id) if isinstance(run_id, str) else None
@@ -326,6 +371,12 @@ class ChainState:
             status = self._data(row).get("status")
             if status not in RUN_STATUSES:
                 raise _EntryError(f"unknown run status {status!r}")
+            if run.reserved_rho is not None:
+                held_rho = run.charge_rho()
+                run.status = str(status)
+                run.closed_seq = seq
+                dataset.charged_rho += run.charge_rho() - held_rho
+                return
             held = run.charge()
             run.status = str(status)
             run.closed_seq = seq
@@ -344,4 +395,10 @@ class ChainState:
             if why is not None:
                 self.problems.append(f"run {run.run_id!r} exceeds its reservation: {why}")
                 return
+            if run.reserved_rho is not None:
+                why = unit_violation(run.reserved_rho, run.units)
+                if why is not None:
+                    self.problems.append(
+                        f"run {run.run_id!r} does not fit its dataset's zcdp lifetime: {why}")
+                    return
 

@@ -10,6 +10,7 @@ re-derived values by the callers.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -101,6 +102,100 @@ def run_charge(rule: str, status: str, entries: int, budget_epsilon: Fraction,
     return budget_epsilon, budget_delta
 
 
+# ---------------------------------------------------------------------------------
+# The zcdp lifetime rule (docs/privacy/ledger-composition.md, "zCDP lifetime")
+# ---------------------------------------------------------------------------------
+#: How a dataset's lifetime composes its units: ``basic`` (the default; sums of
+#: (eps, delta)) or ``zcdp`` (a sum of rho within the lifetime's rho).
+LIFETIME_RULES = ("basic", "zcdp")
+#: The keys of a registration entry's data under each lifetime rule (``basic`` is the
+#: format every earlier ledger holds, unchanged).
+DATASET_KEYS = {"basic": frozenset({"lifetime", "description"}),
+                "zcdp": frozenset({"lifetime", "description", "lifetime_rule",
+                                   "lifetime_rho"})}
+#: The keys of a run-open entry's data under each lifetime rule.
+RUN_OPEN_KEYS = {"basic": frozenset({"budget", "rule", "description"}),
+                 "zcdp": frozenset({"budget", "rule", "description", "rho"})}
+
+
+#: ``rho_for_budget`` memoised (a pure function of exact arguments): a writer's fold
+#: re-derives the rho of every run-open of a zcdp lifetime before each reservation, and
+#: runs repeat a few budgets.
+_rho_of_budget = functools.lru_cache(maxsize=4096)(rho_for_budget)
+
+
+def lifetime_rho(epsilon: Fraction, delta: Fraction) -> Fraction:
+    """The rho of a ``zcdp`` lifetime ``(eps_L, delta_L)``: the largest rho (rounded
+    down) with ``zcdp_to_epsilon(rho, delta_L) <= eps_L`` (``Budget.rho()``)."""
+    if delta <= 0:
+        raise ValueError("a zcdp lifetime needs delta > 0 for its conversion")
+    return _rho_of_budget(epsilon, delta)
+
+
+def reservation_rho(rule: str, epsilon: Fraction, delta: Fraction) -> Fraction:
+    """A run's reservation under a ``zcdp`` lifetime, in rho.
+
+    * a ``zcdp`` run: ``Budget(eps, delta).rho()`` (its filter keeps the sum of its
+      mechanisms' rho within it);
+    * a ``basic`` run (pure: ``delta`` must be 0): ``eps^2 / 2`` (its filter keeps
+      ``sum eps_m <= eps``, so ``sum eps_m^2/2 <= eps^2/2``).
+    """
+    if rule == "zcdp":
+        return _rho_of_budget(epsilon, delta)
+    if rule == "basic":
+        if delta != 0:
+            raise ValueError("under a zcdp lifetime a basic run must be pure (delta = 0)")
+        return epsilon * epsilon / 2
+    raise ValueError(f"unknown rule {rule!r}")
+
+
+def unit_rho(epsilon: Fraction | None, delta: Fraction, rho: Fraction | None
+             ) -> Fraction | None:
+    """The cost of one mechanism as a unit of a ``zcdp`` lifetime: the smaller of its
+    zCDP bound and ``eps^2/2`` (pure ``eps``-DP is ``eps^2/2``-zCDP, Bun and Steinke
+    2016, Prop. 1.4); ``None`` when it is not a zCDP mechanism (``delta > 0``)."""
+    if delta != 0:
+        return None
+    half_square = None if epsilon is None else epsilon * epsilon / 2
+    if rho is None:
+        return half_square
+    if half_square is None or rho <= half_square:
+        return rho
+    return half_square
+
+
+def unit_violation(reserved_rho: Fraction, units: Fraction | None) -> str | None:
+    """Why a run's units do not fit its rho reservation (``None`` if they do)."""
+    if units is None:
+        return ("a mechanism with delta > 0 that is not zCDP cannot be a unit of a zcdp "
+                "lifetime")
+    if units > reserved_rho:
+        return f"its units rho {float(units)!r} > its reservation rho {float(reserved_rho)!r}"
+    return None
+
+
+def run_charge_rho(status: str, entries: int, reserved_rho: Fraction,
+                   units: Fraction | None) -> Fraction:
+    """What a run takes from a ``zcdp`` lifetime, in rho, exactly: an open run its
+    reservation; a closed run the exact sum of its mechanisms' unit rho (0 without a
+    mechanism); its reservation, never less, when the sum is unknown or above it (a
+    corrupt chain)."""
+    if status == "open":
+        return reserved_rho
+    if entries == 0:
+        return Fraction(0)
+    if units is not None and units <= reserved_rho:
+        return units
+    return reserved_rho
+
+
+def rho_converted(rho: Fraction, delta: Fraction) -> tuple[Fraction, Fraction]:
+    """``rho``-zCDP as (eps, delta) at ``delta`` (``(0, 0)`` for ``rho = 0``)."""
+    if rho == 0:
+        return Fraction(0), Fraction(0)
+    return zcdp_to_epsilon(rho, delta), delta
+
+
 def _display(q: Fraction) -> float | None:
     """``q`` rounded up to a float, or ``None`` if no finite float is that large."""
     try:
@@ -140,9 +235,16 @@ class RunTotals(RunRecord):
     spent_epsilon: Fraction | None = Fraction(0)
     spent_delta: Fraction = Fraction(0)
     spent_rho: Fraction | None = Fraction(0)
+    #: Under a ``zcdp`` lifetime: the run's reservation in rho (:func:`reservation_rho`)
+    #: and the exact sum of its mechanisms' unit rho (``None`` once a mechanism is not a
+    #: unit); ``None`` / unused under a ``basic`` lifetime.
+    reserved_rho: Fraction | None = None
+    units: Fraction | None = Fraction(0)
 
     def add(self, cost: Cost) -> None:
         self.entries += 1
+        unit = unit_rho(cost.epsilon, cost.delta, cost.rho)
+        self.units = None if self.units is None or unit is None else self.units + unit
         self.spent_epsilon = (
             None if self.spent_epsilon is None or cost.epsilon is None
             else self.spent_epsilon + cost.epsilon
@@ -156,6 +258,11 @@ class RunTotals(RunRecord):
         """What this run takes from its dataset's lifetime now (:func:`run_charge`)."""
         return run_charge(self.rule, self.status, self.entries, self.budget_epsilon,
                           self.budget_delta, self.spent_epsilon, self.spent_delta)
+
+    def charge_rho(self) -> Fraction:
+        """What this run takes from a ``zcdp`` lifetime now (:func:`run_charge_rho`)."""
+        assert self.reserved_rho is not None
+        return run_charge_rho(self.status, self.entries, self.reserved_rho, self.units)
 
     def spent_by_rule(self) -> dict[str, JSONValue]:
         """Spending under every rule that applies to all of the run's entries.
@@ -188,7 +295,7 @@ class RunTotals(RunRecord):
         return out
 
     def to_dict(self) -> dict[str, JSONValue]:
-        return {
+        out: dict[str, JSONValue] = {
             "run_id": self.run_id,
             "dataset_id": self.dataset_id,
             "rule": self.rule,
@@ -203,6 +310,13 @@ class RunTotals(RunRecord):
             "outputs": self.outputs,
             "spent": self.spent_by_rule(),
         }
+        if self.reserved_rho is not None:  # a run under a zcdp lifetime
+            out["lifetime_units"] = {
+                "reserved_rho": str(self.reserved_rho),
+                "units_rho": None if self.units is None else str(self.units),
+                "charged_rho": str(self.charge_rho()),
+            }
+        return out
 
 
 @dataclass
@@ -222,12 +336,53 @@ class DatasetTotals:
     #: realized charge, :func:`run_charge`), kept current in chain order.
     charged_epsilon: Fraction = Fraction(0)
     charged_delta: Fraction = Fraction(0)
+    #: The lifetime rule (``basic``: the (eps, delta) sums above; ``zcdp``: the rho
+    #: below, and ``charged_*`` is then the conversion of ``charged_rho``).
+    lifetime_rule: str = "basic"
+    lifetime_rho: Fraction | None = None
+    charged_rho: Fraction = Fraction(0)
+
+    @property
+    def remaining_rho(self) -> Fraction | None:
+        return None if self.lifetime_rho is None else self.lifetime_rho - self.charged_rho
+
+    def converted(self) -> None:
+        """Under a ``zcdp`` lifetime: set ``charged_*`` to the (eps, delta) conversion
+        of ``charged_rho`` at the lifetime's delta (display; admission uses rho)."""
+        if self.lifetime_rule == "zcdp":
+            self.charged_epsilon, self.charged_delta = rho_converted(
+                self.charged_rho, self.lifetime_delta)
 
     def to_dict(self, legacy: bool = False) -> dict[str, JSONValue]:
         """The certificate's entry. ``legacy``: the form written before refunds (no
-        ``charged``; ``remaining`` from the reservations), which old certificates hold."""
+        ``charged``; ``remaining`` from the reservations), which old certificates hold.
+        Under a ``zcdp`` lifetime ``charged`` is the conversion of the charged rho,
+        ``remaining`` the conversion of the remaining rho (what one more ``zcdp`` run
+        at the lifetime's delta could reserve, up to rounding) and ``rho`` states the
+        exact rho values."""
         used_eps, used_delta = ((self.reserved_epsilon, self.reserved_delta) if legacy
                                 else (self.charged_epsilon, self.charged_delta))
+        if self.lifetime_rule == "zcdp" and not legacy:
+            assert self.lifetime_rho is not None
+            left = max(self.lifetime_rho - self.charged_rho, Fraction(0))
+            conv = rho_converted(left, self.lifetime_delta)
+            zc: dict[str, JSONValue] = {
+                "dataset_id": self.dataset_id,
+                "relation": self.relation,
+                "description": self.description,
+                "lifetime": budget_dict(self.lifetime_epsilon, self.lifetime_delta),
+                "lifetime_rule": "zcdp",
+                "reserved": budget_dict(self.reserved_epsilon, self.reserved_delta),
+                "remaining": budget_dict(min(conv[0], self.lifetime_epsilon), conv[1]),
+                "registered_seq": self.registered_seq,
+                "runs": list(self.runs),
+                "charged": budget_dict(*rho_converted(self.charged_rho,
+                                                      self.lifetime_delta)),
+                "rho": {"lifetime": str(self.lifetime_rho),
+                        "charged": str(self.charged_rho),
+                        "remaining": str(left)},
+            }
+            return zc
         out: dict[str, JSONValue] = {
             "dataset_id": self.dataset_id,
             "relation": self.relation,
@@ -324,6 +479,41 @@ def _budget_from(value: object, name: str) -> tuple[Fraction, Fraction]:
     if not 0 <= delta < 1:
         raise _EntryError(f"{name}.delta must be in [0, 1)")
     return eps, delta
+
+
+def _lifetime_rho_of(data: dict[str, object], eps: Fraction, delta: Fraction) -> Fraction:
+    """The rho a ``zcdp`` registration states, checked to be the one re-derived from its
+    lifetime (:func:`lifetime_rho`)."""
+    if data["lifetime_rule"] != "zcdp":
+        raise _EntryError(f"unknown lifetime rule {data['lifetime_rule']!r}")
+    if delta == 0:
+        raise _EntryError("a zcdp lifetime needs delta > 0")
+    try:
+        stated = parse_fraction(data["lifetime_rho"], "lifetime_rho")
+    except ValueError as exc:
+        raise _EntryError(str(exc)) from None
+    derived = lifetime_rho(eps, delta)
+    if stated != derived:
+        raise _EntryError(f"lifetime_rho {str(stated)!r} is not the rho of the lifetime "
+                          f"({str(derived)!r})")
+    return stated
+
+
+def _run_rho_of(data: dict[str, object], rule: str, eps: Fraction, delta: Fraction
+                ) -> Fraction:
+    """The rho reservation a run-open entry under a ``zcdp`` lifetime states, checked to
+    be the one re-derived from its budget and rule (:func:`reservation_rho`)."""
+    if rule == "basic" and delta != 0:
+        raise _EntryError("under a zcdp lifetime a basic run must reserve delta = 0")
+    try:
+        stated = parse_fraction(data["rho"], "rho")
+    except ValueError as exc:
+        raise _EntryError(str(exc)) from None
+    derived = reservation_rho(rule, eps, delta)
+    if stated != derived:
+        raise _EntryError(f"the run's rho {str(stated)!r} is not the rho of its budget under "
+                          f"rule {rule} ({str(derived)!r})")
+    return stated
 
 
 def _keys(data: dict[str, object], expected: set[str], what: str) -> None:
@@ -502,6 +692,12 @@ class ChainChecker:
                 raise _EntryError(f"unknown run status {status!r}")
             # the refund, re-derived from the chain at the point the run closed: the
             # dataset's charge drops from the reservation to the run's realized charge
+            if dataset.lifetime_rule == "zcdp":
+                held_rho = run.charge_rho()
+                run.status = status
+                run.closed_seq = seq
+                dataset.charged_rho += run.charge_rho() - held_rho
+                return
             held = run.charge()
             run.status = status
             run.closed_seq = seq
@@ -513,7 +709,8 @@ class ChainChecker:
                  dataset_id: str) -> None:
         if r["run_id"] is not None:
             raise _EntryError("a dataset entry must not carry a run id")
-        _keys(data, {"lifetime", "description"}, "dataset")
+        rule = "zcdp" if "lifetime_rule" in data else "basic"
+        _keys(data, set(DATASET_KEYS[rule]), "dataset")
         if not dataset_id:
             raise _EntryError("empty dataset id")
         if dataset_id in self.datasets:
@@ -521,13 +718,15 @@ class ChainChecker:
         eps, delta = _budget_from(data["lifetime"], "lifetime")
         relation = r["relation"]
         assert isinstance(relation, str)
-        self.datasets[dataset_id] = DatasetTotals(
-            dataset_id, relation, _str(data, "description"), eps, delta, seq
-        )
+        totals = DatasetTotals(dataset_id, relation, _str(data, "description"), eps, delta, seq)
+        if rule == "zcdp":
+            totals.lifetime_rule = "zcdp"
+            totals.lifetime_rho = _lifetime_rho_of(data, eps, delta)
+        self.datasets[dataset_id] = totals
 
     def _run_open(self, r: Mapping[str, object], seq: int, data: dict[str, object],
                   dataset: DatasetTotals, run_id: str) -> None:
-        _keys(data, {"budget", "rule", "description"}, "run-open")
+        _keys(data, set(RUN_OPEN_KEYS[dataset.lifetime_rule]), "run-open")
         if not run_id or run_id in self.runs:
             raise _EntryError(f"run id {run_id!r} is empty or reused")
         if r["relation"] != dataset.relation:
@@ -542,22 +741,34 @@ class ChainChecker:
             raise _EntryError(f"unknown rule {rule!r}")
         if rule == "zcdp" and delta == 0:
             raise _EntryError("the zcdp rule needs a run budget with delta > 0")
-        new_eps = dataset.charged_epsilon + eps
-        new_delta = dataset.charged_delta + delta
-        if new_eps > dataset.lifetime_epsilon or new_delta > dataset.lifetime_delta:
-            raise _EntryError(
-                f"run {run_id!r} reservation exceeds dataset {dataset.dataset_id!r}'s lifetime "
-                f"budget (charged would be eps={float(new_eps)!r}, delta={float(new_delta)!r})"
-            )
+        reserved_rho = None
+        if dataset.lifetime_rule == "zcdp":
+            assert dataset.lifetime_rho is not None
+            reserved_rho = _run_rho_of(data, rule, eps, delta)
+            new_rho = dataset.charged_rho + reserved_rho
+            if new_rho > dataset.lifetime_rho:
+                raise _EntryError(
+                    f"run {run_id!r} reservation exceeds dataset {dataset.dataset_id!r}'s "
+                    f"zcdp lifetime (charged would be rho={float(new_rho)!r} > "
+                    f"{float(dataset.lifetime_rho)!r})")
+            dataset.charged_rho = new_rho
+        else:
+            new_eps = dataset.charged_epsilon + eps
+            new_delta = dataset.charged_delta + delta
+            if new_eps > dataset.lifetime_epsilon or new_delta > dataset.lifetime_delta:
+                raise _EntryError(
+                    f"run {run_id!r} reservation exceeds dataset {dataset.dataset_id!r}'s "
+                    f"lifetime budget (charged would be eps={float(new_eps)!r}, "
+                    f"delta={float(new_delta)!r})")
+            dataset.charged_epsilon, dataset.charged_delta = new_eps, new_delta
         dataset.reserved_epsilon += eps
         dataset.reserved_delta += delta
-        dataset.charged_epsilon, dataset.charged_delta = new_eps, new_delta
         dataset.runs.append(run_id)
         relation = r["relation"]
         assert isinstance(relation, str)
         self.runs[run_id] = RunTotals(
             run_id, dataset.dataset_id, rule, relation, eps, delta, seed_explicit,
-            _str(data, "description"), seq,
+            _str(data, "description"), seq, reserved_rho=reserved_rho,
         )
 
     def _mechanism(self, r: Mapping[str, object], seq: int, run: RunTotals) -> None:
@@ -597,11 +808,18 @@ class ChainChecker:
         if why is not None:
             raise _EntryError(
                 f"run {run.run_id!r} exceeds its reservation under rule {run.rule}: {why}")
+        if run.reserved_rho is not None:
+            why = unit_violation(run.reserved_rho, run.units)
+            if why is not None:
+                raise _EntryError(
+                    f"run {run.run_id!r} does not fit its dataset's zcdp lifetime: {why}")
 
     # -- result -------------------------------------------------------------------------
     def report(self, source: str, ledger_id: str | None,
                extra_problems: Sequence[str] = ()) -> VerificationReport:
         problems = tuple(self.problems) + tuple(extra_problems)
+        for dataset in self.datasets.values():
+            dataset.converted()  # a zcdp lifetime's charge as (eps, delta), once
         return VerificationReport(
             ok=not problems,
             problems=problems,

@@ -76,12 +76,19 @@ class GovernedDataset:
     #: Absolute paths of the data files that are this dataset (a run on one of them
     #: must use this id).
     data: tuple[str, ...] = ()
+    #: The lifetime rule it is registered with (``basic`` or ``zcdp``; a policy states
+    #: it only for ``zcdp``, so earlier policies read and sign unchanged).
+    lifetime_rule: str = "basic"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ledger": self.ledger, "ledger_id": self.ledger_id,
-                "lifetime": {"epsilon": fraction_str(self.lifetime_epsilon),
-                             "delta": fraction_str(self.lifetime_delta)},
-                "relation": self.relation, "data": list(self.data)}
+        out: dict[str, Any] = {
+            "ledger": self.ledger, "ledger_id": self.ledger_id,
+            "lifetime": {"epsilon": fraction_str(self.lifetime_epsilon),
+                         "delta": fraction_str(self.lifetime_delta)},
+            "relation": self.relation, "data": list(self.data)}
+        if self.lifetime_rule != "basic":
+            out["lifetime_rule"] = self.lifetime_rule
+        return out
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,7 @@ def governed(dataset_id: str, ledger: LedgerBackend, *,
         dataset_id=dataset_id, ledger=normalize_location(str(ledger.path)),
         ledger_id=ledger.ledger_id, lifetime_epsilon=info.lifetime_epsilon,
         lifetime_delta=info.lifetime_delta, relation=info.relation.value,
-        data=tuple(_normalize_data(p) for p in data))
+        data=tuple(_normalize_data(p) for p in data), lifetime_rule=info.lifetime_rule)
 
 
 def write_policy(path: str | os.PathLike[str], signing_key: SigningKey | str | os.PathLike[str],
@@ -197,8 +204,9 @@ def _parse(body: Mapping[str, Any], source: str) -> Policy:
         if not isinstance(raw, dict):
             raise ValueError("datasets must be an object")
         for ds_id, d in raw.items():
-            if not isinstance(d, dict) or set(d) != {"ledger", "ledger_id", "lifetime",
-                                                     "relation", "data"}:
+            keys = {"ledger", "ledger_id", "lifetime", "relation", "data"}
+            if not isinstance(d, dict) or set(d) - {"lifetime_rule"} != keys \
+                    or d.get("lifetime_rule", "zcdp") != "zcdp":
                 raise ValueError(f"dataset {ds_id!r} is malformed")
             life = d["lifetime"]
             if not isinstance(life, dict) or not isinstance(d["data"], list):
@@ -208,7 +216,8 @@ def _parse(body: Mapping[str, Any], source: str) -> Policy:
                 lifetime_epsilon=parse_fraction(life.get("epsilon"), "epsilon"),
                 lifetime_delta=parse_fraction(life.get("delta"), "delta"),
                 relation=Relation.parse(d["relation"]).value,
-                data=tuple(str(p) for p in d["data"]))
+                data=tuple(str(p) for p in d["data"]),
+                lifetime_rule=str(d.get("lifetime_rule", "basic")))
         return Policy(datasets=datasets, allow_no_ledger=bool(body["allow_no_ledger"]),
                       public_key=VerifyKey.from_hex(str(body["public_key"])),
                       issued_at=str(body.get("issued_at")), source=source)
@@ -298,11 +307,12 @@ def _check_opened(p: Policy, g: GovernedDataset, led: LedgerBackend) -> None:
             f"dataset {g.dataset_id!r} is governed by the policy {p.source} but not "
             f"registered in {led.path}: the custodian registers it")
     info = led.dataset(g.dataset_id)
-    if (info.lifetime_epsilon, info.lifetime_delta, info.relation.value) != (
-            g.lifetime_epsilon, g.lifetime_delta, g.relation):
+    if (info.lifetime_epsilon, info.lifetime_delta, info.relation.value,
+            info.lifetime_rule) != (g.lifetime_epsilon, g.lifetime_delta, g.relation,
+                                    g.lifetime_rule):
         raise PolicyViolationError(
-            f"dataset {g.dataset_id!r} is registered in {led.path} with another lifetime "
-            f"or relation than the policy {p.source} governs it with")
+            f"dataset {g.dataset_id!r} is registered in {led.path} with another lifetime, "
+            f"lifetime rule or relation than the policy {p.source} governs it with")
 
 
 def sign_heads(location: object, signing_key: SigningKey | str | os.PathLike[str]) \

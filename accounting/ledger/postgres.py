@@ -46,6 +46,7 @@ from accounting.errors import (
     InvalidParameterError,
     LedgerCorruptError,
     LedgerError,
+    LifetimeRuleError,
     RelationMismatchError,
     UnknownDatasetError,
     UnsignedLedgerError,
@@ -68,7 +69,11 @@ from accounting.ledger._verify import (
     ChainChecker,
     RunTotals,
     VerificationReport,
+    lifetime_rho,
+    rho_converted,
     rule_violation,
+    unit_rho,
+    unit_violation,
 )
 from accounting.ledger.signing import (
     METADATA_KEY,
@@ -92,6 +97,9 @@ from accounting.ledger.store import (
     _load_verify,
     _now,
     _refuse_unless_fits,
+    check_lifetime_rule,
+    registration_data,
+    run_rho_for,
     validate_draft,
 )
 from accounting.relations import Relation
@@ -352,11 +360,10 @@ class PostgresLedger:
 
     # -- datasets ---------------------------------------------------------------------
     def _register(self, dataset_id: str, eps: Fraction, delta: Fraction, rel: Relation,
-                  description: str) -> tuple[int, bool]:
+                  description: str, lifetime_rule: str = "basic") -> tuple[int, bool]:
         head, mid = _encode({
             "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
-            "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                     "description": description}})
+            "data": registration_data(eps, delta, description, lifetime_rule)})
         try:
             (seq, _h, created), = self._call(
                 "SELECT o_seq, o_hash, o_created FROM dpcg.register(%s, %s)", (head, mid))
@@ -372,13 +379,16 @@ class PostgresLedger:
 
     def register_dataset(self, dataset_id: str, lifetime: Budget,
                          relation: Relation | str = Relation.REPLACE_ONE,
-                         description: str = "") -> None:
-        """Register ``dataset_id`` (:class:`DuplicateDatasetError` if it is registered)."""
+                         description: str = "", *, lifetime_rule: str = "basic") -> None:
+        """Register ``dataset_id`` (:class:`DuplicateDatasetError` if it is registered);
+        ``lifetime_rule`` as for :meth:`Ledger.register_dataset`."""
         dataset_id = _check_id("dataset_id", dataset_id)
         eps, delta = _check_budget("lifetime", lifetime)
         rel = Relation.parse(relation)
         description = _check_text("description", description)
-        _seq, created = self._register(dataset_id, eps, delta, rel, description)
+        lifetime_rule = check_lifetime_rule(lifetime_rule, delta)
+        _seq, created = self._register(dataset_id, eps, delta, rel, description,
+                                       lifetime_rule)
         if not created:
             raise DuplicateDatasetError(
                 f"dataset {dataset_id!r} is already registered in {self.path}")
@@ -386,13 +396,17 @@ class PostgresLedger:
     def ensure_dataset(self, dataset_id: str, lifetime: Budget,
                        relation: Relation | str = Relation.REPLACE_ONE,
                        description: str = "", *,
-                       for_run: Budget | None = None) -> tuple[DatasetInfo, bool]:
+                       for_run: Budget | None = None, for_rule: str | None = None,
+                       lifetime_rule: str = "basic") -> tuple[DatasetInfo, bool]:
         """As :meth:`Ledger.ensure_dataset`: register unless registered (one locked
         database call, so concurrent first runs get one registration)."""
         dataset_id = _check_id("dataset_id", dataset_id)
         eps, delta = _check_budget("lifetime", lifetime)
         rel = Relation.parse(relation)
         description = _check_text("description", description)
+        lifetime_rule = check_lifetime_rule(lifetime_rule, delta)
+        if for_rule is not None:
+            for_rule = _check_rule(for_rule)
         need = None if for_run is None else _check_budget("for_run", for_run)
         if self.has_dataset(dataset_id):
             info = self.dataset(dataset_id)
@@ -402,16 +416,20 @@ class PostgresLedger:
                     f"{info.relation.value} relation, not {rel.value}; a dataset id keeps "
                     "its relation (use another id)")
             if need is not None:
-                _refuse_unless_fits(dataset_id, need, info.remaining_epsilon,
-                                    info.remaining_delta, "remaining lifetime")
+                _refuse_unless_fits(dataset_id, need, info, for_rule, "remaining lifetime")
             return info, False
         if need is not None:
-            _refuse_unless_fits(dataset_id, need, eps, delta, "lifetime")
-        _seq, created = self._register(dataset_id, eps, delta, rel, description)
+            _refuse_unless_fits(dataset_id, need, DatasetInfo(
+                dataset_id=dataset_id, lifetime_epsilon=eps, lifetime_delta=delta,
+                relation=rel, description=description, reserved_epsilon=Fraction(0),
+                reserved_delta=Fraction(0), n_runs=0, lifetime_rule=lifetime_rule,
+                lifetime_rho=lifetime_rho(eps, delta) if lifetime_rule == "zcdp" else None),
+                for_rule, "lifetime")
+        _seq, created = self._register(dataset_id, eps, delta, rel, description,
+                                       lifetime_rule)
         info = self.dataset(dataset_id)
         if not created and need is not None:
-            _refuse_unless_fits(dataset_id, need, info.remaining_epsilon,
-                                info.remaining_delta, "remaining lifetime")
+            _refuse_unless_fits(dataset_id, need, info, for_rule, "remaining lifetime")
         return info, created
 
     def dataset(self, dataset_id: str) -> DatasetInfo:
@@ -422,14 +440,23 @@ class PostgresLedger:
             raise UnknownDatasetError(
                 f"dataset {dataset_id!r} is not registered in {self.path} (known: {known})")
         try:
+            lifetime_delta = parse_fraction(row[1], "delta")
+            charged = (parse_fraction(row[7], "charged_epsilon"),
+                       parse_fraction(row[8], "charged_delta"))
+            zcdp = row[9] is not None
+            if zcdp:  # a zcdp lifetime: admission is on rho; (eps, delta) its conversion
+                charged = rho_converted(parse_fraction(row[11], "charged_rho"),
+                                        lifetime_delta)
             return DatasetInfo(
                 dataset_id=dataset_id, lifetime_epsilon=parse_fraction(row[0], "epsilon"),
-                lifetime_delta=parse_fraction(row[1], "delta"), relation=Relation(row[2]),
+                lifetime_delta=lifetime_delta, relation=Relation(row[2]),
                 description=str(row[3]),
                 reserved_epsilon=parse_fraction(row[4], "reserved_epsilon"),
                 reserved_delta=parse_fraction(row[5], "reserved_delta"), n_runs=int(row[6]),
-                charged_epsilon=parse_fraction(row[7], "charged_epsilon"),
-                charged_delta=parse_fraction(row[8], "charged_delta"))
+                charged_epsilon=charged[0], charged_delta=charged[1],
+                lifetime_rule="zcdp" if zcdp else "basic",
+                lifetime_rho=parse_fraction(row[10], "lifetime_rho") if zcdp else None,
+                charged_rho=parse_fraction(row[11], "charged_rho") if zcdp else Fraction(0))
         except (ValueError, TypeError) as exc:
             raise LedgerCorruptError(f"{self.path}: dataset {dataset_id!r}: {exc}") from None
 
@@ -461,26 +488,34 @@ class PostgresLedger:
             raise InvalidParameterError(
                 "budget.delta", budget.delta,
                 "the zcdp rule needs delta > 0 to convert to (eps, delta)")
-        relation = self._relation(dataset_id)  # UnknownDatasetError naming the known ids
+        # UnknownDatasetError naming the known ids
+        relation, lifetime_rule = self._registration(dataset_id)
+        run_rho = run_rho_for(lifetime_rule, rule, eps, delta, dataset_id)
         run_id = uuid.uuid4().hex
-        data = {"budget": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                "rule": rule, "description": description}
+        data: dict[str, Any] = {
+            "budget": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
+            "rule": rule, "description": description}
+        if run_rho is not None:
+            data["rho"] = fraction_str(run_rho)
         head, mid = _encode({
             "kind": "run-open", "dataset_id": dataset_id, "run_id": run_id,
             "relation": relation.value, "seed_explicit": seed_explicit, "data": data})
         (_seq, _h, opened_at), = self._call(
             "SELECT o_seq, o_hash, o_timestamp FROM dpcg.reserve(%s, %s)", (head, mid))
         return PostgresRun(self, run_id, dataset_id, budget, eps, delta, relation, rule,
-                           seed_explicit, str(opened_at))
+                           seed_explicit, str(opened_at), reserved_rho=run_rho)
 
-    def _relation(self, dataset_id: str) -> Relation:
-        """The registered relation of ``dataset_id`` (read from its registration entry)."""
+    def _registration(self, dataset_id: str) -> tuple[Relation, str]:
+        """The registered relation and lifetime rule of ``dataset_id`` (read from its
+        registration entry; the database re-checks both when it admits)."""
         rows = self._call("SELECT body FROM dpcg.entries WHERE kind = 'dataset' AND "
                           "dataset_id = %s", (dataset_id,))
         if not rows:
             self.dataset(dataset_id)  # raises UnknownDatasetError naming the known ids
         try:
-            return Relation(json.loads(rows[0][0])["relation"])
+            body = json.loads(rows[0][0])
+            return (Relation(body["relation"]),
+                    "zcdp" if "lifetime_rule" in body["data"] else "basic")
         except (ValueError, KeyError, TypeError) as exc:
             raise LedgerCorruptError(f"{self.path}: dataset {dataset_id!r}: {exc}") from None
 
@@ -671,6 +706,8 @@ def _translate(exc: Exception, where: str) -> Exception:
         return RelationMismatchError(text)
     if state == pgs.SQLSTATE_CLOSED:
         return LedgerError(text)
+    if state == pgs.SQLSTATE_LIFETIME_RULE:
+        return LifetimeRuleError(text)
     if state == pgs.SQLSTATE_INVALID:
         return InvalidParameterError("entry", None, text)
     if state == "42501":
@@ -685,8 +722,12 @@ class PostgresRun:
 
     def __init__(self, ledger: PostgresLedger, run_id: str, dataset_id: str, budget: Budget,
                  budget_epsilon: Fraction, budget_delta: Fraction, relation: Relation,
-                 rule: str, seed_explicit: bool, opened_at: str) -> None:
+                 rule: str, seed_explicit: bool, opened_at: str, *,
+                 reserved_rho: Fraction | None = None) -> None:
         self._ledger = ledger
+        #: under a zcdp lifetime: the run's reservation in rho and its units so far
+        self._reserved_rho = reserved_rho
+        self._units = Fraction(0)
         self._run_id = run_id
         self._opened_at = opened_at
         self.dataset_id = dataset_id
@@ -749,6 +790,23 @@ class PostgresRun:
             eps = None if eps is None or cost.epsilon is None else eps + cost.epsilon
             delta = delta + cost.delta
             rho = None if rho is None or cost.rho is None else rho + cost.rho
+        units = self._units
+        if self._reserved_rho is not None:  # checked again by the database
+            total: Fraction | None = units
+            for entry in entries:
+                c = entry.cost
+                unit = unit_rho(c.epsilon, c.delta, c.rho)
+                total = None if total is None or unit is None else total + unit
+            why = unit_violation(self._reserved_rho, total)
+            if total is None:
+                raise LifetimeRuleError(
+                    f"run {self._run_id!r}: dataset {self.dataset_id!r} has a zcdp lifetime "
+                    f"and {why}; nothing was written")
+            if why is not None:
+                raise BudgetExceededError(
+                    f"run {self._run_id!r}: the entries would exceed the run's reservation "
+                    f"under its dataset's zcdp lifetime: {why}")
+            units = total
         why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
         if why is not None:
             n = len(entries)
@@ -761,6 +819,7 @@ class PostgresRun:
             "SELECT o_seq, o_hash FROM dpcg.charge(%s, %s, %s)",
             (self._run_id, [s[0] for s in segments], [s[1] for s in segments]))
         self._spent = (eps, delta, rho)
+        self._units = units
         return [int(r[0]) for r in rows]
 
     def record_output(self, sequence: int, output: object) -> None:

@@ -49,6 +49,7 @@ from accounting.errors import (
     KeyFileError,
     LedgerCorruptError,
     LedgerError,
+    LifetimeRuleError,
     RelationMismatchError,
     UnknownDatasetError,
     UnsignedLedgerError,
@@ -82,12 +83,18 @@ from accounting.ledger._format import (
 from accounting.ledger._rederive import rederive
 from accounting.ledger._state import ChainState, DatasetState
 from accounting.ledger._verify import (
+    LIFETIME_RULES,
     ChainChecker,
     DatasetTotals,
     RunTotals,
     VerificationReport,
+    lifetime_rho,
+    reservation_rho,
+    rho_converted,
     rule_violation,
     run_charge,
+    unit_rho,
+    unit_violation,
 )
 from accounting.ledger.signing import (
     KEY_ENV,
@@ -217,6 +224,46 @@ def _check_rule(rule: object) -> str:
     return rule
 
 
+def check_lifetime_rule(rule: object, delta: Fraction) -> str:
+    """A valid lifetime rule for a lifetime with ``delta`` (``zcdp`` needs delta > 0)."""
+    if rule not in LIFETIME_RULES:
+        raise InvalidParameterError("lifetime_rule", rule,
+                                    f"expected one of {', '.join(LIFETIME_RULES)}")
+    assert isinstance(rule, str)
+    if rule == "zcdp" and delta == 0:
+        raise InvalidParameterError("lifetime.delta", float(delta),
+                                    "a zcdp lifetime needs delta > 0 for its conversion")
+    return rule
+
+
+def registration_data(eps: Fraction, delta: Fraction, description: str,
+                      lifetime_rule: str) -> dict[str, JSONValue]:
+    """The data of a registration entry (a ``basic`` lifetime: the format of every
+    earlier ledger, byte for byte; a ``zcdp`` lifetime adds its rule and its rho)."""
+    data: dict[str, JSONValue] = {
+        "lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
+        "description": description}
+    if lifetime_rule == "zcdp":
+        data["lifetime_rule"] = "zcdp"
+        data["lifetime_rho"] = fraction_str(lifetime_rho(eps, delta))
+    return data
+
+
+def run_rho_for(lifetime_rule: str, rule: str, eps: Fraction, delta: Fraction,
+                dataset_id: str) -> Fraction | None:
+    """A run's reservation in rho under the dataset's lifetime rule (``None`` under a
+    basic lifetime); :class:`LifetimeRuleError` for a basic run with delta > 0 under a
+    zcdp lifetime (its rule would admit mechanisms that are no zCDP unit)."""
+    if lifetime_rule != "zcdp":
+        return None
+    if rule == "basic" and delta != 0:
+        raise LifetimeRuleError(
+            f"dataset {dataset_id!r} has a zcdp lifetime: a basic run must reserve "
+            "delta = 0 (a mechanism with delta > 0 is not a zCDP unit); use the zcdp rule "
+            "or delta = 0; nothing was reserved")
+    return reservation_rho(rule, eps, delta)
+
+
 def _budget_of(eps: Fraction, delta: Fraction) -> Budget:
     """A Budget no larger than the exact (eps, delta) (exact when they are floats)."""
     return Budget(round_down(eps), round_down(delta))
@@ -324,18 +371,52 @@ class DatasetInfo:
     #: display, in :meth:`Ledger.dataset`.
     charged_epsilon: Fraction = Fraction(0)
     charged_delta: Fraction = Fraction(0)
+    #: ``basic`` (the default) or ``zcdp``. Under ``zcdp`` the lifetime is
+    #: ``lifetime_rho``, the runs' charge ``charged_rho`` (what admission uses), and
+    #: ``charged_*`` / ``remaining_*`` are their (eps, delta) conversions at the
+    #: lifetime's delta (display).
+    lifetime_rule: str = "basic"
+    lifetime_rho: Fraction | None = None
+    charged_rho: Fraction = Fraction(0)
 
     @property
     def lifetime(self) -> Budget:
         return _budget_of(self.lifetime_epsilon, self.lifetime_delta)
 
     @property
+    def remaining_rho(self) -> Fraction | None:
+        """Under a zcdp lifetime, the rho not charged yet (``None`` under basic)."""
+        return None if self.lifetime_rho is None else self.lifetime_rho - self.charged_rho
+
+    @property
     def remaining_epsilon(self) -> Fraction:
-        return self.lifetime_epsilon - self.charged_epsilon
+        left = self.remaining_rho
+        if left is None:
+            return self.lifetime_epsilon - self.charged_epsilon
+        return min(rho_converted(left, self.lifetime_delta)[0], self.lifetime_epsilon)
 
     @property
     def remaining_delta(self) -> Fraction:
-        return self.lifetime_delta - self.charged_delta
+        left = self.remaining_rho
+        if left is None:
+            return self.lifetime_delta - self.charged_delta
+        return rho_converted(left, self.lifetime_delta)[1]
+
+    def fits(self, budget: tuple[Fraction, Fraction], rule: str | None) -> bool:
+        """Whether a run reserving ``budget`` under ``rule`` fits the remaining lifetime
+        (``rule=None``: under a zcdp lifetime, the cheaper of the rules the budget allows;
+        advisory, :meth:`Ledger.open_run` decides)."""
+        eps, delta = budget
+        left = self.remaining_rho
+        if left is None:
+            return eps <= self.remaining_epsilon and delta <= self.remaining_delta
+        rules = [rule] if rule is not None else ["zcdp", "basic"]
+        for r in rules:
+            if (r == "basic" and delta != 0) or (r == "zcdp" and delta == 0):
+                continue
+            if reservation_rho(r, eps, delta) <= left:
+                return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -891,23 +972,27 @@ class Ledger:
     # -- datasets ---------------------------------------------------------------------
     def register_dataset(self, dataset_id: str, lifetime: Budget,
                          relation: Relation | str = Relation.REPLACE_ONE,
-                         description: str = "") -> None:
+                         description: str = "", *, lifetime_rule: str = "basic") -> None:
         """Register ``dataset_id`` with its lifetime (eps, delta) budget and relation.
 
         The id is declared by the caller (never derived from the rows). Raises
-        :class:`DuplicateDatasetError` if it is already registered.
+        :class:`DuplicateDatasetError` if it is already registered. ``lifetime_rule``:
+        ``basic`` (sums of (eps, delta)) or ``zcdp`` (the lifetime kept in rho, every
+        admitted mechanism charged its zCDP cost; docs/privacy/ledger-composition.md).
         """
         dataset_id = _check_id("dataset_id", dataset_id)
         eps, delta = _check_budget("lifetime", lifetime)
         rel = Relation.parse(relation)
         description = _check_text("description", description)
+        lifetime_rule = check_lifetime_rule(lifetime_rule, delta)
         with self._transaction("FULL") as conn:
             state = self._admission_state(conn)
             if conn.execute("SELECT 1 FROM datasets WHERE dataset_id=?",
                             (dataset_id,)).fetchone():
                 raise DuplicateDatasetError(
                     f"dataset {dataset_id!r} is already registered in {self.path}")
-            self._insert_dataset(conn, state, dataset_id, eps, delta, rel, description)
+            self._insert_dataset(conn, state, dataset_id, eps, delta, rel, description,
+                                 lifetime_rule)
 
     def _admission_state(self, conn: sqlite3.Connection) -> ChainState:
         """Inside the write transaction, before a registration or a reservation: the
@@ -920,15 +1005,14 @@ class Ledger:
 
     def _insert_dataset(self, conn: sqlite3.Connection, state: ChainState, dataset_id: str,
                         eps: Fraction, delta: Fraction, rel: Relation,
-                        description: str) -> None:
+                        description: str, lifetime_rule: str = "basic") -> None:
         """Inside the write transaction: the registration entry and the dataset's row
         (arguments already validated, the id checked to have no row under the write lock;
         the chain must not register it either: a deleted row is not a new id)."""
         check_unregistered(state, self.path, dataset_id)
         seq = self._append(conn, {
             "kind": "dataset", "dataset_id": dataset_id, "relation": rel.value,
-            "data": {"lifetime": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                     "description": description},
+            "data": registration_data(eps, delta, description, lifetime_rule),
         })
         conn.execute(
             f"INSERT INTO datasets({', '.join(_DATASET_COLUMNS)}) VALUES "
@@ -939,7 +1023,8 @@ class Ledger:
     def ensure_dataset(self, dataset_id: str, lifetime: Budget,
                        relation: Relation | str = Relation.REPLACE_ONE,
                        description: str = "", *,
-                       for_run: Budget | None = None) -> tuple[DatasetInfo, bool]:
+                       for_run: Budget | None = None, for_rule: str | None = None,
+                       lifetime_rule: str = "basic") -> tuple[DatasetInfo, bool]:
         """Register ``dataset_id`` unless it is registered; returns (its info, whether this
         call registered it).
 
@@ -954,12 +1039,18 @@ class Ledger:
         :class:`BudgetExceededError` if a run reserving that budget cannot fit, i.e. the
         new lifetime is smaller than it, or the existing dataset's remaining budget is.
         (For an existing dataset this is advisory: :meth:`open_run` re-checks under the
-        write lock.) Arguments are validated as by :meth:`register_dataset`.
+        write lock.) ``for_rule`` is the run's rule (under a zcdp lifetime its reservation
+        in rho depends on it; ``None``: the cheaper rule the budget allows). Arguments are
+        validated as by :meth:`register_dataset`; ``lifetime_rule`` applies to a new id
+        only (an existing id keeps its rule: compare ``info.lifetime_rule``).
         """
         dataset_id = _check_id("dataset_id", dataset_id)
         eps, delta = _check_budget("lifetime", lifetime)
         rel = Relation.parse(relation)
         description = _check_text("description", description)
+        lifetime_rule = check_lifetime_rule(lifetime_rule, delta)
+        if for_rule is not None:
+            for_rule = _check_rule(for_rule)
         need = None if for_run is None else _check_budget("for_run", for_run)
         with self._transaction("FULL") as conn:
             state = self._admission_state(conn)
@@ -974,16 +1065,18 @@ class Ledger:
                         f"{info.relation.value} relation, not {rel.value}; a dataset id "
                         "keeps its relation (use another id)")
                 if need is not None:
-                    _refuse_unless_fits(dataset_id, need, info.remaining_epsilon,
-                                        info.remaining_delta, "remaining lifetime")
+                    _refuse_unless_fits(dataset_id, need, info, for_rule, "remaining lifetime")
                 return info, False
+            new = DatasetInfo(
+                dataset_id=dataset_id, lifetime_epsilon=eps, lifetime_delta=delta,
+                relation=rel, description=description, reserved_epsilon=Fraction(0),
+                reserved_delta=Fraction(0), n_runs=0, lifetime_rule=lifetime_rule,
+                lifetime_rho=lifetime_rho(eps, delta) if lifetime_rule == "zcdp" else None)
             if need is not None:
-                _refuse_unless_fits(dataset_id, need, eps, delta, "lifetime")
-            self._insert_dataset(conn, state, dataset_id, eps, delta, rel, description)
-        return DatasetInfo(dataset_id=dataset_id, lifetime_epsilon=eps, lifetime_delta=delta,
-                           relation=rel, description=description,
-                           reserved_epsilon=Fraction(0), reserved_delta=Fraction(0),
-                           n_runs=0), True
+                _refuse_unless_fits(dataset_id, need, new, for_rule, "lifetime")
+            self._insert_dataset(conn, state, dataset_id, eps, delta, rel, description,
+                                 lifetime_rule)
+        return new, True
 
     def dataset(self, dataset_id: str) -> DatasetInfo:
         """The stored row of ``dataset_id`` (raises :class:`UnknownDatasetError`)."""
@@ -1017,6 +1110,17 @@ class Ledger:
         return [self._dataset_info(r) for r in rows]
 
     def _dataset_info(self, row: tuple[Any, ...]) -> DatasetInfo:
+        reg = self._conn.execute("SELECT data FROM entries WHERE seq=? AND kind='dataset'",
+                                 (row[5],)).fetchone()
+        if reg is not None and isinstance(reg[0], str) and '"lifetime_rule"' in reg[0]:
+            # a zcdp lifetime: its charge in rho, re-derived from the chain (display)
+            state = ChainState.read(self._conn, self._genesis)
+            dataset = state.datasets.get(row[0])
+            if state.problems or dataset is None:
+                raise LedgerCorruptError(
+                    f"{self.path}: dataset {row[0]!r}: the chain does not verify "
+                    f"({state.problems[0] if state.problems else 'no registration'})")
+            return _info_of(dataset)
         try:
             charged = self._charged_from_rows(row[0])
             return DatasetInfo(
@@ -1071,9 +1175,19 @@ class Ledger:
                 self.dataset(dataset_id)  # raises UnknownDatasetError naming the known ids
                 raise UnknownDatasetError(f"dataset {dataset_id!r} is not registered")
             info = _info_of(check_admission_rows(conn, self.path, state, dataset_id, row))
+            run_rho = run_rho_for(info.lifetime_rule, rule, eps, delta, dataset_id)
             new_eps = info.charged_epsilon + eps
             new_delta = info.charged_delta + delta
-            if new_eps > info.lifetime_epsilon or new_delta > info.lifetime_delta:
+            if run_rho is not None:
+                assert info.lifetime_rho is not None
+                if info.charged_rho + run_rho > info.lifetime_rho:
+                    raise BudgetExceededError(
+                        f"dataset {dataset_id!r}: reserving eps={budget.epsilon!r}, "
+                        f"delta={budget.delta!r} under rule {rule} (rho="
+                        f"{float(run_rho)!r}) would exceed its zcdp lifetime (rho="
+                        f"{float(info.lifetime_rho)!r}; already charged rho="
+                        f"{float(info.charged_rho)!r})")
+            elif new_eps > info.lifetime_epsilon or new_delta > info.lifetime_delta:
                 which = " and ".join(
                     name for name, over in (("epsilon", new_eps > info.lifetime_epsilon),
                                             ("delta", new_delta > info.lifetime_delta))
@@ -1084,11 +1198,15 @@ class Ledger:
                     f"(eps={float(info.lifetime_epsilon)!r}, delta={float(info.lifetime_delta)!r}; "
                     f"already charged eps={float(info.charged_epsilon)!r}, "
                     f"delta={float(info.charged_delta)!r})")
+            data: dict[str, JSONValue] = {
+                "budget": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
+                "rule": rule, "description": description}
+            if run_rho is not None:
+                data["rho"] = fraction_str(run_rho)
             seq = self._append(conn, {
                 "kind": "run-open", "dataset_id": dataset_id, "run_id": run_id,
                 "relation": info.relation.value, "seed_explicit": seed_explicit,
-                "data": {"budget": {"epsilon": fraction_str(eps), "delta": fraction_str(delta)},
-                         "rule": rule, "description": description},
+                "data": data,
             }, timestamp=opened_at)
             conn.execute(
                 f"INSERT INTO runs({', '.join(_RUN_COLUMNS)}) VALUES "
@@ -1101,7 +1219,7 @@ class Ledger:
                 "WHERE dataset_id=?", (fraction_str(info.reserved_epsilon + eps),
                                        fraction_str(info.reserved_delta + delta), dataset_id))
         return LedgerRun(self, run_id, dataset_id, budget, eps, delta, info.relation, rule,
-                         seed_explicit, opened_at)
+                         seed_explicit, opened_at, reserved_rho=run_rho)
 
     def runs(self, dataset_id: str | None = None) -> list[RunInfo]:
         sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs"
@@ -1269,20 +1387,27 @@ def _chain_index(rows: list[tuple[Any, ...]]) -> tuple[dict[int, str], dict[str,
 def _info_of(d: DatasetState) -> DatasetInfo:
     """A dataset's info as the chain defines it (what admission decides on)."""
     reserved = d.reserved
+    charged = (d.charged_epsilon, d.charged_delta) if d.lifetime_rule != "zcdp" else \
+        rho_converted(d.charged_rho, d.lifetime_delta)
     return DatasetInfo(
         dataset_id=d.dataset_id, lifetime_epsilon=d.lifetime_epsilon,
         lifetime_delta=d.lifetime_delta, relation=Relation(d.relation),
         description=d.description, reserved_epsilon=reserved[0], reserved_delta=reserved[1],
-        n_runs=len(d.runs), charged_epsilon=d.charged_epsilon, charged_delta=d.charged_delta)
+        n_runs=len(d.runs), charged_epsilon=charged[0], charged_delta=charged[1],
+        lifetime_rule=d.lifetime_rule, lifetime_rho=d.lifetime_rho, charged_rho=d.charged_rho)
 
 
-def _refuse_unless_fits(dataset_id: str, need: tuple[Fraction, Fraction], eps: Fraction,
-                        delta: Fraction, what: str) -> None:
-    if need[0] > eps or need[1] > delta:
+def _refuse_unless_fits(dataset_id: str, need: tuple[Fraction, Fraction], info: DatasetInfo,
+                        rule: str | None, what: str) -> None:
+    if info.lifetime_rule == "zcdp" and rule == "basic" and need[1] != 0:
+        run_rho_for("zcdp", "basic", need[0], need[1], dataset_id)  # raises
+    if not info.fits(need, rule):
+        rho = "" if info.remaining_rho is None else f", rho={float(info.remaining_rho)!r}"
         raise BudgetExceededError(
             f"dataset {dataset_id!r}: a run reserving eps={float(need[0])!r}, "
-            f"delta={float(need[1])!r} cannot fit its {what} (eps={float(eps)!r}, "
-            f"delta={float(delta)!r}); nothing was registered or reserved")
+            f"delta={float(need[1])!r} cannot fit its {what} "
+            f"(eps={float(info.remaining_epsilon)!r}, "
+            f"delta={float(info.remaining_delta)!r}{rho}); nothing was registered or reserved")
 
 
 def _compare_tables(checker: ChainChecker, datasets: list[tuple[Any, ...]],
@@ -1334,8 +1459,13 @@ class LedgerRun:
 
     def __init__(self, ledger: Ledger, run_id: str, dataset_id: str, budget: Budget,
                  budget_epsilon: Fraction, budget_delta: Fraction, relation: Relation,
-                 rule: str, seed_explicit: bool, opened_at: str) -> None:
+                 rule: str, seed_explicit: bool, opened_at: str, *,
+                 reserved_rho: Fraction | None = None) -> None:
         self._ledger = ledger
+        #: under a zcdp lifetime: the run's reservation in rho and the exact sum of the
+        #: unit rho of the entries this instance committed (docs/ledger.md)
+        self._reserved_rho = reserved_rho
+        self._units = Fraction(0)
         self._run_id = run_id
         #: The run's open time (UTC ISO 8601), the timestamp of EVERY entry of the run:
         #: per-entry commit times would leak the data-dependent compute time between
@@ -1411,6 +1541,7 @@ class LedgerRun:
             return []
         self._refuse_if_closed()
         checked = [self._validate(entry) for entry in entries]
+        units = self._check_units(entries)
         with self._ledger._transaction("NORMAL") as conn:
             totals = self._claim_totals(conn, entries)
             seqs = [self._ledger._append(conn, fields, encoded, chained=i > 0,
@@ -1418,7 +1549,30 @@ class LedgerRun:
                     for i, (fields, encoded) in enumerate(checked)]
         # committed: the stored totals are now exactly these texts and values
         self._spent_cache = totals
+        self._units = units
         return seqs
+
+    def _check_units(self, entries: Sequence[EntryDraft]) -> Fraction:
+        """Under a zcdp lifetime: the run's unit rho after ``entries``, or a refusal
+        (nothing written): :class:`LifetimeRuleError` for a mechanism that is no zCDP
+        unit, :class:`BudgetExceededError` past the run's rho reservation."""
+        if self._reserved_rho is None:
+            return self._units
+        total: Fraction | None = self._units
+        for entry in entries:
+            cost = entry.cost
+            unit = unit_rho(cost.epsilon, cost.delta, cost.rho)
+            total = None if total is None or unit is None else total + unit
+        why = unit_violation(self._reserved_rho, total)
+        if total is None:
+            raise LifetimeRuleError(
+                f"run {self._run_id!r}: dataset {self.dataset_id!r} has a zcdp lifetime and "
+                f"{why}; nothing was written")
+        if why is not None:
+            raise BudgetExceededError(
+                f"run {self._run_id!r}: the entries would exceed the run's reservation "
+                f"under its dataset's zcdp lifetime: {why}")
+        return total
 
     def _refuse_if_closed(self) -> None:
         if self._closed:

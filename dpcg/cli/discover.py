@@ -176,7 +176,8 @@ def request_for(args: argparse.Namespace) -> DiscoverRequest:
         epsilon=args.epsilon, delta=args.delta, noise_seed=args.noise_seed,
         ledger=None if args.no_ledger else (DEFAULT if args.ledger is None else args.ledger),
         dataset_id=args.dataset_id, lifetime_epsilon=args.lifetime_epsilon,
-        lifetime_delta=args.lifetime_delta, signing_key=args.ledger_key, clip=args.clip,
+        lifetime_delta=args.lifetime_delta, lifetime_rule=args.lifetime_rule,
+        signing_key=args.ledger_key, clip=args.clip,
         engine=args.engine, table=args.duckdb_table, spark_master=args.spark_master,
         memory_limit=args.memory_limit, max_seconds=args.max_seconds,
         max_memory=args.max_memory, workers=args.workers, options=_options(args),
@@ -234,10 +235,12 @@ def _ledger_line(extra: dict[str, Any]) -> str:
     if not info:
         return "ledger: none (--no-ledger: nothing durable, no lifetime enforced)"
     rem = info.get("remaining_lifetime") or {}
+    rho = (f"rho={rem['rho']:g} of {rem['lifetime_rho']:g} (zcdp lifetime; as "
+           if "rho" in rem else "")
     return (f"ledger: {info['path']}; dataset {info['dataset_id']!r}: remaining lifetime "
-            f"epsilon={rem.get('epsilon', float('nan')):g}, "
-            f"delta={rem.get('delta', float('nan')):g} (after this run; the lifetime is per "
-            "ledger file and dataset id)")
+            f"{rho}epsilon={rem.get('epsilon', float('nan')):g}, "
+            f"delta={rem.get('delta', float('nan')):g}{')' if rho else ''} (after this run; "
+            "the lifetime is per ledger file and dataset id)")
 
 
 @contextlib.contextmanager

@@ -126,7 +126,8 @@ def add_engine_arguments(group: argparse._ArgumentGroup) -> None:
 PRIVATE_FLAGS = {"epsilon": "--epsilon", "delta": "--delta", "noise_seed": "--noise-seed",
                  "ledger": "--ledger", "no_ledger": "--no-ledger",
                  "dataset_id": "--dataset-id", "lifetime_epsilon": "--lifetime-epsilon",
-                 "lifetime_delta": "--lifetime-delta", "ledger_key": "--ledger-key"}
+                 "lifetime_delta": "--lifetime-delta", "lifetime_rule": "--lifetime-rule",
+                 "ledger_key": "--ledger-key"}
 
 
 # ------------------------------------------------------------------ the help manifest
@@ -305,6 +306,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
     led.add_argument("--lifetime-delta", type=float, dest="lifetime_delta", metavar="D",
                      default=None,
                      help="lifetime delta for a new dataset id (default: this run's delta)")
+    led.add_argument("--lifetime-rule", choices=["basic", "zcdp"], dest="lifetime_rule",
+                     default=None,
+                     help="how a new dataset id's lifetime composes: basic (default) or zcdp "
+                          "(kept in rho, each mechanism charged its rho, every run refunded "
+                          "what it did not spend; needs a lifetime delta > 0); an error for "
+                          "a registered id with another rule"
+                     )
     led.add_argument("--ledger-key", type=Path, metavar="PATH", dest="ledger_key",
                      default=None, help="private key file that signs the ledger's new heads "
                                         "(default: $DPCG_LEDGER_KEY for a signed ledger)")

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from accounting.costs import Budget, Cost, round_up
+from accounting.costs import Budget, Cost, round_down, round_up
 from accounting.entries import JSONValue
 from accounting.errors import (
     AccountingError,
@@ -56,6 +56,7 @@ from accounting.errors import (
 )
 from accounting.ledger import (
     Ledger,
+    LedgerBackend,
     VerificationReport,
     generate_keypair,
     is_postgres,
@@ -92,6 +93,12 @@ def register(subparsers: Any) -> None:
                         choices=[r.value for r in Relation],
                         help="neighbouring relation (default replace-one)")
     p_init.add_argument("--description", default="", help="free text about the dataset")
+    p_init.add_argument("--lifetime-rule", default="basic", choices=["basic", "zcdp"],
+                        dest="lifetime_rule",
+                        help="how the lifetime composes the mechanisms of all runs: basic "
+                             "(sums of eps and delta; default) or zcdp (the lifetime kept in "
+                             "rho = its zCDP conversion, every mechanism charged its rho; "
+                             "needs --delta > 0; basic runs must then reserve delta 0)")
     p_init.add_argument("--signing-key", type=Path, metavar="KEY",
                         help="bind a NEW ledger to this private key (see `keygen`); every "
                              "later write must sign with it")
@@ -218,6 +225,11 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+def _f_down(q: Fraction) -> str:
+    """A rational budget for display: its float rounded down (never overstates it)."""
+    return f"{round_down(q):.6g}"
+
+
 def _f(q: Fraction) -> str:
     """A rational for display: its float rounded up (never understates spending)."""
     try:
@@ -233,33 +245,46 @@ def _init(args: argparse.Namespace) -> int:
     lifetime = Budget(args.epsilon, args.delta)  # validates before anything is written
     with open_ledger(args.path, create=True, signing_key=args.signing_key) as ledger:
         ledger.register_dataset(args.dataset_id, lifetime, Relation.parse(args.relation),
-                                args.description)
+                                args.description, lifetime_rule=args.lifetime_rule)
         print(f"ledger {args.path} (id {ledger.ledger_id})")
         key = ledger.signing_public_key
         if key is not None:
             verb = "bound to key (heads signed by the custodian)" if is_postgres(args.path) \
                 else "signed with key"
             print(f"{verb} {key.fingerprint}")
+        rule = ""
+        if args.lifetime_rule == "zcdp":
+            rho = ledger.dataset(args.dataset_id).lifetime_rho
+            assert rho is not None
+            rule = f", lifetime rule zcdp (rho={_f_down(rho)})"
         print(f"registered dataset {args.dataset_id!r}: lifetime epsilon={args.epsilon:g}, "
-              f"delta={args.delta:g}, relation {args.relation}")
+              f"delta={args.delta:g}, relation {args.relation}{rule}")
     return 0
 
 
-def _dataset_json(d: DatasetInfo, runs: list[RunInfo]) -> dict[str, JSONValue]:
-    return {
+def _dataset_json(d: DatasetInfo, runs: list[RunInfo],
+                  rho_of: dict[str, Fraction]) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {
         "dataset_id": d.dataset_id,
         "relation": d.relation.value,
         "description": d.description,
         "lifetime": {"epsilon": str(d.lifetime_epsilon), "delta": str(d.lifetime_delta)},
+        "lifetime_rule": d.lifetime_rule,
         "reserved": {"epsilon": str(d.reserved_epsilon), "delta": str(d.reserved_delta)},
         "charged": {"epsilon": str(d.charged_epsilon), "delta": str(d.charged_delta)},
         "remaining": {"epsilon": str(d.remaining_epsilon), "delta": str(d.remaining_delta)},
-        "runs": [_run_json(r) for r in runs],
+        "runs": [_run_json(r, rho_of) for r in runs],
     }
+    if d.lifetime_rule == "zcdp":
+        # admission is on rho; "charged"/"remaining" above are its (eps, delta) conversions
+        # at the lifetime's delta
+        out["rho"] = {"lifetime": str(d.lifetime_rho), "charged": str(d.charged_rho),
+                      "remaining": str(d.remaining_rho)}
+    return out
 
 
-def _run_json(r: RunInfo) -> dict[str, JSONValue]:
-    return {
+def _run_json(r: RunInfo, rho_of: dict[str, Fraction]) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {
         "run_id": r.run_id,
         "rule": r.rule,
         "budget": {"epsilon": str(r.budget_epsilon), "delta": str(r.budget_delta)},
@@ -271,6 +296,9 @@ def _run_json(r: RunInfo) -> dict[str, JSONValue]:
         "spent": _run_spent(r),
         "charged": dict(zip(("epsilon", "delta"), map(str, _charge(r)), strict=True)),
     }
+    if r.run_id in rho_of:  # under a zcdp lifetime the run is charged rho
+        out["charged"] = {"rho": str(rho_of[r.run_id])}
+    return out
 
 
 def _charge(r: RunInfo) -> tuple[Fraction, Fraction]:
@@ -288,7 +316,7 @@ def _run_spent(r: RunInfo) -> dict[str, JSONValue]:
     return spent_summary(r.rule, r.budget_epsilon, r.budget_delta, spent)
 
 
-def _run_line(r: RunInfo) -> str:
+def _run_line(r: RunInfo, rho_of: dict[str, Fraction]) -> str:
     summary = _run_spent(r)
     spent = []
     if r.rule == "basic":
@@ -299,8 +327,11 @@ def _run_line(r: RunInfo) -> str:
         converted = summary.get("epsilon_float")
         shown = f"{converted:.6g}" if isinstance(converted, float) else "?"
         spent.append(f"(eps={shown} at delta={_f(r.budget_delta)})")
-    charge = _charge(r)
-    spent.append(f"charged eps={_f(charge[0])} delta={_f(charge[1])}")
+    if r.run_id in rho_of:
+        spent.append(f"charged rho={_f(rho_of[r.run_id])}")
+    else:
+        charge = _charge(r)
+        spent.append(f"charged eps={_f(charge[0])} delta={_f(charge[1])}")
     seeded = ", SEEDED" if r.seed_explicit else ""
     desc = f"  {r.description}" if r.description else ""
     return (f"    run {r.run_id}  {r.rule:5s}  reserved eps={_f(r.budget_epsilon)} "
@@ -308,11 +339,19 @@ def _run_line(r: RunInfo) -> str:
             f"spent {' '.join(spent)}{desc}")
 
 
+def _run_rhos(ledger: LedgerBackend) -> dict[str, Fraction]:
+    """Under a zcdp lifetime: every run's charge in rho, re-derived from the chain."""
+    return {r.run_id: r.charge_rho() for r in ledger.verify().runs
+            if r.reserved_rho is not None}
+
+
 def _show(args: argparse.Namespace) -> int:
     with open_ledger(args.path) as ledger:
         datasets = ([ledger.dataset(args.dataset_id)] if args.dataset_id
                     else ledger.datasets())
         per = [(d, ledger.runs(d.dataset_id)) for d in datasets]
+        rho_of = _run_rhos(ledger) if any(d.lifetime_rule == "zcdp" for d in datasets) \
+            else {}
         head = ledger.head_hash()
         entries = ledger.entry_count()
         if args.json:
@@ -322,7 +361,7 @@ def _show(args: argparse.Namespace) -> int:
                 "entries": entries, "head_hash": head,
                 "signing_key_fingerprint": (None if ledger.signing_public_key is None
                                             else ledger.signing_public_key.fingerprint),
-                "datasets": [_dataset_json(d, runs) for d, runs in per],
+                "datasets": [_dataset_json(d, runs, rho_of) for d, runs in per],
             }, indent=2))
             return 0
         print(f"ledger {args.path}  id {ledger.ledger_id}  created {ledger.created_at}")
@@ -340,8 +379,15 @@ def _show(args: argparse.Namespace) -> int:
                   f"by {len(runs)} run(s); charged eps={_f(d.charged_epsilon)} "
                   f"delta={_f(d.charged_delta)} (closed runs: what they spent); "
                   f"remaining eps={_f(d.remaining_epsilon)} delta={_f(d.remaining_delta)}")
+            if d.lifetime_rule == "zcdp":
+                assert d.lifetime_rho is not None
+                assert d.remaining_rho is not None
+                print(f"    lifetime rule zcdp: lifetime rho={_f_down(d.lifetime_rho)}; "
+                      f"charged rho={_f(d.charged_rho)}; remaining rho="
+                      f"{_f_down(d.remaining_rho)} (eps above: conversions at the "
+                      f"lifetime delta)")
             for r in runs:
-                print(_run_line(r))
+                print(_run_line(r, rho_of))
     return 0
 
 
@@ -411,6 +457,10 @@ def _verify(args: argparse.Namespace) -> int:
                   f"delta={_f(d.charged_delta)} (reserved eps={_f(d.reserved_epsilon)} "
                   f"delta={_f(d.reserved_delta)}) of lifetime eps={_f(d.lifetime_epsilon)} "
                   f"delta={_f(d.lifetime_delta)} by {len(d.runs)} run(s)")
+            if d.lifetime_rule == "zcdp":
+                assert d.lifetime_rho is not None
+                print(f"    lifetime rule zcdp: charged rho={_f(d.charged_rho)} of "
+                      f"{_f_down(d.lifetime_rho)} (eps above: its conversion)")
         print(f"  head hash {report.head_hash or '(empty)'}")
         if args.contains:
             print(f"  contains the pinned hash {args.contains}")

@@ -130,6 +130,11 @@ def _path(value: object) -> str | None:
     return f"expected a file path, got a {type(value).__name__}"
 
 
+def _lifetime_rule(value: object) -> str | None:
+    return None if value in ("basic", "zcdp") else \
+        f"expected 'basic' or 'zcdp', got {_show(value)}"
+
+
 def _ledger(value: object) -> str | None:
     if value is None or value is DEFAULT or isinstance(value, str | os.PathLike):
         return None
@@ -200,6 +205,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("dataset_id", "ledger", _text),
     Constraint("lifetime_epsilon", "ledger", _positive),
     Constraint("lifetime_delta", "ledger", _number_in(0.0, 1.0, low_open=False)),
+    Constraint("lifetime_rule", "ledger", _lifetime_rule),
     Constraint("signing_key", "ledger", _path),
     Constraint("rows", "network", _positive_int, DataValidationError),
     Constraint("seed", "network", _int, DataValidationError),
@@ -244,6 +250,8 @@ class DiscoverRequest:
     dataset_id: str | None = None
     lifetime_epsilon: float | None = None
     lifetime_delta: float | None = None
+    #: how a NEW dataset id's lifetime composes (``basic`` or ``zcdp``; None: basic)
+    lifetime_rule: str | None = None
     signing_key: str | os.PathLike[str] | None = None
     rows: int | None = None
     seed: int | None = None

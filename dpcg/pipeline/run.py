@@ -200,7 +200,7 @@ def _ledger_target(req: DiscoverRequest, algo: Any, delta: float,
                          dataset_id=req.dataset_id, default_dataset_id=default_id,
                          lifetime_epsilon=req.lifetime_epsilon,
                          lifetime_delta=req.lifetime_delta, signing_key=key,
-                         data_path=data_path)
+                         data_path=data_path, lifetime_rule=req.lifetime_rule)
 
 
 def _limits(req: DiscoverRequest, private: bool, n: int, p: int) -> Any:

@@ -75,6 +75,9 @@ class LedgerTarget:
     #: The data file the run reads (the custodian's policy may govern it as a dataset id:
     #: :func:`accounting.ledger.custody.check_policy`); ``None``: not a file.
     data_path: Path | None = None
+    #: The lifetime rule of a dataset id the ledger does not know yet (``basic`` or
+    #: ``zcdp``; ``None``: basic); a registered id with another rule is an error.
+    lifetime_rule: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.path, Path):  # LedgerTarget(Path(url)) folds a URL's //
@@ -99,7 +102,8 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False,
                   lifetime_epsilon: float | None = None,
                   lifetime_delta: float | None = None,
                   signing_key: Path | None = None,
-                  data_path: Path | None = None) -> LedgerTarget:
+                  data_path: Path | None = None,
+                  lifetime_rule: str | None = None) -> LedgerTarget:
     """THE ledger policy of a private run (the same for every algorithm).
 
     ``default_dataset_id`` is the public recipe of a bundled sample (``None`` for a
@@ -112,6 +116,7 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False,
         given = [flag for flag, v in (("--ledger", path), ("--dataset-id", dataset_id),
                                       ("--lifetime-epsilon", lifetime_epsilon),
                                       ("--lifetime-delta", lifetime_delta),
+                                      ("--lifetime-rule", lifetime_rule),
                                       ("--ledger-key", signing_key)) if v is not None]
         if given:
             raise AlgorithmError(f"--no-ledger: {', '.join(given)} only apply to a run "
@@ -135,7 +140,7 @@ def ledger_target(*, budget: Budget, no_ledger: bool = False,
                              "or ~/.pgpass")
     return LedgerTarget(where, dataset_id, lifetime, explicit,
                         None if signing_key is None else Path(signing_key),
-                        None if data_path is None else Path(data_path))
+                        None if data_path is None else Path(data_path), lifetime_rule)
 
 
 def _unfolded(path: Path) -> Path | str:
@@ -151,7 +156,9 @@ def _unfolded(path: Path) -> Path | str:
 
 def register_dataset_if_new(ledger: LedgerBackend, dataset_id: str, lifetime: Budget,
                             relation: Relation, description: str = "", *,
-                            explicit: bool = False, for_run: Budget | None = None) -> None:
+                            explicit: bool = False, for_run: Budget | None = None,
+                            for_rule: str | None = None,
+                            lifetime_rule: str | None = None) -> None:
     """Register ``dataset_id`` with ``lifetime`` unless the ledger knows it already (the
     lifetime of a registered dataset is never changed: an ``explicit`` lifetime that
     differs from the registered one is an error, not silently ignored).
@@ -159,8 +166,18 @@ def register_dataset_if_new(ledger: LedgerBackend, dataset_id: str, lifetime: Bu
     Check and insert are one transaction (:meth:`Ledger.ensure_dataset`): concurrent
     first runs never fail spuriously. With ``for_run``, a run of that budget that cannot
     fit (new lifetime or remaining lifetime too small) raises
-    :class:`~accounting.errors.BudgetExceededError` and nothing is registered.
+    :class:`~accounting.errors.BudgetExceededError` and nothing is registered
+    (``for_rule``: the run's rule, which its reservation depends on under a zcdp
+    lifetime). ``lifetime_rule`` (``None``: basic) applies to a new id; a registered id
+    with another rule is an error.
     """
+    if lifetime_rule is not None and ledger.has_dataset(dataset_id):
+        known_rule = ledger.dataset(dataset_id).lifetime_rule
+        if known_rule != lifetime_rule:
+            raise AlgorithmError(
+                f"--lifetime-rule: dataset {dataset_id!r} is already registered with the "
+                f"{known_rule} lifetime rule; a registered lifetime never changes (drop "
+                "--lifetime-rule)")
     if explicit and ledger.has_dataset(dataset_id):
         known = ledger.dataset(dataset_id).lifetime
         if (known.epsilon_exact, known.delta_exact) != (lifetime.epsilon_exact,
@@ -170,7 +187,8 @@ def register_dataset_if_new(ledger: LedgerBackend, dataset_id: str, lifetime: Bu
                 f"registered with lifetime (epsilon={float(known.epsilon):g}, "
                 f"delta={float(known.delta):g}); a registered lifetime never changes "
                 "(drop the lifetime flags)")
-    ledger.ensure_dataset(dataset_id, lifetime, relation, description, for_run=for_run)
+    ledger.ensure_dataset(dataset_id, lifetime, relation, description, for_run=for_run,
+                          for_rule=for_rule, lifetime_rule=lifetime_rule or "basic")
 
 
 class CountingRecorder:
@@ -243,6 +261,9 @@ class SessionHandle:
     #: The dataset's remaining lifetime ``(epsilon, delta)`` after the run (read by
     #: :meth:`close`; public: a function of declared budgets only).
     remaining: tuple[float, float] | None = None
+    #: Under a zcdp lifetime: the dataset's remaining and lifetime rho after the run
+    #: (``remaining`` is then the (eps, delta) conversion of the remaining rho).
+    remaining_rho: tuple[float, float] | None = None
     #: The lifetime this run registered its (new) dataset id with, and whether the user
     #: declared it (``False``: it defaulted to the run's budget); ``None``: id known.
     registered: tuple[Budget, bool] | None = None
@@ -260,6 +281,8 @@ class SessionHandle:
             if self.ledger is not None and self.target.dataset_id is not None:
                 info = self.ledger.dataset(self.target.dataset_id)
                 self.remaining = (float(info.remaining_epsilon), float(info.remaining_delta))
+                if info.remaining_rho is not None and info.lifetime_rho is not None:
+                    self.remaining_rho = (float(info.remaining_rho), float(info.lifetime_rho))
         finally:
             if self.ledger is not None:
                 self.ledger.close()
@@ -316,7 +339,8 @@ def open_session(budget: Budget, rule: str, target: LedgerTarget = IN_MEMORY, *,
         register_dataset_if_new(led, target.dataset_id,
                                 budget if target.lifetime is None else target.lifetime,
                                 run_relation, description, explicit=target.lifetime_explicit,
-                                for_run=budget)
+                                for_run=budget, for_rule=rule,
+                                lifetime_rule=target.lifetime_rule)
         counted: list[CountingRecorder] = []
 
         def count(run: RunRecorder) -> RunRecorder:

@@ -228,9 +228,13 @@ def run_private(
                  "relation": Relation.parse(g.relation).value, "rule": str(g.rule)}
     ledger_info = None
     if ledger.path is not None:
-        remaining = None
+        remaining: dict[str, Any] | None = None
         if handle.remaining is not None:
             remaining = {"epsilon": handle.remaining[0], "delta": handle.remaining[1]}
+        if remaining is not None and handle.remaining_rho is not None:
+            # a zcdp lifetime: admission is on rho; epsilon/delta are its conversion
+            remaining.update(lifetime_rule="zcdp", rho=handle.remaining_rho[0],
+                             lifetime_rho=handle.remaining_rho[1])
         ledger_info = {"path": str(ledger.path), "run_id": handle.run_id,
                        "dataset_id": ledger.dataset_id, "remaining_lifetime": remaining}
         if handle.registered is not None:

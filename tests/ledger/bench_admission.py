@@ -1,7 +1,7 @@
 """Time full verification against the check made before every reservation.
 
     python -m tests.ledger.bench_admission [--runs 200] [--entries 2000] [--no-verify]
-                                           [--signed]
+                                           [--signed] [--lifetime-rule zcdp]
 
 Builds a ledger of ``--runs`` closed runs of ``--entries`` Laplace entries each (one
 dataset, plus an output and a close per run) in a temporary directory, then times
@@ -9,7 +9,8 @@ dataset, plus an output and a close per run) in a temporary directory, then time
 reservation alone (``accounting/ledger/_admission.py``: the whole chain re-hashed and
 folded, the tables compared) and ``open_run`` + ``close`` (which include it, and on a
 ``--signed`` ledger the head's signature check and two signatures). The numbers are
-quoted in ``docs/ledger.md`` ("Cost of the check").
+quoted in ``docs/ledger.md`` ("Cost of the check"). ``--lifetime-rule zcdp`` registers
+the dataset with a zcdp lifetime (the fold then also re-derives every rho).
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ from .conftest import laplace_draft
 DATASET = "big"
 
 
-def build(path: Path, runs: int, entries: int, key: Path | None = None) -> None:
+def build(path: Path, runs: int, entries: int, key: Path | None = None,
+          lifetime_rule: str = "basic") -> None:
     with Ledger.open(path, create=True, signing_key=key) as led:
-        led.register_dataset(DATASET, Budget(float(runs + 10)))
+        led.register_dataset(DATASET, Budget(float(runs + 10),
+                                             1e-5 if lifetime_rule == "zcdp" else 0.0),
+                             lifetime_rule=lifetime_rule)
         draft = laplace_draft(1 / 4096, purpose="count")
         for _ in range(runs):
             run = led.open_run(DATASET, Budget(1.0), "basic", seed_explicit=False)
@@ -71,12 +75,13 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=2000)
     parser.add_argument("--no-verify", action="store_true")
     parser.add_argument("--signed", action="store_true")
+    parser.add_argument("--lifetime-rule", choices=["basic", "zcdp"], default="basic")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         key = generate_keypair(Path(tmp) / "k")[0] if args.signed else None
         t = time.perf_counter()
-        build(path, args.runs, args.entries, key)
+        build(path, args.runs, args.entries, key, args.lifetime_rule)
         print(f"built {args.runs} runs x {args.entries} entries in "
               f"{time.perf_counter() - t:.1f} s ({path.stat().st_size / 1e6:.0f} MB)")
         with Ledger.open(path, signing_key=key) as led:
