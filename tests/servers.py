@@ -20,6 +20,7 @@ SERVER_MODULES: tuple[str, ...] = (
     "tests/engines/test_equality.py",
     "tests/engines/test_spark_engine.py",
     "tests/ledger/test_pg_custody.py",
+    "tests/ledger/test_pg_zcdp_lifetime.py",
     "tests/ledger/test_postgres.py",
 )
 
