@@ -407,6 +407,36 @@ def threshold_margin(
     return math.ldexp(float(a[0]) + float(ties[0]) - t + 0.5, e)
 
 
+def threshold_release(
+    session: Session,
+    queries: Callable[[], FloatArray],
+    sensitivity: float,
+    epsilon: float,
+    k: int,
+    rng: np.random.Generator,
+    purpose: str,
+) -> float:
+    """PrivCRT's threshold release: ``Laplace(2 Delta_T, epsilon)`` of the margin of
+    :func:`threshold_margin`, with the resamples' integer noise drawn from the
+    mechanism's own grid law and the tie-breaks from ``rng`` (auxiliary randomness,
+    not privacy noise). ``queries`` is called only after the session admitted and
+    recorded the release. Returns the released margin; the test rejects iff it is
+    ``> 0`` (probability ``k/(m+1)`` under the null; docs/privacy/privcrt.md)."""
+    from accounting.mechanisms import Laplace
+
+    mech = Laplace(sensitivity=2.0 * sensitivity, epsilon=epsilon)
+    grid = mech.grid(1)
+
+    def compute() -> float:
+        q = queries()
+        m = q.shape[0] - 1
+        noise = discrete_laplace(rng, grid.t, grid.s, m)
+        ties = rng.random(m + 1)
+        return threshold_margin(q, k, grid.step, noise, ties)
+
+    return float(session.release(mech, compute, purpose=purpose))
+
+
 def _y_residuals(ys: FloatArray, factor: RidgeFactor) -> FloatArray:
     return factor.residuals(ys)
 
@@ -418,8 +448,12 @@ def _x_residuals(
     m: int,
     rng: np.random.Generator,
     scale: float,
+    bounds: tuple[float, float] | None = None,
 ) -> FloatArray:
-    """Rows: observed X then ``m`` resamples, minus ``E[X|Z]``, times the public scale."""
+    """Rows: observed X then ``m`` resamples, minus ``E[X|Z]``, times the public scale.
+    With ``bounds`` the resamples are clipped to X's public bounds, as the observed X is
+    (so that they are exchangeable with it under the null when the model-X law is the
+    law of X before clipping)."""
     mu = np.asarray(sampler.conditional_mean(z_raw), dtype=np.float64)
     draws = np.asarray(sampler.sample(z_raw, m, rng), dtype=np.float64)
     n = x_raw.shape[0]
@@ -429,6 +463,8 @@ def _x_residuals(
         )
     if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(draws))):
         raise CITestError("sampler returned non-finite values")
+    if bounds is not None:
+        draws = np.clip(draws, bounds[0], bounds[1])
     allx = np.vstack([x_raw[None, :], draws])
     out: FloatArray = (allx - mu[None, :]) * scale
     return out
@@ -521,7 +557,8 @@ class _CRTBase:
         z_raw = np.clip(d.values[list(S)], d.lower[list(S), None], d.upper[list(S), None]).T
         x_raw = np.clip(d.values[x], d.lower[x], d.upper[x])
         scale = 2.0 / (d.upper[x] - d.lower[x])
-        rx = _x_residuals(x_raw, z_raw, sampler, self.m, self._rng(), scale)
+        rx = _x_residuals(x_raw, z_raw, sampler, self.m, self._rng(), scale,
+                          (float(d.lower[x]), float(d.upper[x])))
         ry = _y_residuals(d.scaled[y], self._factors.get(S))
         out: FloatArray = np.abs(crt_statistics(rx, ry, self.residual_bound))
         return out
@@ -656,18 +693,10 @@ class PrivCRTTest(_CRTBase):
             p = (index + 1) / (self.m + 1)
             return CIResult(p > self.alpha, None, p)
 
-        grid = mech.grid(1)
-
-        def compute_margin() -> float:
-            q = self.queries(xi, yi, Si, sampler)
-            rng = self._rng()  # auxiliary: the resamples' noise and tie-breaks
-            noise = discrete_laplace(rng, grid.t, grid.s, self.m)
-            ties = rng.random(self.m + 1)
-            return threshold_margin(q, self.k, grid.step, noise, ties)
-
-        margin = float(require_session(self.session).release(
-            mech, compute_margin,
-            purpose=f"PrivCRT threshold {query} {settings}, k={self.k})"))
+        margin = threshold_release(
+            require_session(self.session), lambda: self.queries(xi, yi, Si, sampler),
+            delta_t, self.epsilon, self.k, self._rng(),
+            purpose=f"PrivCRT threshold {query} {settings}, k={self.k})")
         reject = margin > 0.0
         p = self.k / (self.m + 1) if reject else 1.0
         return CIResult(not reject, margin, p)
