@@ -66,7 +66,7 @@ __all__ = ["ALGORITHM", "CovPC", "CovPCParams", "CovPlan", "CovSource", "auto_ch
 #: ``--test`` name -> route of :func:`dpcg.citests.noisy_gaussian.score_matrix`.
 ROUTE_OF = {"cov-rank": "rank", "cov-pearson": "pearson"}
 DEFAULT_DRAWS = 200
-DEFAULT_NULL = "auto"
+DEFAULT_NULL = "delta"
 
 
 @dataclass(frozen=True)
@@ -79,13 +79,13 @@ class CovPCParams:
              f"--null simulated, and for the tests that --null auto samples "
              f"(post-processing; default {DEFAULT_DRAWS}, at least 20)")
     null: str | None = option(
-        None, type=str, metavar="auto|delta|simulated",
-        help="how each test's null includes the release noise: 'auto' (default: the "
-             "delta null, except for tests whose noise sd on a partial correlation "
-             "exceeds 0.5, which get Monte-Carlo replicates of sampling and noise through "
-             "the whole post-processing), 'delta' (first-order covariance from the "
-             "public sigma, chi-square reference) or 'simulated' (the first version's "
-             "Monte-Carlo replicates of the noise only)")
+        None, type=str, metavar="delta|simulated|auto",
+        help="how each test's null includes the release noise: 'delta' (default; its "
+             "first-order covariance from the public sigma, chi-square reference), "
+             "'simulated' (the first version's Monte-Carlo replicates of the noise only) "
+             "or 'auto' (experimental: the delta null, except for tests whose noise sd on "
+             "a partial correlation exceeds 0.5, which get Monte-Carlo replicates of "
+             "sampling and noise through the whole post-processing)")
 
     def __post_init__(self) -> None:
         v = self.null_draws

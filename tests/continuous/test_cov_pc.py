@@ -173,26 +173,30 @@ REPS = 60
                                               ("mixed", "cov-rank"),
                                               ("binary-confounder", "cov-rank")])
 def test_type1_error_in_band(design: str, test: str, n: int) -> None:
-    """The default null (``auto``: the delta null, and the sampled null for tests whose
-    release noise is large) in the band at every n, both sides -- including the Pearson
-    route with bounds 8 standard deviations wide at n = 1e3 and 1e4, where a
-    correlation's noise sd is 1.5 and 0.15 and the delta null alone was conservative
-    (0.000 / 0.010; docs/continuous.md, "cov-PC")."""
+    """The delta-method null (the default): never above the band, and in it at every n
+    except where the release noise swamps the Pearson route's narrow scores (bounds 8
+    standard deviations wide: a correlation's noise sd is 1.5 at n = 1e3 and 0.15 at
+    1e4; the test is conservative there, docs/continuous.md, "cov-PC")."""
     reps = REPS if n < 100_000 else 30
     r = null_rejections(design, test, n, reps=reps, seed=7 + n)
     lo, hi = binomial_band(reps)
-    assert lo <= r.rate <= hi
+    assert r.rate <= hi
+    if test == "cov-rank" or n >= 100_000:
+        assert lo <= r.rate
 
 
-@pytest.mark.parametrize(("design", "test", "n"), [("binary-confounder", "cov-pearson", 1_000),
-                                                   ("wide-mixed", "cov-rank", 1_000),
-                                                   ("wide-mixed", "cov-pearson", 10_000)])
-def test_type1_error_in_band_where_the_noise_swamps(design: str, test: str, n: int) -> None:
-    """The other cells where the delta null was below the band (0.000): the sampled
-    null brings them into it."""
-    r = null_rejections(design, test, n, reps=REPS, seed=7 + n)
-    lo, hi = binomial_band(REPS)
-    assert lo <= r.rate <= hi
+@pytest.mark.parametrize(("design", "test"), [("gaussian", "cov-pearson"),
+                                              ("wide-mixed", "cov-rank"),
+                                              ("binary-confounder", "cov-pearson"),
+                                              ("wide-mixed", "cov-pearson")])
+def test_auto_null_never_above_the_band_where_the_noise_swamps(design: str, test: str) -> None:
+    """``null="auto"`` (experimental) at n = 1e3, where the delta null never rejects:
+    never above the band (measured in band on the first two, still below it on the
+    others; liberal only at moderate noise, e.g. the Gaussian Pearson design at 1e4:
+    docs/continuous.md)."""
+    reps = 200
+    r = null_rejections(design, test, 1_000, reps=reps, seed=1_007, null="auto")
+    assert r.rate <= binomial_band(reps)[1]
 
 
 def test_auto_null_is_the_delta_null_below_the_threshold() -> None:
