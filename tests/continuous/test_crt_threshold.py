@@ -109,3 +109,15 @@ def test_threshold_release_level_in_band() -> None:
     lo, hi = _band(reps)
     rate = _null_rate("threshold", reps, 400)
     assert lo <= rate <= hi
+
+
+def test_benchmark_row_runs_both_releases() -> None:
+    """Smoke test of ``dpcg bench continuous --crt-level``'s row: both releases and the
+    non-private CRT on the same statistics, each private release through a session."""
+    from benchmarks.continuous import CrtLevelConfig, crt_level_rep
+
+    cc = CrtLevelConfig(features=40)
+    for model in ("unit", "sd03"):
+        out = crt_level_rep(model, 500, 0.0, 0, cc)
+        assert set(out) == {"crt", "threshold@1", "threshold@2", "rank@1", "rank@2"}
+        assert all(isinstance(v, bool) for v in out.values())
