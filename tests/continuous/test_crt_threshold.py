@@ -121,3 +121,25 @@ def test_benchmark_row_runs_both_releases() -> None:
         out = crt_level_rep(model, 500, 0.0, 0, cc)
         assert set(out) == {"crt", "threshold@1", "threshold@2", "rank@1", "rank@2"}
         assert all(isinstance(v, bool) for v in out.values())
+
+
+def test_crt_release_option_reaches_the_test() -> None:
+    """``--crt-release`` (``PrivCRTOptions.crt_release``): the default is the threshold
+    release, ``rank`` selects Kalemaj et al.'s, anything else is refused before a tester
+    exists (nothing charged)."""
+    from dpcg.citests.continuous_pc import PrivCRTOptions, private_test_for
+    from dpcg.citests.crt import GaussianModelX
+    from dpcg.datasets.sem import random_sem
+
+    sem = random_sem(3, seed=5)
+    ds = sem.sample(300, 0)
+    law = GaussianModelX.from_arrays(np.zeros(3), sem.covariance())
+    session = Session(Budget(1.0), seed=0)
+    for choice, want in ((None, "threshold"), ("rank", "rank"), ("threshold", "threshold")):
+        tester = private_test_for(ds, "privcrt", PrivCRTOptions(model=law, crt_release=choice),
+                                  session, 0.5, 0.05)
+        assert isinstance(tester, PrivCRTTest)
+        assert tester.release == want
+    with pytest.raises(CITestError, match="crt_release"):
+        PrivCRTOptions(model=law, crt_release="exact")
+    assert session.releases == 0
