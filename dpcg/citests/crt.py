@@ -23,7 +23,7 @@ PrivCRT (Kalemaj, Kasiviswanathan and Ramdas, Alg. 2, Definition 4.4):
 * ``release="rank"`` (Kalemaj et al.'s release): Report Noisy Max with ``Expo(2/eps)``
   noise (``accounting``'s ``ReportNoisyMax``, which releases only the index) picks
   ``r_hat``; p-value ``r_hat / (m+1)``. Its level is at most alpha but depends on the
-  unknown gaps between the queries (0.016-0.036 measured at alpha 0.05);
+  unknown gaps between the queries (0.016-0.056 measured at alpha 0.05);
 * ``release="threshold"`` (default): every query gets its own noise
   ``W_j = g (Y_j + U_j)`` (``Y_j`` the discrete Laplace of the ``Laplace`` mechanism's
   grid ``g``, ``U_j`` a uniform tie-break), and the test rejects when the noisy
