@@ -59,6 +59,8 @@ from dpcg.citests.crt import (
     crt_sensitivity,
     crt_statistics,
     rank_scores,
+    rejection_count,
+    threshold_release,
 )
 from dpcg.citests.gcm import (
     GCMTest,
@@ -150,6 +152,19 @@ def _rnm(eps: float) -> Any:
     return ReportNoisyMax(sensitivity=1.0, epsilon=eps, noise="exponential")
 
 
+def _privcrt(session: Any, eps: float, q: FloatArr, dt: float, rng: np.random.Generator,
+             purpose: str, release: str = "threshold") -> bool:
+    """PrivCRT's decision on the exact queries ``q`` (one release charged to
+    ``session``): the default threshold release (exact level ``k/(m+1)``) or
+    Kalemaj et al.'s rank release (``release="rank"``)."""
+    m = q.shape[0] - 1
+    if release == "rank":
+        idx = int(session.release(_rnm(eps), lambda: rank_scores(q, dt), purpose=purpose))
+        return bool((idx + 1) / (m + 1) <= ALPHA)
+    return threshold_release(session, lambda: q, dt, eps, rejection_count(ALPHA, m), rng,
+                             purpose) > 0.0
+
+
 def one_rep(
     n: int, d: int, a: float, beta: float, rep: int, cfg: Config, methods: Sequence[str],
     eps: float,
@@ -201,9 +216,7 @@ def one_rep(
             out["crt"] = crt_pvalue(q) <= ALPHA
         if "privcrt" in methods:
             dt = crt_sensitivity(cfg.residual_bound, cfg.lam_crt, n)
-            idx = int(session.release(_rnm(eps), lambda: rank_scores(q, dt),
-                                      purpose="bench PrivCRT"))
-            out["privcrt"] = (idx + 1) / (cfg.m + 1) <= ALPHA
+            out["privcrt"] = _privcrt(session, eps, q, dt, g, "bench PrivCRT")
     if "kendall_kmeans" in methods or "kendall_grid" in methods:
         sens = kendall_sensitivity(n)
         xv, yv = ds.values[0], ds.values[1]
@@ -554,9 +567,8 @@ def curve_rep(n: int, beta: float, rep: int, cc: CurveConfig
         out["crt"] = crt_pvalue(q) <= ALPHA
         dt = crt_sensitivity(cc.residual_bound, cc.lam_crt, n)
         for e in cc.epsilons:
-            idx = int(session.release(_rnm(e), lambda: rank_scores(q, dt),
-                                      purpose=f"bench PrivCRT (rff, D={cc.features})"))
-            out[f"privcrt@{e:g}"] = (idx + 1) / (cc.m + 1) <= ALPHA
+            out[f"privcrt@{e:g}"] = _privcrt(session, e, q, dt, g,
+                                             f"bench PrivCRT (rff, D={cc.features})")
     return out, moments
 
 
@@ -1029,6 +1041,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="run only grouped PrivGCM / PrivCRT / GCM on the unit-noise model: "
                         "power vs beta and vs n, type-I error on three models "
                         "(docs/benchmarks/continuous-unit.md)")
+    p.add_argument("--crt-level", action="store_true",
+                   help="run only PrivCRT's type-I error and power, threshold release "
+                        "against the rank release, at n = 1e3, 1e4, 1e5 "
+                        "(docs/benchmarks/continuous-crt-level.md)")
     p.add_argument("--bias-grid", action="store_true",
                    help="run only the null bias of the single and twice-fitted residual "
                         "products on a grid of models and lam "
@@ -1123,6 +1139,8 @@ def _main_tuning(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.crt_level:
+        return _main_crt_level(args)
     if args.bias_grid:
         return _main_bias(args)
     if args.unit_power:
@@ -1271,7 +1289,7 @@ def unit_rep(model: str, n: int, beta: float, rep: int, epsilons: Sequence[float
              + ([(uc.crt_bandwidth, uc.lam_crt)] if do_crt else []))
     facs = _unit_factors(zs, specs, uc)
     xy = np.stack([xs, ys], axis=1)
-    session = _session(seed, total_eps=2.0 * sum(epsilons))
+    session = _session(seed, total_eps=3.0 * sum(epsilons))
     out: dict[str, bool] = {}
     r = facs[(h, uc.lam_gcm)].residuals(xy)
     out["gcm"] = gcm_statistic(r[:, 0] * r[:, 1]).pvalue <= ALPHA
@@ -1302,9 +1320,11 @@ def unit_rep(model: str, n: int, beta: float, rep: int, epsilons: Sequence[float
         out["crt"] = crt_pvalue(q) <= ALPHA
         dt = crt_sensitivity(uc.residual_bound, uc.lam_crt, n)
         for e in epsilons:
-            idx = int(session.release(_rnm(e), lambda: rank_scores(q, dt),
-                                      purpose=f"bench PrivCRT (rff, D={uc.features})"))
-            out[f"privcrt@{e:g}"] = (idx + 1) / (uc.m + 1) <= ALPHA
+            out[f"privcrt@{e:g}"] = _privcrt(session, e, q, dt, g,
+                                             f"bench PrivCRT (rff, D={uc.features})")
+            out[f"privcrt-rank@{e:g}"] = _privcrt(session, e, q, dt, g,
+                                                  f"bench PrivCRT rank (rff, D={uc.features})",
+                                                  "rank")
     return out
 
 
@@ -1587,5 +1607,159 @@ def _main_bias(args: argparse.Namespace) -> int:
             fh.write(md)
     if not args.no_docs:
         write_section("continuous-bias", md)
+    print(md)
+    return 0
+
+
+# ---------------------------------------------------------------------------------
+# Issue 54: PrivCRT's level, threshold release against the rank release
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class CrtLevelConfig:
+    """Grids of ``--crt-level`` (docs/benchmarks/continuous-crt-level.md)."""
+
+    ns: tuple[int, ...] = (1000, 10_000, 100_000)
+    models: tuple[str, ...] = ("unit", "sd03")
+    epsilons: tuple[float, ...] = (1.0, 2.0)
+    reps: int = 500
+    #: power rows: (model, n, beta) at which the releases are compared
+    power: tuple[tuple[str, int, float], ...] = (
+        ("unit", 1000, 0.1), ("unit", 10_000, 0.03), ("sd03", 1000, 0.2), ("sd03", 1000, 0.5))
+    power_reps: int = 500
+    a: float = 2.0
+    features: int = 200
+    feature_seed: int = 0
+    lam_crt: float = 10.0
+    bandwidth: float = 0.1
+    m: int = 19
+    seed: int = 20261204
+
+    def residual_bound(self, model: str) -> float:
+        """The public residual clip: 0.6 on the unit model (as ``--unit-power``), 0.3
+        on the sd-0.3 Shah-Peters model (as the default suite)."""
+        return 0.6 if model == "unit" else 0.3
+
+
+def crt_level_rep(model: str, n: int, beta: float, rep: int, cc: CrtLevelConfig
+                  ) -> dict[str, bool]:
+    """One data set: the rejections of the non-private CRT and of PrivCRT's threshold
+    and rank releases at every eps (the same queries for all; one session)."""
+    from dpcg.datasets.sem import UnitNoiseSampler, unit_noise, unit_noise_bounds
+
+    seed = (cc.seed * 1_000_003 + rep * 7919 + n * 31 + int(beta * 1009)
+            + 17 * cc.models.index(model)) % (2**32)
+    if model == "sd03":
+        ds = shah_peters(n, 1, cc.a, beta, seed)
+        bounds = np.asarray(shah_peters_bounds(1, beta))
+        sampler: Any = shah_peters_sampler(cc.a)
+    else:
+        ds = unit_noise(n, 1, cc.a, beta, seed, noise="unit")
+        bounds = np.asarray(unit_noise_bounds(n, 1))
+        sampler = UnitNoiseSampler(cc.a)
+    values = np.clip(ds.values, bounds[:, :1], bounds[:, 1:])
+    scaled = rescale(values, bounds[:, 0], bounds[:, 1])
+    ys, zs = scaled[1], scaled[2:].T
+    fac = _unit_factors(zs, [(cc.bandwidth, cc.lam_crt)],
+                        UnitConfig(features=cc.features, feature_seed=cc.feature_seed))
+    ry = fac[(cc.bandwidth, cc.lam_crt)].residuals(ys)
+    session = _session(seed, total_eps=2.0 * sum(cc.epsilons))
+    g = session.auxiliary_generator()
+    zraw = values[2:].T
+    mu = sampler.conditional_mean(zraw)
+    draws = np.clip(sampler.sample(zraw, cc.m, g), bounds[0, 0], bounds[0, 1])
+    scale = 2.0 / (bounds[0, 1] - bounds[0, 0])
+    rx = (np.vstack([values[0][None, :], draws]) - mu[None, :]) * scale
+    br = cc.residual_bound(model)
+    q = np.abs(crt_statistics(rx, ry, br))
+    dt = crt_sensitivity(br, cc.lam_crt, n)
+    out = {"crt": crt_pvalue(q) <= ALPHA}
+    for e in cc.epsilons:
+        out[f"threshold@{e:g}"] = _privcrt(session, e, q, dt, g, "bench PrivCRT threshold")
+        out[f"rank@{e:g}"] = _privcrt(session, e, q, dt, g, "bench PrivCRT rank", "rank")
+    return out
+
+
+def run_crt_level(cc: CrtLevelConfig, log: Callable[[str], None]) -> str:
+    cols = [*(f"threshold@{e:g}" for e in cc.epsilons), *(f"rank@{e:g}" for e in cc.epsilons),
+            "crt"]
+    heads = [*(f"threshold eps {e:g}" for e in cc.epsilons),
+             *(f"rank eps {e:g}" for e in cc.epsilons), "CRT (non-private)"]
+
+    def cell(model: str, n: int, beta: float, reps: int) -> tuple[dict[str, int], float]:
+        t0 = time.process_time()
+        counts = dict.fromkeys(cols, 0)
+        for rep in range(reps):
+            for k, v in crt_level_rep(model, n, beta, rep, cc).items():
+                counts[k] += int(v)
+        return counts, time.process_time() - t0
+
+    lo, hi = band(cc.reps)
+    lines = [
+        "# PrivCRT's level: the threshold release against the rank release (issue 54)",
+        "",
+        "`dpcg bench continuous --crt-level` (`benchmarks/continuous.py`, `crt_level_rep`). "
+        "Models (`d = 1`, `a = 2`): `unit`: `unit_noise` (`X = f_a(Z) + N(0, 1)`, "
+        "`Y = f_a(Z) + beta X + N(0, 1)`, every column clipped to `+-1.5 sqrt(log n)`), "
+        "model-X law `N(f_a(Z), 1)`, residual clip 0.6; `sd03`: Shah-Peters with noise sd "
+        "0.3 (bounds 5 sd), model-X law `N(f_a(Z), 0.09)`, residual clip 0.3. Resamples "
+        "clipped to X's bounds like X. Y fitted by the ridge on "
+        f"{cc.features} random Fourier features (public seed {cc.feature_seed}, bandwidth "
+        f"{cc.bandwidth:g}, lam {cc.lam_crt:g}); m = {cc.m}, alpha = {ALPHA}. Both releases "
+        "and the non-private CRT rank the same statistics of the same data set (one "
+        "session per repetition, seeded). `threshold`: the default release (one Laplace "
+        "release of the margin, exact level `k/(m+1)` = 0.05; docs/privacy/privcrt.md, "
+        "'The threshold release'); `rank`: Kalemaj et al.'s Report-Noisy-Max rank "
+        "(`release=\"rank\"`).",
+        "",
+        f"## Type-I error (beta = 0, {cc.reps} repetitions per cell; 99 % band "
+        f"[{lo:.3f}, {hi:.3f}])",
+        "",
+        "| model | n | " + " | ".join(heads) + " | CPU s |",
+        "|---" * (len(heads) + 3) + "|",
+    ]
+    for model in cc.models:
+        for n in cc.ns:
+            counts, sec = cell(model, n, 0.0, cc.reps)
+            row = []
+            for k in cols:
+                r = counts[k] / cc.reps
+                row.append(f"{r:.3f}" + ("" if lo <= r <= hi else " *"))
+            lines.append(f"| {model} | {n:,} | " + " | ".join(row) + f" | {sec:.0f} |")
+            log(f"null {model} n={n}: {counts} ({sec:.0f} CPU s)")
+    lines += ["", "\\* outside the 99 % band.", "",
+              f"## Power ({cc.power_reps} repetitions per cell)", "",
+              "| model | n | beta | " + " | ".join(heads) + " |",
+              "|---" * (len(heads) + 3) + "|"]
+    for model, n, beta in cc.power:
+        counts, sec = cell(model, n, beta, cc.power_reps)
+        lines.append(f"| {model} | {n:,} | {beta:g} | "
+                     + " | ".join(f"{counts[k] / cc.power_reps:.3f}" for k in cols) + " |")
+        log(f"power {model} n={n} beta={beta}: {counts} ({sec:.0f} CPU s)")
+    lines += ["", f"Machine: {machine_description()}."]
+    return "\n".join(lines) + "\n"
+
+
+def _main_crt_level(args: argparse.Namespace) -> int:
+    cc = CrtLevelConfig()
+    if args.quick:
+        cc = CrtLevelConfig(ns=(1000,), reps=100, power_reps=100)
+    if args.ns is not None:
+        cc.ns = args.ns
+    if args.reps_null is not None:
+        cc.reps = args.reps_null
+    if args.reps_power is not None:
+        cc.power_reps = args.reps_power
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    md = run_crt_level(cc, log)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(md)
+    if not args.no_docs:
+        write_section("continuous-crt-level", md)
     print(md)
     return 0

@@ -21,7 +21,7 @@ import numpy as np
 
 from accounting.session import Session
 from dpcg.citests.base import CITest
-from dpcg.citests.crt import DEFAULT_CRT_LAMBDA, GaussianModelX, PrivCRTTest
+from dpcg.citests.crt import DEFAULT_CRT_LAMBDA, RELEASES, GaussianModelX, PrivCRTTest
 from dpcg.citests.gcm import (
     DEFAULT_BANDWIDTH,
     DEFAULT_GROUPS,
@@ -91,8 +91,12 @@ def build_private_test(
     groups: int | None = None,
     fit: str | None = None,
     residual_clip: float | None = None,
+    release: str | None = None,
 ) -> PrivGCMTest | PrivCRTTest:
     """The CI tester ``test`` on ``dataset`` charging ``test_epsilon`` per test.
+
+    PrivCRT's ``release`` is ``"threshold"`` (default: exact level ``k/(m+1)``) or
+    ``"rank"`` (Kalemaj et al.'s Report-Noisy-Max rank; docs/privacy/privcrt.md).
 
     PrivGCM releases ``groups`` group sums (default ``default_groups(n)``, i.e.
     ``min(20, n // 2)``; ``0``: the paper's release of all ``n`` products), from the
@@ -119,7 +123,8 @@ def build_private_test(
                            bandwidth=DEFAULT_BANDWIDTH if bandwidth is None else bandwidth,
                            lam=DEFAULT_CRT_LAMBDA if lam is None else lam, alpha=alpha,
                            names=dataset.names, regression=regression, features=features,
-                           feature_seed=feature_seed)
+                           feature_seed=feature_seed,
+                           release="threshold" if release is None else release)
     raise CITestError(f"test={test!r}: choose one of {TESTS}")
 
 
@@ -226,6 +231,11 @@ class PrivCRTOptions(KernelOptions):
         None, type=int, help="number m of model-X resamples (default ceil(1/alpha)-1)")
     residual_bound: float | None = option(
         None, type=float, help="public clip B_r of the X residuals (default 1)")
+    crt_release: str | None = option(
+        None, type=str, metavar="threshold|rank",
+        help="PrivCRT's release: 'threshold' (default; one Laplace release of the margin "
+             "against the k-th largest noisy resample, type-I error exactly k/(m+1)) or "
+             "'rank' (Kalemaj et al.'s Report-Noisy-Max rank, level at most alpha)")
     #: The public law as an object (Python API; the CLI gives ``model_x``, a JSON file).
     model: GaussianModelX | None = None
 
@@ -233,6 +243,9 @@ class PrivCRTOptions(KernelOptions):
         super().__post_init__()
         _check_positive("crt_resamples", self.crt_resamples, integer=True)
         _check_positive("residual_bound", self.residual_bound)
+        if self.crt_release is not None and self.crt_release not in RELEASES:
+            raise CITestError(f"crt_release: choose one of {RELEASES}, got "
+                              f"{self.crt_release!r}")
         if self.model is not None and self.model_x is not None:
             raise CITestError("model_x: give the model-X law once (model or model_x)")
         for name in ("groups", "fit", "residual_clip"):
@@ -252,7 +265,7 @@ def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
             residual_bound=1.0 if options.residual_bound is None else options.residual_bound,
             bandwidth=options.bandwidth_or_default, lam=options.lam,
             regression=options.regression_or_default, features=options.features,
-            feature_seed=options.feature_seed)
+            feature_seed=options.feature_seed, release=options.crt_release)
     return build_private_test(dataset, test, session, test_epsilon, alpha=alpha,
                               bandwidth=options.bandwidth, lam=options.lam,
                               regression=options.regression_or_default,

@@ -20,12 +20,25 @@ PrivCRT (Kalemaj, Kasiviswanathan and Ramdas, Alg. 2, Definition 4.4):
   sensitivity is unchanged); ``q_(1) >= ... >= q_(m+1)`` sorted decreasingly;
 * rank scores ``s(r) = -|q_0 - q_(r)| / (2 Delta_T)``, ``r = 1..m+1``: sensitivity 1,
   because sorting is 1-Lipschitz in the sup norm;
-* Report Noisy Max with ``Expo(2/eps)`` noise (``accounting``'s ``ReportNoisyMax``,
-  which releases only the index) picks ``r_hat``; p-value ``r_hat / (m+1)``.
+* ``release="rank"`` (Kalemaj et al.'s release): Report Noisy Max with ``Expo(2/eps)``
+  noise (``accounting``'s ``ReportNoisyMax``, which releases only the index) picks
+  ``r_hat``; p-value ``r_hat / (m+1)``. Its level is at most alpha but depends on the
+  unknown gaps between the queries (0.016-0.056 measured at alpha 0.05);
+* ``release="threshold"`` (default): every query gets its own noise
+  ``W_j = g (Y_j + U_j)`` (``Y_j`` the discrete Laplace of the ``Laplace`` mechanism's
+  grid ``g``, ``U_j`` a uniform tie-break), and the test rejects when the noisy
+  ``q_0`` is above the ``k``-th largest noisy resample, ``k = floor(alpha (m+1))``.
+  Only ``W_0`` is privacy noise: the margin ``f = q_0 + g U_0 - (k-th largest of q_j +
+  W_j) + g/2`` has sensitivity ``2 Delta_T`` for every realisation of the others, and
+  the ``Laplace(2 Delta_T, eps)`` release of ``f`` adds exactly ``g Y_0``. Under the
+  null the noisy queries are exchangeable with a continuous law, so the level is
+  ``k / (m+1)`` exactly (alpha when ``alpha (m+1)`` is an integer), whatever the gaps
+  (:func:`threshold_margin`; docs/privacy/privcrt.md, "The threshold release").
 
-The model-X resamples are not privacy noise: the sensitivity bound holds for every
-realisation of them (the neighbouring relation includes the resamples, and only the
-replaced row's resamples can change). They are drawn from a generator handed out by the
+The model-X resamples, the resamples' noise ``W_1..W_m`` and the tie-breaks ``U_j`` are
+not privacy noise: the sensitivity bound holds for every realisation of them (the
+neighbouring relation includes the resamples, and only the replaced row's resamples can
+change). They are drawn from a generator handed out by the
 accounting session (``session.auxiliary_generator()`` when it exists) or passed
 explicitly; this module is listed in ``tests/test_layering.py``'s
 ``NON_PRIVACY_RANDOMNESS`` with that reason.
@@ -41,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from accounting.noise import discrete_laplace
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.gcm import (
     DEFAULT_BANDWIDTH,
@@ -59,6 +73,7 @@ if TYPE_CHECKING:
     from accounting.session import Session
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
 
 #: Default public clipping bound of the X residuals, on the rescaled ``[-1, 1]`` scale.
 DEFAULT_RESIDUAL_BOUND = 1.0
@@ -67,6 +82,9 @@ DEFAULT_RESIDUAL_BOUND = 1.0
 #: null whatever the statistic), and ``Delta_T`` falls with ``lam``
 #: (``(1 + lam^-1/2)(1 + 1/lam)`` = 4 at 1, 1.45 at 10), so a large ``lam`` is the default.
 DEFAULT_CRT_LAMBDA = 10.0
+#: PrivCRT's releases: ``"threshold"`` (default; exact level ``floor(alpha (m+1))/(m+1)``)
+#: and ``"rank"`` (Kalemaj et al.'s Report-Noisy-Max rank; level at most alpha).
+RELEASES = ("threshold", "rank")
 
 
 # ---------------------------------------------------------------------------------
@@ -356,6 +374,69 @@ def crt_pvalue(queries: FloatArray) -> float:
     return float((1 + np.count_nonzero(q[1:] >= q[0])) / q.shape[0])
 
 
+def rejection_count(alpha: float, m: int) -> int:
+    """``k = floor(alpha (m + 1))`` (at least 1): the threshold release rejects when the
+    noisy ``q_0`` is among the ``k`` largest of the ``m + 1`` noisy queries, which has
+    probability ``k / (m + 1) <= alpha`` under the null."""
+    return max(1, math.floor(alpha * (m + 1) * (1.0 + 1e-12)))
+
+
+def threshold_margin(
+    queries: FloatArray, k: int, step: float, noise: IntArray, ties: FloatArray
+) -> float:
+    """The exact margin ``f`` released by the threshold release (before ``g Y_0``).
+
+    ``queries``: ``q_0..q_m``; ``step``: the Laplace grid's ``g`` (a power of two);
+    ``noise``: the integer noise ``Y_1..Y_m`` of the resamples (the same discrete
+    Laplace law as the mechanism's ``Y_0``); ``ties``: ``U_0..U_m`` in ``[0, 1)``.
+    With ``a_j = q_j / g`` and ``t`` the ``k``-th largest of ``a_j + Y_j + U_j``
+    (``j >= 1``), returns ``g (a_0 + U_0 - t + 1/2)``. The grid release outputs
+    ``g (rint(f / g) + Y_0)``, which is ``> 0`` exactly when
+    ``a_0 + U_0 + Y_0 >= t`` (up to a boundary of probability 0). For fixed ``noise``
+    and ``ties`` the margin moves by at most ``2 Delta`` when every query moves by at
+    most ``Delta`` (an order statistic is 1-Lipschitz in the sup norm).
+    """
+    q = np.asarray(queries, dtype=np.float64)
+    m = q.shape[0] - 1
+    if not 1 <= k <= m:
+        raise CITestError(f"k={k} must be between 1 and m={m}")
+    e = math.frexp(step)[1] - 1  # step = 2^e exactly
+    a = np.ldexp(q, -e)
+    noisy = a[1:] + np.asarray(noise, dtype=np.float64) + ties[1:]
+    t = float(np.partition(noisy, m - k)[m - k])  # the k-th largest
+    return math.ldexp(float(a[0]) + float(ties[0]) - t + 0.5, e)
+
+
+def threshold_release(
+    session: Session,
+    queries: Callable[[], FloatArray],
+    sensitivity: float,
+    epsilon: float,
+    k: int,
+    rng: np.random.Generator,
+    purpose: str,
+) -> float:
+    """PrivCRT's threshold release: ``Laplace(2 Delta_T, epsilon)`` of the margin of
+    :func:`threshold_margin`, with the resamples' integer noise drawn from the
+    mechanism's own grid law and the tie-breaks from ``rng`` (auxiliary randomness,
+    not privacy noise). ``queries`` is called only after the session admitted and
+    recorded the release. Returns the released margin; the test rejects iff it is
+    ``> 0`` (probability ``k/(m+1)`` under the null; docs/privacy/privcrt.md)."""
+    from accounting.mechanisms import Laplace
+
+    mech = Laplace(sensitivity=2.0 * sensitivity, epsilon=epsilon)
+    grid = mech.grid(1)
+
+    def compute() -> float:
+        q = queries()
+        m = q.shape[0] - 1
+        noise = discrete_laplace(rng, grid.t, grid.s, m)
+        ties = rng.random(m + 1)
+        return threshold_margin(q, k, grid.step, noise, ties)
+
+    return float(session.release(mech, compute, purpose=purpose))
+
+
 def _y_residuals(ys: FloatArray, factor: RidgeFactor) -> FloatArray:
     return factor.residuals(ys)
 
@@ -367,8 +448,12 @@ def _x_residuals(
     m: int,
     rng: np.random.Generator,
     scale: float,
+    bounds: tuple[float, float] | None = None,
 ) -> FloatArray:
-    """Rows: observed X then ``m`` resamples, minus ``E[X|Z]``, times the public scale."""
+    """Rows: observed X then ``m`` resamples, minus ``E[X|Z]``, times the public scale.
+    With ``bounds`` the resamples are clipped to X's public bounds, as the observed X is
+    (so that they are exchangeable with it under the null when the model-X law is the
+    law of X before clipping)."""
     mu = np.asarray(sampler.conditional_mean(z_raw), dtype=np.float64)
     draws = np.asarray(sampler.sample(z_raw, m, rng), dtype=np.float64)
     n = x_raw.shape[0]
@@ -378,6 +463,8 @@ def _x_residuals(
         )
     if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(draws))):
         raise CITestError("sampler returned non-finite values")
+    if bounds is not None:
+        draws = np.clip(draws, bounds[0], bounds[1])
     allx = np.vstack([x_raw[None, :], draws])
     out: FloatArray = (allx - mu[None, :]) * scale
     return out
@@ -470,7 +557,8 @@ class _CRTBase:
         z_raw = np.clip(d.values[list(S)], d.lower[list(S), None], d.upper[list(S), None]).T
         x_raw = np.clip(d.values[x], d.lower[x], d.upper[x])
         scale = 2.0 / (d.upper[x] - d.lower[x])
-        rx = _x_residuals(x_raw, z_raw, sampler, self.m, self._rng(), scale)
+        rx = _x_residuals(x_raw, z_raw, sampler, self.m, self._rng(), scale,
+                          (float(d.lower[x]), float(d.upper[x])))
         ry = _y_residuals(d.scaled[y], self._factors.get(S))
         out: FloatArray = np.abs(crt_statistics(rx, ry, self.residual_bound))
         return out
@@ -510,10 +598,18 @@ class CRTTest(_CRTBase):
 
 
 class PrivCRTTest(_CRTBase):
-    """PrivCRT: one Report-Noisy-Max release (``epsilon`` per test) of the rank of
+    """PrivCRT: one release per test (``epsilon`` per test).
+
+    ``release="threshold"`` (default): one ``Laplace(2 Delta_T, epsilon)`` release of the
+    margin of :func:`threshold_margin`; the test rejects when it is positive, which under
+    the null has probability ``k/(m+1)`` exactly (``k = floor(alpha (m+1))``); the
+    result's statistic is the released margin, its p-value ``k/(m+1)`` on rejection and
+    1 otherwise (a valid p-value: ``P(p <= u) <= u`` for every ``u``).
+    ``release="rank"``: Kalemaj et al.'s Report-Noisy-Max release of the rank of
     ``|T_0|`` among ``|T_0|..|T_m|``; p-value ``r_hat / (m+1)``, decision ``p > alpha``.
 
-    The resampling generator defaults to ``session.auxiliary_generator()``.
+    The resampling generator (model-X draws, the resamples' noise and the tie-breaks,
+    none of them privacy noise) defaults to ``session.auxiliary_generator()``.
     """
 
     def __init__(
@@ -534,7 +630,10 @@ class PrivCRTTest(_CRTBase):
         regression: str = "krr",
         features: int | None = None,
         feature_seed: int | None = None,
+        release: str = "threshold",
     ) -> None:
+        if release not in RELEASES:
+            raise CITestError(f"release: choose one of {RELEASES}, got {release!r}")
         super().__init__(
             values, bounds, model, m=m, residual_bound=residual_bound, bandwidth=bandwidth,
             lam=lam, alpha=alpha, names=names, generator=generator, regression=regression,
@@ -542,6 +641,9 @@ class PrivCRTTest(_CRTBase):
         )
         self.epsilon = check_epsilon(epsilon)
         self.session = session
+        self.release = release
+        #: the threshold release rejects when the noisy q_0 is among the k largest
+        self.k = rejection_count(self.alpha, self.m)
 
     def _rng(self) -> np.random.Generator:
         if self.generator is None:
@@ -553,8 +655,10 @@ class PrivCRTTest(_CRTBase):
         return crt_sensitivity(self.residual_bound, self.krr.lam, self.data.n)
 
     def mechanism(self) -> Any:
-        from accounting.mechanisms import ReportNoisyMax
+        from accounting.mechanisms import Laplace, ReportNoisyMax
 
+        if self.release == "threshold":
+            return Laplace(sensitivity=2.0 * self.sensitivity, epsilon=self.epsilon)
         return ReportNoisyMax(sensitivity=1.0, epsilon=self.epsilon, noise="exponential")
 
     def preflight(self) -> None:
@@ -575,15 +679,24 @@ class PrivCRTTest(_CRTBase):
         # (A sampler that fails only on the real data then fails after the charge: the
         # budget is spent, which is the safe side.)
         sampler = self.check_sampler(xi, Si)
+        settings = (f"(m={self.m}, B_r={self.residual_bound}, lam={self.krr.lam}, "
+                    f"bandwidth={self.krr.bandwidth}{_ridge_suffix(self.krr)}")
+        query = (f"{names[xi]} _||_ {names[yi]} | "
+                 f"{{{', '.join(names[s] for s in Si)}}}")
 
-        def compute() -> FloatArray:
-            return rank_scores(self.queries(xi, yi, Si, sampler), delta_t)
+        if self.release == "rank":
+            def compute_rank() -> FloatArray:
+                return rank_scores(self.queries(xi, yi, Si, sampler), delta_t)
 
-        purpose = (
-            f"PrivCRT rank {names[xi]} _||_ {names[yi]} | "
-            f"{{{', '.join(names[s] for s in Si)}}} (m={self.m}, B_r={self.residual_bound}, "
-            f"lam={self.krr.lam}, bandwidth={self.krr.bandwidth}{_ridge_suffix(self.krr)})"
-        )
-        index = int(require_session(self.session).release(mech, compute, purpose=purpose))
-        p = (index + 1) / (self.m + 1)
-        return CIResult(p > self.alpha, None, p)
+            index = int(require_session(self.session).release(
+                mech, compute_rank, purpose=f"PrivCRT rank {query} {settings})"))
+            p = (index + 1) / (self.m + 1)
+            return CIResult(p > self.alpha, None, p)
+
+        margin = threshold_release(
+            require_session(self.session), lambda: self.queries(xi, yi, Si, sampler),
+            delta_t, self.epsilon, self.k, self._rng(),
+            purpose=f"PrivCRT threshold {query} {settings}, k={self.k})")
+        reject = margin > 0.0
+        p = self.k / (self.m + 1) if reject else 1.0
+        return CIResult(not reject, margin, p)

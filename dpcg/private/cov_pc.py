@@ -72,12 +72,16 @@ class CovPCParams:
     null_draws: int | None = option(
         None, type=int, metavar="B",
         help=f"replicates of the public release noise used for each test's null with "
-             f"--null simulated (post-processing; default {DEFAULT_DRAWS}, at least 20)")
+             f"--null simulated, and for the tests that --null auto samples "
+             f"(post-processing; default {DEFAULT_DRAWS}, at least 20)")
     null: str | None = option(
-        None, type=str, metavar="delta|simulated",
+        None, type=str, metavar="delta|simulated|auto",
         help="how each test's null includes the release noise: 'delta' (default; its "
-             "first-order covariance from the public sigma, chi-square reference) or "
-             "'simulated' (Monte-Carlo replicates through the whole post-processing)")
+             "first-order covariance from the public sigma, chi-square reference), "
+             "'simulated' (the first version's Monte-Carlo replicates of the noise only) "
+             "or 'auto' (experimental: the delta null, except for tests whose noise sd on "
+             "a partial correlation exceeds 0.5, which get Monte-Carlo replicates of "
+             "sampling and noise through the whole post-processing)")
 
     def __post_init__(self) -> None:
         v = self.null_draws

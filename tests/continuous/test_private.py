@@ -25,7 +25,7 @@ from dpcg.citests.subsample_aggregate import SubsampleAggregateGTest
 from dpcg.data import Categorical, Dataset, Schema
 from dpcg.data.readers import unsafe_debug_errors
 from dpcg.datasets.sem import shah_peters, shah_peters_bounds, shah_peters_sampler
-from dpcg.errors import DpcgError
+from dpcg.errors import CITestError, DpcgError
 
 
 def _session(eps: float = 100.0, seed: int = 0, delta: float = 0.0) -> Session:
@@ -58,14 +58,37 @@ def test_privgcm_charges_and_records() -> None:
 
 def test_privcrt_charges_one_rnm() -> None:
     values, bounds = _sp()
-    session = _session(seed=2)
-    t = PrivCRTTest(values, bounds, session, 1.0, shah_peters_sampler(2.0), lam=1.0)
+    rec = InMemoryRecorder(Budget(100.0))
+    session = Session(Budget(100.0), recorder=rec, seed=2)
+    t = PrivCRTTest(values, bounds, session, 1.0, shah_peters_sampler(2.0), lam=1.0,
+                    release="rank")
     assert t.m == 19
     res = t.test(0, 1, (2,))
     assert res.statistic is None
     assert res.pvalue in {r / 20 for r in range(1, 21)}
     assert session.spent().epsilon == Fraction(1)
     assert t.sensitivity == pytest.approx(crt_sensitivity(1.0, 1.0, 300))
+    assert rec.entries[-1].mechanism == "report-noisy-max"
+
+
+def test_privcrt_threshold_charges_one_laplace() -> None:
+    values, bounds = _sp()
+    rec = InMemoryRecorder(Budget(100.0))
+    session = Session(Budget(100.0), recorder=rec, seed=2)
+    t = PrivCRTTest(values, bounds, session, 1.0, shah_peters_sampler(2.0), lam=1.0)
+    assert (t.m, t.k, t.release) == (19, 1, "threshold")
+    res = t.test(0, 1, (2,))
+    assert isinstance(res.statistic, float)
+    # the decision is the sign of the released margin; the p-value k/(m+1) or 1
+    assert res.independent == (res.statistic <= 0.0)
+    assert res.pvalue == (1.0 if res.independent else 1 / 20)
+    assert session.spent().epsilon == Fraction(1)
+    entry = rec.entries[-1]
+    assert entry.mechanism == "laplace"
+    assert entry.params["sensitivity"] == pytest.approx(2 * crt_sensitivity(1.0, 1.0, 300))
+    assert "PrivCRT threshold" in entry.purpose
+    with pytest.raises(CITestError):
+        PrivCRTTest(values, bounds, session, 1.0, shah_peters_sampler(2.0), release="x")
 
 
 def _assert_no_spend(session: Session, fn: object) -> None:
