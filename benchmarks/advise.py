@@ -92,6 +92,8 @@ def run_network(name: str, args: argparse.Namespace) -> dict[str, Any]:
             "edges": net.n_edges, "rows": args.rows, "data_seed": args.data_seed,
             "advice_seed": args.seed, "advice_networks": adv.networks,
             "advice_wall_s": adv.seconds, "advice_cpu_s": adv.extra["cpu_seconds"],
+            "advice_budget_s": adv.extra.get("seconds_budget"),
+            "advice_network_cpu_s": adv.extra.get("network_cpu_seconds"),
             "workers": adv.extra["workers"], "load_before": load0,
             "load_after": os.getloadavg()[0], "cells": cells}
 
