@@ -251,12 +251,31 @@ def _fits(spent: float, running: int, done: Sequence[float], budget: float) -> b
     return spent + (running + 1) * statistics.fmean(done) <= budget
 
 
+def _children_cpu() -> float | None:
+    """CPU seconds used so far by this process's live child processes (the pool's
+    workers, including the jobs they are running), from ``/proc``; ``None`` where that
+    cannot be read."""
+    try:
+        tick = float(os.sysconf("SC_CLK_TCK"))
+        total = 0.0
+        for child in multiprocessing.active_children():
+            with open(f"/proc/{child.pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        return total
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _run_jobs(jobs: Sequence[_Job], n_workers: int, floor: int,
               budget: float | None) -> list[_Out]:
     """Simulate ``jobs[0], jobs[1], ...`` in this order on ``n_workers`` processes. With a
     CPU ``budget`` (seconds), after the first ``floor`` networks a further one is started
-    only while :func:`_fits` says so; the result is always a prefix ``jobs[:K]`` (every
-    started job finishes), so passing ``networks=K`` reproduces it exactly."""
+    only while :func:`_fits` says so, where the CPU spent counts the finished networks
+    and, with several processes, what the running ones have used so far (a costly draw
+    still running is seen before it finishes); the result is always a prefix
+    ``jobs[:K]`` (every started job finishes), so passing ``networks=K`` reproduces it
+    exactly."""
     limit = len(jobs)
     results: dict[int, _Out] = {}
     done: list[float] = []
@@ -285,8 +304,12 @@ def _run_jobs(jobs: Sequence[_Job], n_workers: int, floor: int,
             for fut in finished:
                 out = fut.result()
                 results[running.pop(fut)] = out
-                spent += out[2]
                 done.append(out[2])
+            spent = sum(done)
+            live = _children_cpu() if budget is not None else None
+            if live is not None:
+                # the workers' whole CPU (finished jobs and the running ones' part so far)
+                spent = max(spent, live)
             if budget is not None and k >= floor and not _fits(spent, len(running), done,
                                                                budget):
                 limit = k  # start no more; the running ones finish

@@ -180,3 +180,12 @@ def test_band_is_the_quantiles_from_enough_networks_and_wider_from_few() -> None
     assert lo == pytest.approx(max(0.0, few.mean() - half), abs=1e-5)
     assert hi == pytest.approx(min(1.0, few.mean() + half), abs=1e-5)
     assert band(np.array([1.0, 1.0, 1.0])) == (1.0, 1.0)
+
+
+def test_the_running_workers_cpu_is_read_where_proc_exists() -> None:
+    from dpcg.advise import _children_cpu
+
+    cpu = _children_cpu()
+    if os.path.isdir("/proc/self"):
+        assert cpu is not None
+        assert cpu >= 0.0
