@@ -189,3 +189,13 @@ def test_the_running_workers_cpu_is_read_where_proc_exists() -> None:
     if os.path.isdir("/proc/self"):
         assert cpu is not None
         assert cpu >= 0.0
+
+
+def test_cli_reports_the_networks_a_time_budget_allowed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["advise", "--like", "asia", "--rows", "2000", "--epsilon", "2",
+                 "--seconds", "0.000001", "--workers", "1", "--algorithms",
+                 "laplace-pc"]) == 0
+    out = capsys.readouterr().out
+    assert f"{FLOOR_NETWORKS} networks simulated" in out
+    assert f"--networks {FLOOR_NETWORKS} reproduces this advice" in out
