@@ -48,8 +48,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--shape", choices=("uniform", "scale-free"), default=None,
                    help="the network's shape, if known (default: both)")
     p.add_argument("--networks", type=int, default=None, metavar="M",
-                   help="networks simulated (default: 8-24, as many as about 100 CPU "
-                        "seconds allow)")
+                   help="networks simulated (default: 8-24 by a cost model of the schema's "
+                        "sizes, cut to what --seconds allows, at least 4; the count used "
+                        "is printed, and passing it back reproduces the advice)")
+    p.add_argument("--seconds", type=float, default=None, metavar="S",
+                   help="time budget of the advice without --networks: wall seconds on 2 "
+                        "idle cores (default 60)")
     p.add_argument("--workers", type=int, default=None, metavar="W",
                    help="processes (default: up to 2)")
     p.add_argument("--target-f1", type=float, default=0.9, metavar="F")
@@ -75,7 +79,7 @@ def _cardinalities(args: argparse.Namespace) -> list[int]:
 
 
 def _advise(args: argparse.Namespace) -> int:
-    from dpcg.advise import ALGORITHMS, EPSILONS, advise
+    from dpcg.advise import ALGORITHMS, EPSILONS, SECONDS, advise
 
     algos = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
              if args.algorithms else ALGORITHMS)
@@ -83,7 +87,8 @@ def _advise(args: argparse.Namespace) -> int:
                     epsilons=tuple(args.epsilon) if args.epsilon else EPSILONS,
                     algorithms=algos, max_parents=args.max_parents, shape=args.shape,
                     networks=args.networks, target_f1=args.target_f1, seed=args.seed,
-                    workers=args.workers)
+                    workers=args.workers,
+                    seconds=SECONDS if args.seconds is None else args.seconds)
     if args.json:
         json.dump(advice.to_json(), sys.stdout, indent=2)
         print()
@@ -94,8 +99,12 @@ def _advise(args: argparse.Namespace) -> int:
           f"{advice.seconds:.0f} s ({advice.extra['cpu_seconds']:.0f} CPU s, "
           f"{advice.extra['workers']} processes)")
     print(f"F1 = median over the simulated networks; band = their {lo:.0%}-{hi:.0%} "
-          "quantiles: where one real network of this schema is expected to fall "
-          "(docs/advise.md)")
+          "quantiles (widened to a prediction interval below 8 networks): where one "
+          "real network of this schema is expected to fall (docs/advise.md)")
+    budget = advice.extra.get("seconds_budget")
+    if budget is not None:
+        print(f"time budget {budget:g} s on 2 cores: {advice.networks} networks simulated "
+              f"(--networks {advice.networks} reproduces this advice)")
     print(f"{'algorithm':<12} {'eps':>5} {'F1':>6} {'band':>15} {'prec':>6} {'recall':>6}")
     for r in sorted(advice.rows_table, key=lambda r: (r.algorithm, r.epsilon)):
         print(f"{r.algorithm:<12} {r.epsilon:>5g} {r.f1:>6.3f} "

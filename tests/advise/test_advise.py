@@ -10,7 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcg.advise import advise, cardinality_range, default_networks, epsilon_for
+from dpcg.advise import (
+    BAND,
+    FLOOR_NETWORKS,
+    MIN_NETWORKS,
+    advise,
+    band,
+    cardinality_range,
+    default_networks,
+    epsilon_for,
+)
 from dpcg.cli import main
 from dpcg.datasets.prior_network import MAX_TABLE, prior_network
 from dpcg.errors import AlgorithmError, DataValidationError
@@ -106,7 +115,8 @@ def test_epsilon_for_a_target_interpolates_in_log_epsilon() -> None:
     (([2, 2], 100), {"target_f1": 1.5}), (([2, 0], 100), {}), (("ab", 100), {}),
     (([2, 2], 100), {"shape": "star"}), (([2, 2], 100), {"workers": 0}),
     (([2, 2], 100), {"seed": -1}), (([2, 2], 100), {"algorithms": ()}),
-    (([2, True], 100), {})])
+    (([2, True], 100), {}), (([2, 2], 100), {"seconds": 0.0}),
+    (([2, 2], 100), {"seconds": float("inf")}), (([2, 2], 100), {"seconds": True})])
 def test_bad_input_is_refused(args: tuple[list[int], int], kwargs: dict[str, object]) -> None:
     with pytest.raises(AlgorithmError):
         advise(*args, **kwargs)  # type: ignore[arg-type]
@@ -135,3 +145,57 @@ def test_cli_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("advice from public facts only")
     assert "laplace-pc" in out
     assert "quantiles" in out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_time_budget_cuts_the_networks_to_a_reproducible_prefix(workers: int) -> None:
+    """A budget too small for any network still simulates FLOOR_NETWORKS of them (the
+    first ones, in order), and passing that count back reproduces the advice exactly."""
+    kw = dict(epsilons=(1.0,), algorithms=("laplace-pc",), workers=workers)
+    cut = advise([2, 3, 2, 2, 3], 2_000, seconds=1e-6, **kw)  # type: ignore[arg-type]
+    assert cut.networks == FLOOR_NETWORKS
+    assert cut.extra["seconds_budget"] == 1e-6
+    assert len(cut.extra["network_cpu_seconds"]) == FLOOR_NETWORKS
+    assert all(c > 0.0 for c in cut.extra["network_cpu_seconds"])
+    same = advise([2, 3, 2, 2, 3], 2_000, networks=FLOOR_NETWORKS,
+                  **kw)  # type: ignore[arg-type]
+    assert same.extra["seconds_budget"] is None
+    assert same.rows_table == cut.rows_table
+    assert same.extra["draws"] == cut.extra["draws"]
+
+
+def test_band_is_the_quantiles_from_enough_networks_and_wider_from_few() -> None:
+    rng = np.random.default_rng(3)
+    many = rng.uniform(0.4, 0.9, size=MIN_NETWORKS)
+    assert band(many) == tuple(float(v) for v in np.quantile(many, BAND))
+    few = many[:5]
+    lo, hi = band(few)
+    q_lo, q_hi = np.quantile(few, BAND)
+    assert lo < q_lo
+    assert hi > q_hi
+    assert lo >= 0.0
+    assert hi <= 1.0
+    # the prediction interval: mean +- t(0.95, 4) * s * sqrt(1 + 1/5), t = 2.1318
+    half = 2.131847 * float(np.std(few, ddof=1)) * np.sqrt(1.2)
+    assert lo == pytest.approx(max(0.0, few.mean() - half), abs=1e-5)
+    assert hi == pytest.approx(min(1.0, few.mean() + half), abs=1e-5)
+    assert band(np.array([1.0, 1.0, 1.0])) == (1.0, 1.0)
+
+
+def test_the_running_workers_cpu_is_read_where_proc_exists() -> None:
+    from dpcg.advise import _children_cpu
+
+    cpu = _children_cpu()
+    if os.path.isdir("/proc/self"):
+        assert cpu is not None
+        assert cpu >= 0.0
+
+
+def test_cli_reports_the_networks_a_time_budget_allowed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["advise", "--like", "asia", "--rows", "2000", "--epsilon", "2",
+                 "--seconds", "0.000001", "--workers", "1", "--algorithms",
+                 "laplace-pc"]) == 0
+    out = capsys.readouterr().out
+    assert f"{FLOOR_NETWORKS} networks simulated" in out
+    assert f"--networks {FLOOR_NETWORKS} reproduces this advice" in out
