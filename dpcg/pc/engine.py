@@ -379,6 +379,11 @@ class LevelCandidates(Mapping[Pair, Sequence[Sepset]]):
         #: The adjacency frozen for the level (what the candidate sets were built from).
         self.adjacency: tuple[frozenset[int], ...] = tuple(adjacency)
         self.records: list[TestRecord] = []
+        #: How many more tests the run's test budgets allow (public: set by the engine
+        #: from :class:`dpcg.pc.limits.RunLimits`; ``None``: no budget).
+        self.test_budget: int | None = None
+        #: Whether the strategy cut the level short at the budget (:meth:`out_of_tests`).
+        self.cut = False
 
     @classmethod
     def lazy(cls, level: int, pairs: Sequence[Pair],
@@ -424,6 +429,17 @@ class LevelCandidates(Mapping[Pair, Sequence[Sepset]]):
                     chunk = []
         if chunk:
             yield chunk
+
+    def out_of_tests(self) -> bool:
+        """Whether the tests recorded so far reached :attr:`test_budget`. A strategy
+        whose level runs many tests after its releases (post-processing: Marginal-PC's
+        noisy G-tests) asks before each pair and, on ``True``, stops the level there;
+        the engine then applies the removals decided so far and stops the run with the
+        budget's limit (its message), as after a test that reached it. The answer is a
+        function of the count of recorded tests and of public limits: post-processing."""
+        if self.test_budget is not None and len(self.records) >= self.test_budget:
+            self.cut = True
+        return self.cut
 
     def record(self, x: int, y: int, S: Sepset, outcome: TestOutcome) -> None:
         """Report a test the strategy ran on ``(x, y | S)``."""
@@ -670,6 +686,7 @@ def pc_stable(
             if mode == "level":
                 assert isinstance(tester, LevelStrategy)
                 cands = LevelCandidates.lazy(level, pairs, frozen)
+                cands.test_budget = guard.tests_left(max(len(tests), work))
                 if isinstance(tester, DeclaresLevelWork):
                     # public: a function of the level's candidates (dpcg.pc.limits)
                     work = max(work, len(tests)) + tester.level_work(level, cands)
@@ -697,6 +714,8 @@ def pc_stable(
                     progress(level, len(tests))
                 if stop is not None:
                     raise stop
+                if cands.cut:  # the strategy stopped the level at the test budget
+                    guard.reached(max(len(tests), work))
             elif mode == "batch":
                 assert isinstance(tester, BatchEdgeTester)
                 test_many = tester.test_many
