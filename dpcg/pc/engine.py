@@ -595,6 +595,7 @@ def pc_stable(
     progress: Callable[[int, int], None] | None = None,
     limits: RunLimits | None = None,
     workers: int = 1,
+    parallel_min_tests: int = 0,
 ) -> PCResult:
     """Run PC-stable with ``tester`` on the variables ``names`` (indices ``0..p-1``).
 
@@ -604,7 +605,10 @@ def pc_stable(
     starts. See the module docstring for the algorithm and stop semantics.
     ``workers > 1`` runs an edge tester that sets ``parallel_safe = True`` (non-private,
     side-effect free) on that many forked processes, merged in the serial order: the
-    same records, removals and stops as ``workers=1`` (:mod:`dpcg.pc.parallel`).
+    same records, removals and stops as ``workers=1`` (:mod:`dpcg.pc.parallel`);
+    with ``parallel_min_tests > 0`` only levels that may ask at least that many tests
+    (:func:`pair_test_count` summed over the level's pairs: public, the frozen adjacency)
+    fork, the others run in this process (forking costs more than a small level).
     ``limits`` (:class:`dpcg.pc.limits.RunLimits`) are checked before every test (edge
     testers), round (batch testers) and level: when one is reached the skeleton phase
     stops as after a budget stop (removals already decided are applied, the graph so far
@@ -633,6 +637,10 @@ def pc_stable(
             f"parallel_safe = True) runs on several processes; {type(tester).__name__} does not")
     if workers > 1 and not fork_available():  # pragma: no cover - every POSIX has fork
         workers = 1  # the same results, serially
+    if isinstance(parallel_min_tests, bool) or not isinstance(parallel_min_tests, int) or (
+            parallel_min_tests < 0):
+        raise AlgorithmError(f"parallel_min_tests: expected an integer >= 0, got "
+                             f"{parallel_min_tests!r}")
     p = len(nm)
     kb = background.resolve(nm) if background is not None else None
     required = kb.required if kb is not None else frozenset()
@@ -741,7 +749,8 @@ def pc_stable(
                     if len(outcomes) < len(queries):
                         raise BudgetExceededError(
                             f"the tester answered {len(outcomes)} of {len(queries)} queries")
-            elif workers > 1:
+            elif workers > 1 and (parallel_min_tests == 0 or _at_least(
+                    parallel_min_tests, level, frozen, pairs)):
                 assert isinstance(tester, EdgeTester)
                 t0 = clock()
                 deadline, memory = guard.worker_limits()
@@ -831,6 +840,17 @@ def pc_stable(
         info=info,
         stop_reason=guard.reason,
     )
+
+
+def _at_least(count: int, level: int, frozen: Sequence[frozenset[int]],
+              pairs: Sequence[Pair]) -> bool:
+    """Whether the level's pairs may ask at least ``count`` tests in all."""
+    total = 0
+    for x, y in pairs:
+        total += pair_test_count(level, frozen, x, y)
+        if total >= count:
+            return True
+    return False
 
 
 def _drop_sepsets(sepsets: Mapping[Pair, Sepset], pairs: Collection[Pair]
