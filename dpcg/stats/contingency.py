@@ -445,11 +445,14 @@ class PairTables:
     keeps every table of at most :data:`DENSE_CELLS_MIN` cells), so any statistic of
     them is bit for bit the same. A set whose table has more than
     :data:`PAIR_TABLE_CELLS` cells gets ``None`` (the caller counts it another way).
-    Codes are not checked (validated data). Memory: a few ``uint16`` arrays of ``n``
-    (the prefix caches keep ``3 * PREFIXES`` of them).
+    Codes are not checked (validated data). Memory: ``uint16`` arrays of ``n`` (the
+    prefix caches keep ``3 * PREFIXES`` of them, the scaled columns ``SCALED``: 13 MB
+    at 100K rows).
     """
 
     PREFIXES = 4
+    #: Scaled columns kept (:meth:`_scaled`; ``2 n`` bytes each).
+    SCALED = 64
 
     def __init__(self, codes: NDArray[Any], cardinalities: Sequence[int], x: int,
                  y: int) -> None:
@@ -464,7 +467,7 @@ class PairTables:
         self._prefix: dict[tuple[tuple[int, ...], int], NDArray[np.uint16]] = {}
         self._indices: dict[tuple[int, ...], NDArray[np.uint16]] = {}
         self._key = np.empty(n, dtype=np.uint16)
-        self._tmp = np.empty(n, dtype=np.uint16)
+        self._scaled_cache: dict[tuple[int, int], NDArray[np.uint16]] = {}
 
     def _xy_key(self) -> NDArray[np.uint16]:
         xy = self._xy
@@ -517,6 +520,17 @@ class PairTables:
         self._indices[prefix] = out
         return out
 
+    def _scaled(self, j: int, mult: int) -> NDArray[np.uint16]:
+        """``codes[j] * mult`` in ``uint16`` (cached: a pair's joints multiply the same
+        few columns by the same few radices over and over)."""
+        hit = self._scaled_cache.get((j, mult))
+        if hit is None:
+            hit = np.multiply(self.codes[j], mult, dtype=np.uint16, casting="unsafe")
+            if len(self._scaled_cache) >= self.SCALED:
+                del self._scaled_cache[next(iter(self._scaled_cache))]
+            self._scaled_cache[(j, mult)] = hit
+        return hit
+
     def _counts(self, prefix: tuple[int, ...], lasts: Sequence[int]) -> NDArray[np.int64]:
         """Dense counts over ``(prefix, *lasts, x, y)`` (one ``bincount``)."""
         cards = self.cards
@@ -528,16 +542,11 @@ class PairTables:
             configs *= int(cards[j])
         base = self._base(prefix, radix)
         if lasts:
-            key, tmp = self._key, self._tmp
+            key = self._key
             mult = radix * self.cxy
             for i, j in enumerate(lasts):
                 mult //= int(cards[j])
-                if i == 0:
-                    np.multiply(self.codes[j], mult, out=key, dtype=np.uint16, casting="unsafe")
-                else:
-                    np.multiply(self.codes[j], mult, out=tmp, dtype=np.uint16, casting="unsafe")
-                    np.add(key, tmp, out=key)
-            np.add(key, base, out=key)
+                np.add(base if i == 0 else key, self._scaled(j, mult), out=key)
         else:
             key = base
         flat = np.bincount(key, minlength=configs * self.cxy)
@@ -666,10 +675,14 @@ def stack_observed(dense: Sequence[tuple[NDArray[np.int64], int]], cx: int, cy: 
     configurations, with their number) stacked, keeping each table's observed strata
     (every stratum of a table of one configuration, as :func:`contingency_table`
     does): one margin sum and one selection for all of them."""
+    if not dense:
+        none = np.zeros((0, cx, cy), dtype=np.int64)
+        return StackedTables(none, none[:, 0, 0], none[:, :, 0], none[:, 0, :],
+                             np.zeros(1, dtype=np.intp))
     configs = np.fromiter((c for _, c in dense), dtype=np.intp, count=len(dense))
-    full = np.concatenate([d for d, _ in dense]).reshape(-1, cx, cy)
-    ns, nx, ny = strata_margins(full)
-    keep = ns > 0  # a stratum is observed iff it has rows
+    cells = cx * cy
+    full = np.concatenate([d for d, _ in dense]).reshape(-1, cells)
+    keep = np.einsum("sc->s", full) > 0  # a stratum is observed iff it has rows
     starts = np.zeros(len(dense) + 1, dtype=np.intp)
     np.cumsum(configs, out=starts[1:])
     single = starts[:-1][configs == 1]
@@ -677,9 +690,11 @@ def stack_observed(dense: Sequence[tuple[NDArray[np.int64], int]], cx: int, cy: 
     kept = np.zeros(keep.shape[0] + 1, dtype=np.intp)
     np.cumsum(keep, out=kept[1:])
     bounds = kept[starts]
-    if bool(keep.all()):
-        return StackedTables(full, ns, nx, ny, bounds)
-    return StackedTables(full[keep], ns[keep], nx[keep], ny[keep], bounds)
+    if not bool(keep.all()):
+        full = np.compress(keep, full, axis=0)  # whole rows: one copy per stratum
+    counts = full.reshape(-1, cx, cy)
+    ns, nx, ny = strata_margins(counts)
+    return StackedTables(counts, ns, nx, ny, bounds)
 
 
 class Margined(NamedTuple):

@@ -229,8 +229,22 @@ def g2_tests_stacked(st: StackedTables) -> list[ChiSquareResult]:
     if m <= 0:
         return []
     cx, cy = int(N.shape[1]), int(N.shape[2])
-    E = _expected_from(ns, nx, ny)
-    logs = np.log(np.divide(N, E, out=np.ones(E.shape), where=N > 0))
+    # in float64 from the start: counts (< 2^53) convert exactly, and the float product
+    # of two exact integers rounds the exact product once, as the conversion of
+    # _expected_from's int64 product does: the same E; and np.dot converts an int64
+    # operand to the same float64 values
+    k = int(N.shape[0])
+    cells = cx * cy
+    Nf = N.astype(np.float64)
+    E = np.einsum("si,sj->sij", nx.astype(np.float64), ny.astype(np.float64))
+    # ln(N / E) where N > 0 and ln 1 = 0 elsewhere, as _g2_and_logs (the quotient of an
+    # empty cell, 0 / E or 0 / 0, is replaced by 1 before the logarithm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(E.reshape(k, cells), ns.astype(np.float64)[:, None],
+                  out=E.reshape(k, cells))
+        q = np.divide(Nf, E)
+    np.putmask(q, N == 0, 1.0)
+    logs = np.log(q)
     # observed levels per stratum, by slices (exact)
     r = (nx[:, 0] > 0).astype(np.int64)
     for i in range(1, cx):
@@ -242,7 +256,7 @@ def g2_tests_stacked(st: StackedTables) -> list[ChiSquareResult]:
     cum = np.zeros(per.shape[0] + 1, dtype=np.int64)
     np.cumsum(per, out=cum[1:])
     df = cum[bounds[1:]] - cum[bounds[:-1]]
-    flat_n = N.reshape(-1)
+    flat_n = Nf.reshape(-1)
     flat_l = logs.reshape(-1)
     cells = cx * cy
     stats = np.zeros(m)
