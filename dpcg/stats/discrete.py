@@ -24,7 +24,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import chdtrc
 
-from dpcg.stats.contingency import Margined, SparseStrataTable, StackedTables, StrataTable
+from dpcg.stats.contingency import (
+    Margined,
+    SparseStrataTable,
+    StackedTables,
+    StrataTable,
+    strata_margins,
+)
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,10 @@ def cmi(table: StrataTable) -> float:
 
 def _margins(N: NDArray[np.int64]
              ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """``(N[s, +, +], N[s, i, +], N[s, +, j])``: exact integer margins."""
+    """``(N[s, +, +], N[s, i, +], N[s, +, j])``: exact integer margins (by slice sums:
+    ``ndarray.sum`` over the short inner axes took 5-10x as long; the same integers)."""
+    if N.dtype == np.int64 and N.ndim == 3:
+        return strata_margins(N)
     nx = N.sum(axis=2)
     return nx.sum(axis=1), nx, N.sum(axis=1)
 
