@@ -253,8 +253,12 @@ class FastG2Test(G2Test):
         validated again). Sets with ``|S| <= 1`` get the bitset tables of
         :meth:`test`; longer ones share their encoding and counting
         (:class:`dpcg.stats.contingency.PairTables`: one ``bincount`` serves a run of
-        consecutive sets with a common prefix). The tables are equal to :meth:`test`'s,
-        so every result is bit for bit the one :meth:`test` gives. Not cached."""
+        consecutive sets with a common prefix), and the plain G-test of up to
+        :data:`CHUNK_TESTS` of them runs stacked
+        (:func:`dpcg.stats.discrete.g2_tests_stacked`). The tables are equal to
+        :meth:`test`'s and the stacked test is :func:`~dpcg.stats.discrete.g2_test`'s
+        arithmetic per table, so every result is bit for bit the one :meth:`test` gives.
+        Not cached."""
         pt = self._pair
         if pt is None or pt.x != x or pt.y != y:
             pt = PairTables(self.codes, self.cardinalities, x, y)
