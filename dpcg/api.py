@@ -77,7 +77,7 @@ def discover(
     background: object = None,
     max_seconds: float | None = None,
     max_memory: int | str | None = None,
-    workers: int = 1,
+    workers: int | None = None,
     **options: object,
 ) -> DiscoveryResult:
     """Learn a causal graph (CPDAG) from ``data``.
@@ -103,7 +103,8 @@ def discover(
     ``max_seconds`` / ``max_memory`` (bytes or ``"2GB"``) bound the run (docs/memory.md):
     past either it stops with the graph so far and says so (a private run decides from a
     public test budget, never from the clock); ``workers`` runs a non-private level's
-    tests on that many processes (identical results).
+    tests on that many processes (identical results; default: every usable core, for
+    levels that may ask at least 5,000 tests).
 
     ``engine`` chooses where the contingency tables are counted (docs/scale.md):
     ``"numpy"`` (in memory), ``"duckdb"`` (embedded, out of core; ``memory_limit="2GB"``)

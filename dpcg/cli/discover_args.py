@@ -268,9 +268,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
                      help="memory budget (e.g. 2GB): past it the run stops with the graph "
                           "so far (default: the smaller of 4 GiB and 3/4 of the RAM; a "
                           "private run converts it to a public test budget)")
-    lim.add_argument("--workers", type=int, default=1, metavar="N",
+    lim.add_argument("--workers", type=int, default=None, metavar="N",
                      help="pc only: processes for a level's independent tests (the same "
-                          "results as one; default 1)")
+                          "results as one; default: every usable core, for levels that "
+                          "may ask at least 5,000 tests)")
     algo.add_argument("--list", action="store_true",
                       help="list the registered algorithms and CI tests, then exit")
     budget = p.add_argument_group("privacy budget (private algorithms only)")

@@ -379,6 +379,11 @@ class LevelCandidates(Mapping[Pair, Sequence[Sepset]]):
         #: The adjacency frozen for the level (what the candidate sets were built from).
         self.adjacency: tuple[frozenset[int], ...] = tuple(adjacency)
         self.records: list[TestRecord] = []
+        #: How many more tests the run's test budgets allow (public: set by the engine
+        #: from :class:`dpcg.pc.limits.RunLimits`; ``None``: no budget).
+        self.test_budget: int | None = None
+        #: Whether the strategy cut the level short at the budget (:meth:`out_of_tests`).
+        self.cut = False
 
     @classmethod
     def lazy(cls, level: int, pairs: Sequence[Pair],
@@ -424,6 +429,17 @@ class LevelCandidates(Mapping[Pair, Sequence[Sepset]]):
                     chunk = []
         if chunk:
             yield chunk
+
+    def out_of_tests(self) -> bool:
+        """Whether the tests recorded so far reached :attr:`test_budget`. A strategy
+        whose level runs many tests after its releases (post-processing: Marginal-PC's
+        noisy G-tests) asks before each pair and, on ``True``, stops the level there;
+        the engine then applies the removals decided so far and stops the run with the
+        budget's limit (its message), as after a test that reached it. The answer is a
+        function of the count of recorded tests and of public limits: post-processing."""
+        if self.test_budget is not None and len(self.records) >= self.test_budget:
+            self.cut = True
+        return self.cut
 
     def record(self, x: int, y: int, S: Sepset, outcome: TestOutcome) -> None:
         """Report a test the strategy ran on ``(x, y | S)``."""
@@ -579,6 +595,7 @@ def pc_stable(
     progress: Callable[[int, int], None] | None = None,
     limits: RunLimits | None = None,
     workers: int = 1,
+    parallel_min_tests: int = 0,
 ) -> PCResult:
     """Run PC-stable with ``tester`` on the variables ``names`` (indices ``0..p-1``).
 
@@ -588,7 +605,10 @@ def pc_stable(
     starts. See the module docstring for the algorithm and stop semantics.
     ``workers > 1`` runs an edge tester that sets ``parallel_safe = True`` (non-private,
     side-effect free) on that many forked processes, merged in the serial order: the
-    same records, removals and stops as ``workers=1`` (:mod:`dpcg.pc.parallel`).
+    same records, removals and stops as ``workers=1`` (:mod:`dpcg.pc.parallel`);
+    with ``parallel_min_tests > 0`` only levels that may ask at least that many tests
+    (:func:`pair_test_count` summed over the level's pairs: public, the frozen adjacency)
+    fork, the others run in this process (forking costs more than a small level).
     ``limits`` (:class:`dpcg.pc.limits.RunLimits`) are checked before every test (edge
     testers), round (batch testers) and level: when one is reached the skeleton phase
     stops as after a budget stop (removals already decided are applied, the graph so far
@@ -617,6 +637,10 @@ def pc_stable(
             f"parallel_safe = True) runs on several processes; {type(tester).__name__} does not")
     if workers > 1 and not fork_available():  # pragma: no cover - every POSIX has fork
         workers = 1  # the same results, serially
+    if isinstance(parallel_min_tests, bool) or not isinstance(parallel_min_tests, int) or (
+            parallel_min_tests < 0):
+        raise AlgorithmError(f"parallel_min_tests: expected an integer >= 0, got "
+                             f"{parallel_min_tests!r}")
     p = len(nm)
     kb = background.resolve(nm) if background is not None else None
     required = kb.required if kb is not None else frozenset()
@@ -670,6 +694,7 @@ def pc_stable(
             if mode == "level":
                 assert isinstance(tester, LevelStrategy)
                 cands = LevelCandidates.lazy(level, pairs, frozen)
+                cands.test_budget = guard.tests_left(max(len(tests), work))
                 if isinstance(tester, DeclaresLevelWork):
                     # public: a function of the level's candidates (dpcg.pc.limits)
                     work = max(work, len(tests)) + tester.level_work(level, cands)
@@ -697,6 +722,8 @@ def pc_stable(
                     progress(level, len(tests))
                 if stop is not None:
                     raise stop
+                if cands.cut:  # the strategy stopped the level at the test budget
+                    guard.reached(max(len(tests), work))
             elif mode == "batch":
                 assert isinstance(tester, BatchEdgeTester)
                 test_many = tester.test_many
@@ -722,7 +749,8 @@ def pc_stable(
                     if len(outcomes) < len(queries):
                         raise BudgetExceededError(
                             f"the tester answered {len(outcomes)} of {len(queries)} queries")
-            elif workers > 1:
+            elif workers > 1 and (parallel_min_tests == 0 or _at_least(
+                    parallel_min_tests, level, frozen, pairs)):
                 assert isinstance(tester, EdgeTester)
                 t0 = clock()
                 deadline, memory = guard.worker_limits()
@@ -812,6 +840,17 @@ def pc_stable(
         info=info,
         stop_reason=guard.reason,
     )
+
+
+def _at_least(count: int, level: int, frozen: Sequence[frozenset[int]],
+              pairs: Sequence[Pair]) -> bool:
+    """Whether the level's pairs may ask at least ``count`` tests in all."""
+    total = 0
+    for x, y in pairs:
+        total += pair_test_count(level, frozen, x, y)
+        if total >= count:
+            return True
+    return False
 
 
 def _drop_sepsets(sepsets: Mapping[Pair, Sepset], pairs: Collection[Pair]

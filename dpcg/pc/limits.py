@@ -188,6 +188,13 @@ class LimitGuard:
                 return self.reason
         return None
 
+    def tests_left(self, done: int) -> int | None:
+        """How many tests the test budgets (``max_tests``, a public-only limit's) allow
+        after ``done``, or ``None`` without one; the clock is not read."""
+        if not self._budgets:
+            return None
+        return max(min(self._budgets.values()) - done, 0)
+
     def would_reach(self, count: int) -> str | None:
         """The first test budget (``max_tests``, or a public-only limit's) that
         ``count`` reaches, recorded as the stop reason; the clock is not read."""

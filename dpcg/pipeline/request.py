@@ -213,7 +213,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint("clip", "memory", _anything, unset=False),
     Constraint("max_seconds", "any", _positive),
     Constraint("max_memory", "any", _size),
-    Constraint("workers", "nonprivate", _positive_int, unset=1),
+    Constraint("workers", "nonprivate", _positive_int),
     Constraint("engine", "any", _anything),
     Constraint("table", "engine", _text),
     Constraint("spark_master", "engine", _text),
@@ -265,8 +265,10 @@ class DiscoverRequest:
     #: documented defaults of :func:`dpcg.pc.limits.default_limits` (docs/memory.md).
     max_seconds: float | None = None
     max_memory: int | str | None = None
-    #: Processes for a non-private level's independent tests (results identical).
-    workers: int = 1
+    #: Processes for a non-private level's independent tests (results identical);
+    #: ``None``: every usable core, for levels of at least ``AUTO_PARALLEL_TESTS`` tests
+    #: (``dpcg.pipeline.run.auto_workers``).
+    workers: int | None = None
     #: The algorithm's ``Params`` fields and the test's option fields, by field name.
     options: Mapping[str, object] = field(default_factory=dict)
     #: How error messages name options: ``"python"`` (``epsilon``) or ``"cli"``

@@ -22,8 +22,12 @@ from dpcg.pc.limits import RunLimits
 from dpcg.stats.contingency import (
     PAIR_TABLE_CELLS,
     PairTables,
+    StrataTable,
     contingency_table,
+    stack_observed,
+    strata_margins,
 )
+from dpcg.stats.discrete import g2_test, g2_tests_stacked
 
 HUB = "random:nodes=18,max_parents=3,card=2-5,seed=1,conc=0.6,shape=scale-free,exponent=1"
 
@@ -192,3 +196,51 @@ def test_blocks_only_for_side_effect_free_testers(hub: Any) -> None:
     res2 = pc_stable(free, names)
     assert _key(res2) == _key(res)
     assert len(free.asked) > len(res2.tests)  # blocks were asked (beyond separating sets)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_stacked_g_tests_are_g2_test_bit_for_bit(data: st.DataObject) -> None:
+    """Tables stacked by ``stack_observed`` (observed strata only; a one-configuration
+    table keeps its stratum) and tested by ``g2_tests_stacked``: every table's layout
+    is ``contingency_table``'s and its statistic, df and p-value are ``g2_test``'s, bit
+    for bit (empty cells, empty strata, all-positive tables, tables with no row)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    cx = data.draw(st.integers(1, 5))
+    cy = data.draw(st.integers(1, 12))
+    dense: list[tuple[Any, int]] = []
+    for _ in range(data.draw(st.integers(1, 7))):
+        configs = data.draw(st.sampled_from([1, 2, 3, 6, 25]))
+        kind = data.draw(st.sampled_from(["sparse", "full", "empty", "skewed"]))
+        shape = (configs, cx, cy)
+        if kind == "full":
+            c = rng.integers(1, 400, shape)
+        elif kind == "empty":
+            c = np.zeros(shape, dtype=np.int64)
+        elif kind == "skewed":
+            c = rng.integers(0, 3, shape) * rng.integers(0, 2, (configs, 1, 1)) * 1000
+        else:
+            c = rng.integers(0, 30, shape) * (rng.random(shape) < 0.5)
+        dense.append((c.astype(np.int64).reshape(-1), configs))
+    st_ = stack_observed(dense, cx, cy)
+    got = g2_tests_stacked(st_)
+    assert len(got) == len(dense)
+    assert st_.counts.flags.c_contiguous
+    for t, ((flat, configs), r) in enumerate(zip(dense, got, strict=True)):
+        full = flat.reshape(configs, cx, cy)
+        keep = full[full.any(axis=(1, 2))] if configs > 1 else full
+        mine = st_.counts[st_.bounds[t]:st_.bounds[t + 1]]
+        np.testing.assert_array_equal(mine, keep)
+        want = g2_test(StrataTable(np.ascontiguousarray(keep), cx, cy, configs))
+        assert (r.statistic, r.df, r.pvalue) == (want.statistic, want.df, want.pvalue)
+        assert type(r.statistic) is float
+        assert type(r.df) is int
+    ns, nx, ny = strata_margins(st_.counts)
+    np.testing.assert_array_equal(ns, st_.counts.sum(axis=(1, 2)))
+    np.testing.assert_array_equal(nx, st_.counts.sum(axis=2))
+    np.testing.assert_array_equal(ny, st_.counts.sum(axis=1))
+
+
+def test_no_stacked_tables() -> None:
+    empty = stack_observed([], 2, 3)
+    assert g2_tests_stacked(empty) == []

@@ -192,3 +192,54 @@ def test_em_pc_does_not_start_a_level_past_its_work_budget(data: Any) -> None:
         [(t.x, t.y, t.S) for t in full.tests if t.level == 0]
     spent = session.spent()
     assert (spent.epsilon or 0) > 0
+
+
+def test_marginal_pc_post_processing_stops_at_the_time_budget(data: Any) -> None:
+    """Marginal-PC's noisy G-tests run after a level's releases (post-processing) and
+    were not bounded by ``max_seconds`` (docs/benchmarks/scale.md: hub-150/300 past the
+    900 s backstop). A private run's time limit is a public test budget; the strategy now
+    stops a level at it, between pairs: the run stops with the time limit's message, the
+    releases stand (spent), and the records are the unlimited run's, up to the cut."""
+    from accounting.session import Session
+    from dpcg.citests.registry import NoOptions
+    from dpcg.pc.limits import PUBLIC_ROW_TESTS_PER_SECOND
+    from dpcg.private.registry import get_algorithm
+
+    algo: Any = get_algorithm("marginal-pc")
+    names = tuple(data.schema.names)
+    n = int(data.n)
+
+    def run(lim: RunLimits | None) -> tuple[PCResult, Any, Any]:
+        settings = RunSettings(epsilon=4.0, delta=1e-6, test="g2")
+        src = algo.source(data, settings, NoOptions())
+        plan = algo.plan(algo.params(), settings, src)
+        session = Session(settings.budget(), rule=plan.rule, seed=3)
+        tester = algo.tester(plan, src, session)
+        return pc_stable(tester, names, max_depth=plan.depth, limits=lim), session, tester
+
+    full, s_full, _ = run(None)
+    level0 = sum(1 for t in full.tests if t.level == 0)
+    level1 = sum(1 for t in full.tests if t.level == 1)
+    assert level1 > 6  # a level to cut
+    k = level0 + level1 // 2  # the budget ends inside level 1's post-processing
+    seconds = (k + 0.5) * n / PUBLIC_ROW_TESTS_PER_SECOND
+    lim = RunLimits(max_seconds=seconds, public_only=True, rows=n, columns=len(names))
+    assert lim.test_budgets()["max_seconds"] == k
+    part, s_part, tester = run(lim)
+    assert part.stop_reason == "max_seconds"
+    assert "time limit" in part.info["stopped"]["message"]
+    assert not part.budget_exhausted
+    assert part.levels_completed == 1
+    cut = [t for t in part.tests if t.level == 1]
+    assert k - level0 <= len(cut) < level1  # stopped between pairs, past the budget
+    assert _key(part) == _key(full)[:part.n_tests]
+    assert tester.levels[1].get("cut") is True
+    assert not any(t.level >= 2 for t in part.tests)
+    # level 1's releases stand: the partial run spent what the full run spent by then
+    spent = s_part.spent().rho or 0
+    assert 0 < spent <= (s_full.spent().rho or 0) + 1e-12
+    assert tester.releases > 0
+    # the graph is a valid partial result: every removed pair has its separating set
+    removed = {(x, y) for x in range(len(names)) for y in range(x + 1, len(names))
+               if y not in part.adjacency[x]}
+    assert removed == set(part.sepsets)

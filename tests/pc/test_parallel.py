@@ -67,3 +67,45 @@ def test_only_parallel_safe_edge_testers(data: Any) -> None:
     for bad in (0, -1, True, 1.5):
         with pytest.raises(AlgorithmError, match="workers"):
             pc_stable(G2Test(data), names, workers=bad)  # type: ignore[arg-type]
+
+
+def test_only_levels_past_parallel_min_tests_fork(data: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``parallel_min_tests`` (the front door's default with every core): a level forks
+    only when its pairs may ask that many tests (public: the frozen adjacency); the
+    records are the serial run's either way."""
+    import dpcg.pc.engine as engine_mod
+
+    names = tuple(data.schema.names)
+    serial = pc_stable(FastG2Test(data), names)
+    forked: list[int] = []
+    real = engine_mod.run_level  # type: ignore[attr-defined]
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        forked.append(len(args[2]))  # the level's pairs
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine_mod, "run_level", spy)
+    never = pc_stable(FastG2Test(data), names, workers=2, parallel_min_tests=10**12)
+    assert forked == []  # no level may ask that many: all serial
+    assert _key(never) == _key(serial)
+    some = pc_stable(FastG2Test(data), names, workers=2, parallel_min_tests=200)
+    assert 0 < len(forked) < some.levels_completed + 1  # level 0 (120 pairs) stays serial
+    assert _key(some) == _key(serial)
+    assert some.adjacency == serial.adjacency
+    with pytest.raises(AlgorithmError):
+        pc_stable(FastG2Test(data), names, workers=2, parallel_min_tests=-1)
+
+
+def test_the_front_door_uses_every_core_by_default() -> None:
+    from dpcg.citests.private import source_for_dataset  # noqa: F401 - registry import
+    from dpcg.pipeline.run import auto_workers
+
+    data = load_network(NAME).sample(500, 0)
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    assert auto_workers(FastG2Test(data)) == max(1, cores)
+    plain = FastG2Test(data)
+    plain.parallel_safe = False
+    assert auto_workers(plain) == 1
