@@ -35,7 +35,10 @@ from dpcg.private.hub_pc import (
     HUB_DEPTH,
     HUB_MARGIN,
     HUB_NEIGHBOURS,
+    HUB_NEIGHBOURS_NARROW,
+    HUB_WIDE_AT,
     HubPCParams,
+    hub_defaults,
     make_plan,
     noise_sd,
 )
@@ -148,10 +151,19 @@ def test_vanishing_noise_keeps_the_union_of_exact_per_node_top_k(hub16: Any) -> 
 
 
 def test_defaults_are_the_documented_ones(hub16: Any) -> None:
+    """k and M from the public n x eps: the narrow defaults below 100,000, the wide
+    ones from it on (hub16 has 5,000 rows); an explicit option wins."""
+    assert hub_defaults(5_000, 1.0) == (HUB_NEIGHBOURS_NARROW, 0.0) == (4, 0.0)
+    assert hub_defaults(100_000, 1.0) == (HUB_NEIGHBOURS, HUB_MARGIN) == (8, 1.0)
+    assert hub_defaults(10_000, 9.99) == (4, 0.0)
+    assert HUB_WIDE_AT == 100_000
     res = discover(hub16, "hub-pc", epsilon=1.0, seed=2)
-    assert res.plan["neighbours"] == HUB_NEIGHBOURS == 8
-    assert res.plan["margin"] == HUB_MARGIN == 1.0
+    assert (res.plan["neighbours"], res.plan["margin"]) == (4, 0.0)
     assert res.plan["max_depth"] == HUB_DEPTH
+    res = discover(hub16, "hub-pc", epsilon=20.0, seed=2)
+    assert (res.plan["neighbours"], res.plan["margin"]) == (8, 1.0)
+    res = discover(hub16, "hub-pc", epsilon=20.0, seed=2, neighbours=3, margin=0.0)
+    assert (res.plan["neighbours"], res.plan["margin"]) == (3, 0.0)
 
 
 def test_noise_sd_of_either_release() -> None:
