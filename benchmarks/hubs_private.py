@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["main", "render", "run_cell"]
+__all__ = ["main", "ratio_table", "render", "run_cell"]
 
 DELTA = 1e-6
 
@@ -121,6 +121,40 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
                            f"P {statistics.mean(g['P'] for g in got):.2f} "
                            f"R {statistics.mean(g['R'] for g in got):.2f}")
             lines.append(f"| {n} | {eps:g} | " + " | ".join(row) + " |")
+    ratio = ratio_table(rows)
+    return "\n".join(lines) + ("\n\n" + ratio if ratio else "")
+
+
+def ratio_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Per network and eps, each private algorithm's F1 over G^2 PC's F1 on the same
+    network and seed (mean over the seeds that have both; per-seed values), the best
+    algorithm and Priv-PC's gap to it; empty without G^2 rows."""
+    g2 = {(r["net"], r["seed"]): r["f1"] for r in rows if str(r["algo"]).startswith("g2")}
+    if not g2:
+        return ""
+    algos = [a for a in dict.fromkeys(r["algo"] for r in rows)
+             if not str(a).startswith("g2")]
+    lines = ["| network | eps | " + " | ".join(algos) + " | best | Priv-PC gap |",
+             "|---|---|" + "---|" * (len(algos) + 2)]
+    for n in dict.fromkeys(r["net"] for r in rows):
+        for eps in sorted({r["eps"] for r in rows if r["net"] == n and r["eps"] is not None}):
+            means: dict[str, float] = {}
+            cells = []
+            for a in algos:
+                got = [r["f1"] / g2[(n, r["seed"])] for r in rows
+                       if (r["net"], r["algo"], r["eps"]) == (n, a, eps)
+                       and (n, r["seed"]) in g2 and g2[(n, r["seed"])] > 0]
+                if not got:
+                    cells.append("-")
+                    continue
+                means[a] = statistics.mean(got)
+                cells.append(f"{means[a]:.3f} ({', '.join(f'{v:.2f}' for v in got)})")
+            if not means:
+                continue
+            best = max(means, key=lambda a: means[a])
+            gap = f"{means[best] - means['priv-pc']:.3f}" if "priv-pc" in means else "-"
+            lines.append(f"| {n} | {eps:g} | " + " | ".join(cells)
+                         + f" | {best} {means[best]:.3f} | {gap} |")
     return "\n".join(lines)
 
 
