@@ -92,8 +92,9 @@ def hub_pair(seed: int = 0) -> fixtures.Neighbours:
 #: keeps 8 of the 10 pairs, the second 2; the other 6 are carried into level 1).
 SCREENED: dict[str, Any] = {"select": 0.8, "screen_selection": 1}
 #: Options making every node of :func:`hub_pair` run Hub-PC's level-0 selection (each has
-#: 4 pairs, more than the 2 partners it keeps: 5 top-k releases per run).
-HUB_SELECT: dict[str, Any] = {"neighbours": 2}
+#: 4 pairs, more than the 2 partners it keeps: 5 top-k releases per run), with the
+#: removal margin of levels 1..D on.
+HUB_SELECT: dict[str, Any] = {"neighbours": 2, "margin": 1.0}
 #: The same selection as Priv-PC's opt-in option.
 PRIV_NODE_SELECT: dict[str, Any] = {"node_select": 2}
 

@@ -3,8 +3,10 @@
 One process per call; each cell is a network (``hub-P``: the scale-free family of
 ``benchmarks.scale.hub_network(P, seed=S)``, or any dataset name with ``{seed}``), a data
 seed ``S`` (sample seed ``S``, noise seed ``1000 + S``, delta ``1e-6``) and an algorithm
-label ``NAME`` or ``NAME:opt=int;opt=int`` (e.g. ``priv-pc:node_select=4``); ``g2`` is
-non-private G^2 PC (``--g2-depth``, default 3). Prints one JSON line per run (skeleton
+label ``NAME`` or ``NAME:opt=value;opt=value`` (e.g. ``priv-pc:node_select=4``; the
+algorithm's options, plus ``depth`` for the run's ``max_depth`` and ``test`` for its
+score, e.g. ``hub-pc:neighbours=6;depth=2``); ``g2`` is non-private G^2 PC
+(``--g2-depth``, default 3; ``0`` or less: no depth cap). Prints one JSON line per run (skeleton
 F1, precision, recall, edges, CPU seconds); ``--table FILE...`` renders JSON-line files as
 the Markdown table of ``docs/benchmarks/hubs-private.md``. Not registered in ``dpcg
 bench``: a measurement driver for that page.
@@ -21,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["main", "render", "run_cell"]
+__all__ = ["main", "ratio_table", "render", "run_cell"]
 
 DELTA = 1e-6
 
@@ -33,9 +35,18 @@ def _network(spec: str, seed: int) -> str:
         spec.format(seed=seed)
 
 
-def _params(label: str) -> tuple[str, dict[str, int]]:
+def _value(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _params(label: str) -> tuple[str, dict[str, int | float | str]]:
     name, _, opts = label.partition(":")
-    return name, {k: int(v) for k, v in (kv.split("=", 1) for kv in opts.split(";") if kv)}
+    return name, {k: _value(v) for k, v in (kv.split("=", 1) for kv in opts.split(";") if kv)}
 
 
 def run_cell(spec: str, seed: int, labels: Sequence[str], epsilons: Sequence[float],
@@ -51,22 +62,27 @@ def run_cell(spec: str, seed: int, labels: Sequence[str], epsilons: Sequence[flo
     net = load_network(_network(spec, seed))
     data = net.sample(rows, seed)
     truth = net.true_cpdag()
-    cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
+    caches: dict[str, dict[tuple[int, int, tuple[int, ...]], float]] = {}
     out: list[dict[str, Any]] = []
     for label in labels:
         name, opts = _params(label)
+        depth = opts.pop("depth", None)
+        test = opts.pop("test", None)
         for eps in ([None] if name == "g2" else list(epsilons)):
             t0 = time.process_time()
             if name == "g2":
                 cpdag = discover(data, algorithm="pc", test="g2", ledger=None,
-                                 max_depth=g2_depth).cpdag
+                                 max_depth=g2_depth if g2_depth > 0 else None).cpdag
                 exhausted = False
-                label_out = f"g2 (depth {g2_depth})"
+                label_out = f"g2 (depth {g2_depth})" if g2_depth > 0 else "g2"
             else:
                 assert eps is not None
-                res = discover_private(data, name, epsilon=eps, delta=DELTA,
-                                       noise_seed=1000 + seed, cache=cache,
-                                       params=get_algorithm(name).params(**opts))
+                res = discover_private(
+                    data, name, epsilon=eps, delta=DELTA, noise_seed=1000 + seed,
+                    cache=caches.setdefault(str(test), {}),
+                    test=None if test is None else str(test),
+                    max_depth=None if depth is None else int(depth),
+                    params=get_algorithm(name).params(**opts))
                 cpdag, exhausted, label_out = res.cpdag, bool(res.budget_exhausted), label
             s = skeleton_scores(cpdag, truth)
             row = {"net": spec, "seed": seed, "algo": label_out, "eps": eps,
@@ -105,6 +121,40 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
                            f"P {statistics.mean(g['P'] for g in got):.2f} "
                            f"R {statistics.mean(g['R'] for g in got):.2f}")
             lines.append(f"| {n} | {eps:g} | " + " | ".join(row) + " |")
+    ratio = ratio_table(rows)
+    return "\n".join(lines) + ("\n\n" + ratio if ratio else "")
+
+
+def ratio_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Per network and eps, each private algorithm's F1 over G^2 PC's F1 on the same
+    network and seed (mean over the seeds that have both; per-seed values), the best
+    algorithm and Priv-PC's gap to it; empty without G^2 rows."""
+    g2 = {(r["net"], r["seed"]): r["f1"] for r in rows if str(r["algo"]).startswith("g2")}
+    if not g2:
+        return ""
+    algos = [a for a in dict.fromkeys(r["algo"] for r in rows)
+             if not str(a).startswith("g2")]
+    lines = ["| network | eps | " + " | ".join(algos) + " | best | Priv-PC gap |",
+             "|---|---|" + "---|" * (len(algos) + 2)]
+    for n in dict.fromkeys(r["net"] for r in rows):
+        for eps in sorted({r["eps"] for r in rows if r["net"] == n and r["eps"] is not None}):
+            means: dict[str, float] = {}
+            cells = []
+            for a in algos:
+                got = [r["f1"] / g2[(n, r["seed"])] for r in rows
+                       if (r["net"], r["algo"], r["eps"]) == (n, a, eps)
+                       and (n, r["seed"]) in g2 and g2[(n, r["seed"])] > 0]
+                if not got:
+                    cells.append("-")
+                    continue
+                means[a] = statistics.mean(got)
+                cells.append(f"{means[a]:.3f} ({', '.join(f'{v:.2f}' for v in got)})")
+            if not means:
+                continue
+            best = max(means, key=lambda a: means[a])
+            gap = f"{means[best] - means['priv-pc']:.3f}" if "priv-pc" in means else "-"
+            lines.append(f"| {n} | {eps:g} | " + " | ".join(cells)
+                         + f" | {best} {means[best]:.3f} | {gap} |")
     return "\n".join(lines)
 
 

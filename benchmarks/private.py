@@ -11,6 +11,13 @@ Every run is recorded in a ledger (one per network, under ``--ledger-dir``); at 
 each ledger is verified and every run's reservation is checked against the guarantee the
 run reported.
 
+Hub rows (issue 59): ``hub-50``, ``hub-100``, ``hub-200`` are the scale-free networks
+``benchmarks.scale.hub_network(P, seed=1)`` (preferential attachment, 1-3 parents, 2-5
+states, Dirichlet(0.6) rows), run with ``--hub-seeds`` noise seeds (default 3); there
+non-private PC runs with the depth cap :data:`HUB_PC_DEPTH` (3, the family's largest
+in-degree; unlimited, it does not finish on 100 nodes at 100K rows) and EM-PC (which
+computes every test of a level) only with ``--em-hubs``.
+
 Speed: Laplace-PC and Priv-PC on alarm (100K rows, eps = 1) without any cache,
 single-threaded, against the non-private engine with the same score.
 """
@@ -55,9 +62,17 @@ from dpcg.private.run import run_private
 #: speed target was set).
 SPEED_SCORES = (DEFAULT_SCORE, "kendall-z")
 
-NETWORKS = ("earthquake", "cancer", "asia", "survey", "sachs", "child", "alarm")
+#: The hub rows: name -> nodes of ``benchmarks.scale.hub_network(nodes, seed=HUB_SEED)``.
+HUB_NETWORKS = {"hub-50": 50, "hub-100": 100, "hub-200": 200}
+HUB_SEED = 1
+#: Depth cap of non-private PC on the hub rows (public: the family's largest in-degree).
+HUB_PC_DEPTH = 3
+#: Noise seeds per cell on the hub rows (``--hub-seeds``).
+HUB_SEEDS = 3
+NETWORKS = ("earthquake", "cancer", "asia", "survey", "sachs", "child", "alarm",
+            *HUB_NETWORKS)
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
-ALGORITHMS = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate")
+ALGORITHMS = ("laplace-pc", "svt-pc", "priv-pc", "em-pc", "curate", "hub-pc")
 DELTA = 1e-6
 ROWS = 100_000
 DATA_SEED = 0
@@ -88,6 +103,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="run EM-PC only on networks with at most this many nodes (EM-PC "
                         "computes every test of a level: alarm at eps 0.1 takes over a minute "
                         "per run; default: every network)")
+    p.add_argument("--hub-seeds", type=int, default=HUB_SEEDS,
+                   help=f"noise seeds per cell on the hub rows {', '.join(HUB_NETWORKS)} "
+                        f"(default {HUB_SEEDS})")
+    p.add_argument("--em-hubs", action="store_true",
+                   help="also run EM-PC on the hub rows (it computes every test of a "
+                        "level: slow where level 0 removes little)")
     p.add_argument("--test", default=DEFAULT_SCORE, choices=SCORES)
     p.add_argument("--compare-test", nargs="+", default=["kendall-z", "cmi"],
                    choices=("none", *SCORES),
@@ -121,6 +142,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 # ----------------------------------------------------------------------------- jobs
 
 
+def load_bench_network(name: str) -> BayesianNetwork:
+    """A network of the grid: a bundled one, or a hub row (:data:`HUB_NETWORKS`)."""
+    if name in HUB_NETWORKS:
+        from benchmarks.scale import hub_network
+
+        return load_network(hub_network(HUB_NETWORKS[name], seed=HUB_SEED))
+    return load_network(name)
+
+
 def _truth(net: BayesianNetwork) -> CPDAG:
     return CPDAG.from_dag(tuple(net.nodes), tuple((str(a), str(b)) for a, b in net.dag_edges))
 
@@ -136,7 +166,7 @@ def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> l
     if _LAST_DATA.get("key") != key:
         # jobs are per epsilon: a worker usually gets the next epsilon of the same
         # network and score, so the sample, truth and statistic cache are kept for it
-        net = load_network(net_name)
+        net = load_bench_network(net_name)
         data = net.sample(rows, DATA_SEED)
         cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
         _LAST_DATA.clear()
@@ -146,15 +176,17 @@ def _job(args: tuple[str, str, tuple[float, ...], int, str, int, str, str]) -> l
     names = tuple(str(n) for n in data.names)
     out: list[dict[str, Any]] = []
     if algorithm == "pc":
+        depth = HUB_PC_DEPTH if net_name in HUB_NETWORKS else None
         t0 = time.perf_counter()
         # non-private PC with the same score, sharing the score cache (the pipeline's
         # internal seam, docs/internals.md)
-        ref = execute(DiscoverRequest.create(data, test=test), scores=cache).pc
+        ref = execute(DiscoverRequest.create(data, test=test, max_depth=depth), scores=cache).pc
         sec = time.perf_counter() - t0
         s = skeleton_scores(ref.cpdag, truth)
         return [{"network": net_name, "algorithm": "pc", "test": test, "epsilon": None,
                  "seed": None, "f1": s.f1, "shd": shd(ref.cpdag, truth),
-                 "n_tests": ref.n_tests, "seconds": sec, "budget_exhausted": False}]
+                 "n_tests": ref.n_tests, "seconds": sec, "budget_exhausted": False,
+                 "max_depth": depth}]
     for eps in epsilons:
         for seed in range(seeds):
             settings = RunSettings(epsilon=eps, delta=DELTA, test=test,
@@ -388,7 +420,9 @@ def _metric_table(key: str, digits: int, nets: list[str], algs: list[str],
             "|" + "---|" * (2 + len(epss))]
     for net in nets:
         if net in pc:
-            rows.append(f"| {net} | pc (non-private) | "
+            cap = pc[net].get("max_depth")
+            what = "pc (non-private)" if cap is None else f"pc (non-private, depth {cap})"
+            rows.append(f"| {net} | {what} | "
                         + " | ".join(plain(pc[net][key]) for _ in epss) + " |")
         for (onet, otest), r in sorted(other_pc.items()):
             if onet == net:
@@ -459,6 +493,13 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
         f"(each run recorded in a ledger; {args.processes} processes).",
         "",
     ]
+    if any(n in HUB_NETWORKS for n in nets):
+        md += [f"Hub rows (issue 59): `hub-P` is `benchmarks.scale.hub_network(P, "
+               f"seed={HUB_SEED})` (scale-free: preferential attachment, 1-3 parents, 2-5 "
+               "states, Dirichlet(0.6) rows); its non-private PC row is capped at depth "
+               f"{HUB_PC_DEPTH} (the family's largest in-degree), and it has no eps-1 "
+               "target here (issue 59's target is a ratio to G^2 PC: "
+               "`dpcg bench utility --f1-ratio`, `docs/benchmarks/hubs-private.md`).", ""]
     md += ["Reproduce (about 20 minutes on 2 cores, 17 measured on 2026-11-28; EM-PC on "
            "alarm at eps 0.1 is the longest job; start from an empty `--results` file, "
            "since an existing one is appended to and reported with the new runs):", "", "```",
@@ -492,7 +533,8 @@ def _report(results: list[dict[str, Any]], speed: list[dict[str, Any]] | None,
         best5 = max((_mean_sd([r["f1"] for r in cells[(net, a, 5.0)]])[0]
                      for a in main_algs if (net, a, 5.0) in cells), default=float("nan"))
         npf = pc[net]["f1"] if net in pc else float("nan")
-        md.append(f"| {net} | {TARGETS_EPS1.get(net, float('nan')):.2f} | {best1[0]:.3f} | "
+        tgt = f"{TARGETS_EPS1[net]:.2f}" if net in TARGETS_EPS1 else "-"
+        md.append(f"| {net} | {tgt} | {best1[0]:.3f} | "
                   f"{best1[1]} | {best5:.3f} | {npf:.3f} | {npf - best5:+.3f} |")
     exhausted: dict[str, int] = defaultdict(int)
     total: dict[str, int] = defaultdict(int)
@@ -604,14 +646,17 @@ def run(args: argparse.Namespace) -> int:
                 if f"{net}/pc" not in args.skip]
         # heavy networks first so the two processes stay busy
         order = sorted(nets, key=lambda n: -NETWORKS.index(n))
-        sizes = {net: len(load_network(net).nodes) for net in nets}
+        sizes = {net: len(load_bench_network(net).nodes) for net in nets}
         for net in order:
             # EM-PC first: it computes every test of a level and is the slowest job
             for a in sorted(algos, key=lambda a: a != "em-pc"):
-                if a == "em-pc" and sizes[net] > args.em_max_nodes:
+                if a == "em-pc" and (sizes[net] > args.em_max_nodes or (
+                        net in HUB_NETWORKS and not args.em_hubs)):
                     continue
                 k = seeds if net not in ("child", "alarm") or args.big_seeds is None \
                     else args.big_seeds
+                if net in HUB_NETWORKS:
+                    k = args.hub_seeds
                 # one job and one ledger per epsilon, so that a slow cell (EM-PC on alarm at
                 # small eps) does not serialise a whole row
                 for eps in epsilons:
@@ -626,8 +671,13 @@ def run(args: argparse.Namespace) -> int:
                                        if c not in ("none", args.test)]
         for compare in compares:
             # the comparison score: non-private PC and Laplace-PC (default plan) at a few eps
-            jobs += [(net, "pc", (), 1, compare, args.rows, "", "") for net in nets]
+            # (not on the hub rows: there the comparison is the hub family's own page,
+            # docs/benchmarks/hubs-private.md)
+            jobs += [(net, "pc", (), 1, compare, args.rows, "", "") for net in nets
+                     if net not in HUB_NETWORKS]
             for net in order:
+                if net in HUB_NETWORKS:
+                    continue
                 for eps in args.compare_epsilons:
                     path = _register_ledger(args.ledger_dir, net, "laplace-pc", (eps,), seeds,
                                             args.rows, stamp, tag=f"-{compare}")

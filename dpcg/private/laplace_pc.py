@@ -547,8 +547,13 @@ class PairMinTest(LevelPlannedTest):
             raise self._stop(f"the budget is used up in level {level}'s releases")
         removed = [(pair, float(np.asarray(out))) for pair, out in zip(pairs, outputs,
                                                                         strict=True)
-                   if float(np.asarray(out)) <= 0.0]
+                   if float(np.asarray(out)) <= self.removal_cut(*pair)]
         return self._sepsets(level, removed, sets, candidates, rec)
+
+    def removal_cut(self, x: int, y: int) -> float:
+        """A pair is removed when its noisy minimum is at most this (public): 0, the
+        threshold itself (Hub-PC may ask for a margin in units of the release's noise)."""
+        return 0.0
 
     def _level_zero(self, pairs: list[Pair], candidates: LevelCandidates
                     ) -> dict[Pair, Sepset]:

@@ -96,7 +96,7 @@ RESULT_FIELDS: dict[str, str] = {
     "plan.rho": PUBLIC, "plan.level0_*": PUBLIC, "plan.sets_per_pair": PUBLIC,
     "plan.max_cells": PUBLIC, "plan.draws": PUBLIC, "plan.max_noise": PUBLIC,
     # hub-pc: options (docs/privacy/algorithm-hub-pc.md)
-    "plan.neighbours": PUBLIC, "plan.select_share": PUBLIC,
+    "plan.neighbours": PUBLIC, "plan.select_share": PUBLIC, "plan.margin": PUBLIC,
     "plan.node_select": PUBLIC,  # priv-pc: an option
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,

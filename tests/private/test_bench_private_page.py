@@ -82,3 +82,32 @@ def test_page_names_the_machine_of_its_speed_table(tmp_path: Path,
                  str(docs)]) == 0
     assert "| kendall-split | pc (non-private, same test) | 0.50 |" in page(docs).read_text()
     assert "Machine: Some CPU, 2 logical CPUs, Python 3.11.7." in page(docs).read_text()
+
+
+def test_hub_rows_run_with_the_depth_capped_reference(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hub rows (issue 59): the scale-free network of ``benchmarks.scale``, its own
+    noise-seed count, non-private PC at depth 3, no EM-PC unless asked, no eps-1 target."""
+    from benchmarks.private import HUB_NETWORKS, HUB_PC_DEPTH, load_bench_network
+    from benchmarks.scale import hub_network
+    from dpcg.datasets import load_network
+
+    assert HUB_NETWORKS == {"hub-50": 50, "hub-100": 100, "hub-200": 200}
+    net = load_bench_network("hub-50")
+    assert net.dag_edges == load_network(hub_network(50, seed=1)).dag_edges
+    monkeypatch.chdir(tmp_path)
+    docs = tmp_path / "docs"
+    mine = tmp_path / "hub.jsonl"
+    assert main(["bench", "private", "--networks", "hub-50", "--algorithms", "hub-pc",
+                 "em-pc", "--epsilons", "1", "--seeds", "5", "--hub-seeds", "1",
+                 "--no-speed", "--compare-test", "none", "--processes", "1", "--rows",
+                 "2000", "--results", str(mine), "--ledger-dir", str(tmp_path / "l"),
+                 "--docs-dir", str(docs)]) == 0
+    runs = [json.loads(line) for line in mine.read_text().splitlines()]
+    assert sorted(r["algorithm"] for r in runs) == ["hub-pc", "pc"]  # no EM-PC
+    assert next(r for r in runs if r["algorithm"] == "pc")["max_depth"] == HUB_PC_DEPTH
+    text = page(docs).read_text()
+    assert f"| hub-50 | pc (non-private, depth {HUB_PC_DEPTH}) |" in text
+    assert "| hub-50 | hub-pc |" in text
+    assert "| hub-50 | - |" in text  # no eps-1 target on this page
+    assert "Hub rows (issue 59)" in text

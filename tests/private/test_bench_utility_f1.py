@@ -53,7 +53,8 @@ def _args(tmp_path: Path, **kw: object) -> argparse.Namespace:
 
 def test_run_resumes_and_reports(tmp_path: Path) -> None:
     args = _args(tmp_path, sizes="5", networks_per_size=1, seeds=1, extra_rows="", named="",
-                 algorithms="laplace-pc,svt-pc", epsilons="1,5", processes=1, rows=3000)
+                 algorithms="laplace-pc,svt-pc", epsilons="1,5", processes=1, rows=3000,
+                 hubs="")
     assert f1.run(args) == 0
     rows = f1.load_results(args.results)
     keys = {(r["algorithm"], r["epsilon"]) for r in rows}
@@ -108,6 +109,47 @@ def test_a_family_of_another_shape_is_labelled_and_run() -> None:
     for bad in ("nodes=5", "seed=2", "depth=3", "card"):
         with pytest.raises(DpcgError, match="--family"):
             f1.family_template(bad)
+
+
+def test_hub_rows_are_the_scale_free_family_with_its_target() -> None:
+    from benchmarks.scale import hub_network
+
+    for p in f1.HUB_SIZES:
+        assert f1.HUB_FAMILY.format(p=p, net=2) == hub_network(p, seed=2)
+    cells = f1.cells([20], nets=1, seeds=2, rows=1000, extra_rows=[], named=[],
+                     hubs=[100, 50], hub_nets=1)
+    assert [c[0] for c in cells[2:]] == [hub_network(50, seed=1)] * 2 + [
+        hub_network(100, seed=1)] * 2
+    fam = f1.family_of(hub_network(200, seed=3))
+    assert fam == "hub 200 nodes"
+    assert f1.family_of(hub_network(50, seed=1, conc=1.0)) == "hub 50 nodes, conc=1"
+    assert f1.is_hub(fam)
+    assert not f1.is_hub("random 200 nodes")
+    assert f1.target(fam, 1.0) == 0.85  # issue 59: 50-200 nodes
+    assert f1.target(fam, 5.0) == 0.9
+    assert f1.pc_depth(fam) == f1.HUB_DEPTH == 3
+    assert f1.pc_depth("random 200 nodes") is None
+    assert f1.pc_depth(fam, None) is None
+    assert f1._order([(fam, 1000), ("asia", 1000), ("random 20 nodes", 1000),
+                      ("hub 50 nodes", 1000)]) == [
+        ("random 20 nodes", 1000), ("hub 50 nodes", 1000), (fam, 1000), ("asia", 1000)]
+    assert f1._skipped("200/em-pc", fam, 100_000, "em-pc")
+
+
+def test_a_hub_cell_runs_with_the_depth_capped_baseline(tmp_path: Path) -> None:
+    args = _args(tmp_path, sizes="", hubs="7", seeds=1, extra_rows="", named="",
+                 algorithms="hub-pc", epsilons="1", processes=1, rows=3000)
+    assert f1.run(args) == 0
+    rows = f1.load_results(args.results)
+    assert {r["algorithm"] for r in rows} == {f1.BASELINE, f1.CEILING, "hub-pc"}
+    assert all(r["family"] == "hub 7 nodes" for r in rows)
+    assert all(r["max_depth"] == 3 for r in rows if r["epsilon"] is None)
+    text = args.f1_out.read_text()
+    assert "| hub 7 nodes | 3,000 | 1 |" in text
+    line = next(x for x in text.splitlines() if x.startswith("| hub 7 nodes | 3,000 | 1 |"))
+    assert line.endswith("| 3 |")  # the depth cap beside the baseline
+    assert "0.85)" in next(x for x in text.splitlines()
+                             if x.startswith("| hub 7 nodes | 3,000 | **"))
 
 
 def test_the_target_holds_at_every_row_count() -> None:

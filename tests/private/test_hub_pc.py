@@ -6,6 +6,8 @@
   spend stays within the budget;
 * with a vanishing noise the kept pairs are the union of the exact per-node top-k, and
   levels 1..D test only inside them (no removed pair comes back);
+* levels >= 1 remove a pair exactly when its noisy minimum is at most ``margin`` noise
+  sds (both rules), and a margin only adds removals to the same releases;
 * bad options and budgets are AlgorithmErrors raised before anything is recorded;
 * seeded runs are reproducible.
 """
@@ -28,7 +30,17 @@ from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
 from dpcg.private.common import marginal_utilities, node_pairs
 from dpcg.private.contract import RunSettings
-from dpcg.private.hub_pc import HUB_DEPTH, HubPCParams, make_plan
+from dpcg.private.hub_pc import (
+    HUB_DEPTH,
+    HUB_MARGIN,
+    HUB_NEIGHBOURS,
+    HUB_NEIGHBOURS_NARROW,
+    HUB_WIDE_AT,
+    HubPCParams,
+    hub_defaults,
+    make_plan,
+    noise_sd,
+)
 from dpcg.private.planning import SELECTION_EMPTY_SET_BOUND
 from tests.engine_room import private_run
 
@@ -138,6 +150,71 @@ def test_vanishing_noise_keeps_the_union_of_exact_per_node_top_k(hub16: Any) -> 
     assert all(t.S == () for t in level0)
 
 
+def test_defaults_are_the_documented_ones(hub16: Any) -> None:
+    """k and M from the public n x eps: the narrow defaults below 100,000, the wide
+    ones from it on (hub16 has 5,000 rows); an explicit option wins."""
+    assert hub_defaults(5_000, 1.0) == (HUB_NEIGHBOURS_NARROW, 0.0) == (4, 0.0)
+    assert hub_defaults(100_000, 1.0) == (HUB_NEIGHBOURS, HUB_MARGIN) == (8, 1.0)
+    assert hub_defaults(10_000, 9.99) == (4, 0.0)
+    assert HUB_WIDE_AT == 100_000
+    res = discover(hub16, "hub-pc", epsilon=1.0, seed=2)
+    assert (res.plan["neighbours"], res.plan["margin"]) == (4, 0.0)
+    assert res.plan["max_depth"] == HUB_DEPTH
+    res = discover(hub16, "hub-pc", epsilon=20.0, seed=2)
+    assert (res.plan["neighbours"], res.plan["margin"]) == (8, 1.0)
+    res = discover(hub16, "hub-pc", epsilon=20.0, seed=2, neighbours=3, margin=0.0)
+    assert (res.plan["neighbours"], res.plan["margin"]) == (3, 0.0)
+
+
+def test_noise_sd_of_either_release() -> None:
+    from accounting.mechanisms import Gaussian, Laplace
+
+    assert noise_sd(Laplace(0.5, 0.25)) == pytest.approx(2.0 * math.sqrt(2.0))
+    assert noise_sd(Gaussian(1.0, 3.0)) == 3.0
+
+
+def _sds(path: Path, run_id: str) -> dict[tuple[int, int, int], float]:
+    """(level, x, y) -> the noise sd of the pair's per-pair release at that level (from
+    the ledger's mechanism parameters)."""
+    out: dict[tuple[int, int, int], float] = {}
+    for e in _entries(path, run_id):
+        m = re.match(r"min over \d+ level-(\d+) sets of score - T, (\d+) _\|\|_ (\d+)$",
+                     e["purpose"])
+        if m is None:
+            continue
+        prm = e["params"]
+        sd = (prm["sigma"] if e["mechanism"] == "gaussian"
+              else math.sqrt(2.0) * prm["sensitivity"] / prm["epsilon"])
+        out[(int(m.group(1)), int(m.group(2)), int(m.group(3)))] = float(sd)
+    return out
+
+
+@pytest.mark.parametrize(("rule", "delta"), [("zcdp", 1e-6), ("basic", 0.0)])
+def test_margin_removes_below_margin_sds_and_only_adds_removals(
+        hub16: Any, tmp_path: Path, rule: str, delta: float) -> None:
+    """A pair is removed at a level >= 1 exactly when its noisy minimum is at most
+    ``margin`` noise sds: every removal's released statistic is below the cut, and with
+    the same noise seed level 1 (identical releases) removes a superset of what the
+    margin-0 run removes there."""
+    runs = {}
+    for margin in (0.0, 2.0):
+        path = tmp_path / f"l{margin}.db"
+        res = discover(hub16, "hub-pc", epsilon=1.0, delta=delta, seed=5, ledger=path,
+                       dataset_id="hub16", margin=margin, rule=rule, neighbours=4)
+        assert res.ledger is not None
+        assert res.plan["margin"] == margin
+        sds = _sds(path, res.ledger["run_id"])
+        removed = [t for t in res.pc.tests if t.level >= 1 and t.independent]
+        assert removed
+        for t in removed:
+            assert t.statistic is not None
+            assert t.statistic <= margin * sds[(t.level, t.x, t.y)]
+        runs[margin] = res
+    one = [{(t.x, t.y) for t in runs[m].pc.tests if t.level == 1 and t.independent}
+           for m in (0.0, 2.0)]
+    assert one[0] < one[1]  # strictly more removals at this seed
+
+
 def test_seeded_runs_are_reproducible(hub16: Any) -> None:
     a = private_run(hub16, "hub-pc", epsilon=1.0, seed=11)
     b = private_run(hub16, "hub-pc", epsilon=1.0, seed=11)
@@ -152,7 +229,8 @@ def test_seeded_runs_are_reproducible(hub16: Any) -> None:
      {"select_share": float("nan")}, {"select_share": "0.2"}, {"rule": "rdp"},
      {"rule": "zcdp", "delta": 0.0}, {"epsilon": 0.0}, {"epsilon": -1.0},
      {"delta": 1.0}, {"epsilon": 1e-300}, {"max_depth": -1}, {"test": "g3"},
-     {"plan_size": 10}],
+     {"plan_size": 10}, {"margin": -0.5}, {"margin": float("nan")},
+     {"margin": float("inf")}, {"margin": "1"}, {"margin": True}],
 )
 def test_bad_input_is_refused_before_anything_is_recorded(hub16: Any, tmp_path: Path,
                                                           kwargs: dict[str, Any]) -> None:
