@@ -157,12 +157,12 @@ def test_defaults_are_the_documented_ones(hub16: Any) -> None:
     assert hub_defaults(100_000, 1.0) == (HUB_NEIGHBOURS, HUB_MARGIN) == (8, 1.0)
     assert hub_defaults(10_000, 9.99) == (4, 0.0)
     assert HUB_WIDE_AT == 100_000
-    res = discover(hub16, "hub-pc", epsilon=1.0, seed=2)
+    res = private_run(hub16, "hub-pc", epsilon=1.0, seed=2)
     assert (res.plan["neighbours"], res.plan["margin"]) == (4, 0.0)
     assert res.plan["max_depth"] == HUB_DEPTH
-    res = discover(hub16, "hub-pc", epsilon=20.0, seed=2)
+    res = private_run(hub16, "hub-pc", epsilon=20.0, seed=2)
     assert (res.plan["neighbours"], res.plan["margin"]) == (8, 1.0)
-    res = discover(hub16, "hub-pc", epsilon=20.0, seed=2, neighbours=3, margin=0.0)
+    res = private_run(hub16, "hub-pc", epsilon=20.0, seed=2, neighbours=3, margin=0.0)
     assert (res.plan["neighbours"], res.plan["margin"]) == (3, 0.0)
 
 
@@ -199,8 +199,8 @@ def test_margin_removes_below_margin_sds_and_only_adds_removals(
     runs = {}
     for margin in (0.0, 2.0):
         path = tmp_path / f"l{margin}.db"
-        res = discover(hub16, "hub-pc", epsilon=1.0, delta=delta, seed=5, ledger=path,
-                       dataset_id="hub16", margin=margin, rule=rule, neighbours=4)
+        res = private_run(hub16, "hub-pc", epsilon=1.0, delta=delta, seed=5, ledger=path,
+                            dataset_id="hub16", margin=margin, rule=rule, neighbours=4)
         assert res.ledger is not None
         assert res.plan["margin"] == margin
         sds = _sds(path, res.ledger["run_id"])
