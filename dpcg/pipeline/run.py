@@ -229,8 +229,12 @@ AUTO_PARALLEL_TESTS = 5_000
 def auto_workers(tester: object) -> int:
     """The default processes of a non-private run: every core this process may use, for
     a tester that runs on several (``parallel_safe``: non-private, side-effect free);
-    1 otherwise (the same results either way)."""
-    if getattr(tester, "parallel_safe", False) is not True or not hasattr(tester, "test"):
+    1 otherwise (the same results either way), also for a batch tester or a level
+    strategy, which run in one process whatever they declare (``pc_stable``)."""
+    from dpcg.pc.engine import BatchEdgeTester, LevelStrategy
+
+    if getattr(tester, "parallel_safe", False) is not True or not hasattr(tester, "test") \
+            or isinstance(tester, (BatchEdgeTester, LevelStrategy)):
         return 1
     try:
         cores = len(os.sched_getaffinity(0))

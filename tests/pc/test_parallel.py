@@ -109,3 +109,31 @@ def test_the_front_door_uses_every_core_by_default() -> None:
     plain = FastG2Test(data)
     plain.parallel_safe = False
     assert auto_workers(plain) == 1
+
+
+def test_auto_workers_keeps_batch_testers_in_one_process() -> None:
+    """A batch tester (e.g. the mixed dg-lrt test) may declare ``parallel_safe`` but
+    ``pc_stable`` forks only edge testers: the default must not ask it to (the mixed
+    CLI runs failed with the auto default before this)."""
+    from dpcg.pipeline.run import auto_workers
+
+    class Batch:
+        parallel_safe = True
+
+        def test(self, x: int, y: int, s: tuple[int, ...]) -> object:
+            raise AssertionError("not called")
+
+        def test_many(self, queries: object) -> object:
+            raise AssertionError("not called")
+
+    assert auto_workers(Batch()) == 1
+
+
+def test_mixed_run_from_the_front_door_by_default() -> None:
+    import dpcg
+    from dpcg.datasets.mixed_network import null_mixed_table
+
+    data = null_mixed_table(300, 0)
+    auto = dpcg.discover(data, test="dg-lrt")
+    serial = dpcg.discover(data, test="dg-lrt", workers=1)
+    assert auto.graph.edges == serial.graph.edges
