@@ -56,6 +56,29 @@ _ENTRY_KEYS = ("ARRAY['cost','data','dataset_id','kind','mechanism','params','pr
                "'purpose','relation','run_id','seed_explicit','sensitivity','seq','timestamp']")
 
 
+def _cost_ctes(where: str) -> str:
+    """The CTEs both sum functions start with: the mechanism entries selected by
+    ``where`` (``m``), the cost values cut out of their canonical prefix (``x``) and
+    parsed into exact numerators/denominators (``q``, left open for the caller's
+    further columns)."""
+    return f"""WITH m AS (
+  SELECT e.run_id, split_part(e.body, '}}', 1) AS pre FROM dpcg.entries e WHERE {where}
+), x AS (
+  SELECT m.run_id, split_part(split_part(m.pre, '"delta":"', 2), '"', 1) AS dt,
+         split_part(split_part(m.pre, '"epsilon":', 2), ',', 1) AS ex,
+         split_part(m.pre, '"rho":', 2) AS rx
+  FROM m
+), q AS (
+  SELECT x.run_id, x.ex = 'null' AS en_null, x.rx = 'null' AS rn_null,
+         CASE WHEN x.ex = 'null' THEN 0::numeric
+              ELSE split_part(btrim(x.ex, '"'), '/', 1)::numeric END AS en,
+         CASE WHEN x.ex = 'null' THEN 1::numeric
+              ELSE coalesce(nullif(split_part(btrim(x.ex, '"'), '/', 2), ''), '1')::numeric
+         END AS ed,
+         split_part(x.dt, '/', 1)::numeric AS dn,
+"""
+
+
 def _mech_sums_sql(name: str, where: str) -> str:
     """A set-returning SQL function ``dpcg.<name>(p text)``: per run, the number of
     mechanism entries selected by ``where``, whether any lacks an epsilon or a rho, and
@@ -71,22 +94,7 @@ def _mech_sums_sql(name: str, where: str) -> str:
 RETURNS TABLE (run_id text, n bigint, eps_null boolean, rho_null boolean, se numeric[],
                sd numeric[])
 LANGUAGE sql STABLE AS $f$
-WITH m AS (
-  SELECT e.run_id, split_part(e.body, '}}', 1) AS pre FROM dpcg.entries e WHERE {where}
-), x AS (
-  SELECT m.run_id, split_part(split_part(m.pre, '"delta":"', 2), '"', 1) AS dt,
-         split_part(split_part(m.pre, '"epsilon":', 2), ',', 1) AS ex,
-         split_part(m.pre, '"rho":', 2) AS rx
-  FROM m
-), q AS (
-  SELECT x.run_id, x.ex = 'null' AS en_null, x.rx = 'null' AS rn_null,
-         CASE WHEN x.ex = 'null' THEN 0::numeric
-              ELSE split_part(btrim(x.ex, '"'), '/', 1)::numeric END AS en,
-         CASE WHEN x.ex = 'null' THEN 1::numeric
-              ELSE coalesce(nullif(split_part(btrim(x.ex, '"'), '/', 2), ''), '1')::numeric
-         END AS ed,
-         split_part(x.dt, '/', 1)::numeric AS dn,
-         coalesce(nullif(split_part(x.dt, '/', 2), ''), '1')::numeric AS dd
+{_cost_ctes(where)}         coalesce(nullif(split_part(x.dt, '/', 2), ''), '1')::numeric AS dd
   FROM x
 ), l AS MATERIALIZED (
   SELECT dpcg.lcm_agg(q.ed) AS le, dpcg.lcm_agg(q.dd) AS ld FROM q
@@ -113,22 +121,7 @@ def _unit_sums_sql(name: str, where: str) -> str:
     return f"""CREATE FUNCTION dpcg.{name}(p text)
 RETURNS TABLE (run_id text, n bigint, unit_null boolean, su numeric[])
 LANGUAGE sql STABLE AS $f$
-WITH m AS (
-  SELECT e.run_id, split_part(e.body, '}}', 1) AS pre FROM dpcg.entries e WHERE {where}
-), x AS (
-  SELECT m.run_id, split_part(split_part(m.pre, '"delta":"', 2), '"', 1) AS dt,
-         split_part(split_part(m.pre, '"epsilon":', 2), ',', 1) AS ex,
-         split_part(m.pre, '"rho":', 2) AS rx
-  FROM m
-), q AS (
-  SELECT x.run_id, x.ex = 'null' AS en_null, x.rx = 'null' AS rn_null,
-         CASE WHEN x.ex = 'null' THEN 0::numeric
-              ELSE split_part(btrim(x.ex, '"'), '/', 1)::numeric END AS en,
-         CASE WHEN x.ex = 'null' THEN 1::numeric
-              ELSE coalesce(nullif(split_part(btrim(x.ex, '"'), '/', 2), ''), '1')::numeric
-         END AS ed,
-         split_part(x.dt, '/', 1)::numeric AS dn,
-         CASE WHEN x.rx = 'null' THEN 0::numeric
+{_cost_ctes(where)}         CASE WHEN x.rx = 'null' THEN 0::numeric
               ELSE split_part(btrim(x.rx, '"'), '/', 1)::numeric END AS rn,
          CASE WHEN x.rx = 'null' THEN 1::numeric
               ELSE coalesce(nullif(split_part(btrim(x.rx, '"'), '/', 2), ''), '1')::numeric
