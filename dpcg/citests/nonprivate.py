@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpcg.citests.base import CIResult, CITest, validate_query
-from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test
+from dpcg.citests.registry import NoOptions, TestContext, TestSpec, option, register_test
 from dpcg.engines.base import NumpyEngine
 from dpcg.errors import CITestError
 from dpcg.stats.contingency import (
@@ -404,8 +405,25 @@ class FisherZTest(_CachedTest):
 # -------------------------------------------------------------- registry hook
 
 
-def _build_g2(ctx: TestContext[NoOptions]) -> CITest:
-    return FastG2Test(ctx.dataset, alpha=ctx.alpha)
+@dataclass(frozen=True)
+class G2Options:
+    """The options of ``g2`` (``dpcg discover --test g2 --sparse-rule RULE``)."""
+
+    sparse_rule: str = option(
+        "causal-learn", type=str, metavar="RULE",
+        help="how sparse tables are treated (docs/stats.md, 'Sparse tables'): "
+             + ", ".join(SPARSE_RULES) + " (default causal-learn: the df adjusted for "
+             "empty rows and columns, no minimum of rows; pcalg: declared df, "
+             "independence assumed below 10 rows per df)")
+
+    def __post_init__(self) -> None:
+        if self.sparse_rule not in SPARSE_RULES:
+            raise CITestError(f"sparse_rule: expected one of {', '.join(SPARSE_RULES)}, "
+                              f"got {self.sparse_rule!r}")
+
+
+def _build_g2(ctx: TestContext[G2Options]) -> CITest:
+    return FastG2Test(ctx.dataset, alpha=ctx.alpha, sparse_rule=ctx.options.sparse_rule)
 
 
 def _build_chi2(ctx: TestContext[NoOptions]) -> CITest:
@@ -427,9 +445,10 @@ def _fisherz(ctx: TestContext[NoOptions]) -> CITest:
     return FisherZTest(ctx.dataset, alpha=ctx.alpha)
 
 
+register_test(TestSpec(name="g2", options=G2Options, build=_build_g2, data="discrete",
+                       description="G^2 likelihood-ratio test on discrete data "
+                                   "(non-private)"))
 for _spec in (
-    TestSpec(name="g2", options=NoOptions, build=_build_g2, data="discrete",
-             description="G^2 likelihood-ratio test on discrete data (non-private)"),
     TestSpec(name="chi2", options=NoOptions, build=_build_chi2, data="discrete",
              description="Pearson chi^2 test on discrete data (non-private)"),
     TestSpec(name="kendall", options=NoOptions, build=_kendall("public"), data="discrete",

@@ -70,10 +70,15 @@ def engine_tester(engine: TableEngine, test: str, alpha: float, options: object 
     engine, counted where the data live. ``test`` must be one of :data:`ENGINE_TESTS`."""
     from dpcg.citests.private import SCORES, source_for_dataset
     from dpcg.errors import CITestError
-    from dpcg.stats.discrete import chi2_test, g2_test
+    from dpcg.stats.discrete import chi2_test, g2_test, g2_test_rule
 
-    if test in ("g2", "chi2"):
-        return _EngineTableTest(engine, g2_test if test == "g2" else chi2_test, float(alpha))
+    if test == "g2":
+        rule = str(getattr(options, "sparse_rule", "causal-learn"))
+        if rule == "causal-learn":
+            return _EngineTableTest(engine, g2_test, float(alpha))
+        return _EngineTableTest(engine, lambda t: g2_test_rule(t, rule), float(alpha))
+    if test == "chi2":
+        return _EngineTableTest(engine, chi2_test, float(alpha))
     if test in SCORES:
         threshold = getattr(options, "threshold", None)
         return _EngineScoreTest(source_for_dataset(engine, test, alpha=float(alpha),

@@ -47,6 +47,7 @@ from accounting.relations import Relation
 from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.noisy_g2 import DEFAULT_DRAWS, noisy_g2_test
+from dpcg.citests.nonprivate import G2Options
 from dpcg.citests.registry import NoOptions, option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, DpcgError
@@ -451,9 +452,12 @@ class MarginalPC:
                cache: ScoreCache | None = None) -> MarginalSource:
         if settings.test != "g2":
             raise AlgorithmError(f"test: marginal-pc runs g2, got {settings.test!r}")
-        if not isinstance(test_options, NoOptions):
-            raise AlgorithmError(f"test_options: expected NoOptions, got "
+        if not isinstance(test_options, NoOptions | G2Options):
+            raise AlgorithmError(f"test_options: expected G2Options, got "
                                  f"{type(test_options).__name__}")
+        if isinstance(test_options, G2Options) and test_options.sparse_rule != "causal-learn":
+            raise AlgorithmError("sparse_rule: a rule of non-private PC's G-test; "
+                                 "marginal-pc's noisy G-tests have their own null")
         if not isinstance(dataset, Dataset):
             raise AlgorithmError("engine: marginal-pc needs the rows in memory (a Dataset "
                                  "on the numpy engine)")

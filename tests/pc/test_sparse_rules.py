@@ -103,3 +103,61 @@ def test_every_rule_runs_pc(data: Any, rule: str) -> None:
             forced += 1
     if rule in ("pcalg", "pcalg-adaptdf"):
         assert forced > 0  # 800 rows: the deeper tables are below 10 rows per df
+
+
+# ---- the front door: `--sparse-rule` (a `g2` test option) --------------------------
+
+
+@pytest.mark.parametrize("rule", ["pcalg", "structural"])
+def test_front_door_selects_the_rule(data: Any, rule: str) -> None:
+    import dpcg
+
+    names = tuple(data.schema.names)
+    direct = pc_stable(FastG2Test(data, sparse_rule=rule), names)
+    res = dpcg.discover(data, algorithm="pc", test="g2", sparse_rule=rule, workers=1)
+    assert res.pc is not None
+    assert [(t.x, t.y, t.S, t.statistic, t.pvalue) for t in res.pc.tests] == \
+        [(t.x, t.y, t.S, t.statistic, t.pvalue) for t in direct.tests]
+    default = dpcg.discover(data, algorithm="pc", test="g2", workers=1)
+    assert default.pc is not None
+    assert [t.pvalue for t in default.pc.tests] != [t.pvalue for t in res.pc.tests]
+
+
+def test_front_door_on_duckdb_applies_the_rule(data: Any, tmp_path: Any) -> None:
+    pytest.importorskip("duckdb")
+    import dpcg
+
+    names = tuple(data.schema.names)
+    direct = pc_stable(FastG2Test(data, sparse_rule="pcalg"), names)
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    codes = np.asarray(data.codes)
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({c.name: pa.array(np.asarray(c.categories)[codes[j]])
+                             for j, c in enumerate(data.schema.columns)}), path)
+    res = dpcg.discover(str(path), schema=data.schema, algorithm="pc", test="g2",
+                        engine="duckdb", sparse_rule="pcalg", workers=1)
+    assert res.pc is not None
+    assert {(t.x, t.y, t.S, t.pvalue) for t in res.pc.tests} == \
+        {(t.x, t.y, t.S, t.pvalue) for t in direct.tests}
+
+
+def test_front_door_refuses_a_bad_rule(data: Any) -> None:
+    import dpcg
+
+    with pytest.raises(CITestError, match="sparse_rule"):
+        dpcg.discover(data, algorithm="pc", test="g2", sparse_rule="tetrad")
+    with pytest.raises(dpcg.errors.DpcgError, match="sparse_rule"):
+        dpcg.discover(data, algorithm="pc", test="chi2", sparse_rule="pcalg")
+
+
+def test_marginal_pc_refuses_the_rule_and_runs_without_it() -> None:
+    import dpcg
+
+    d = load_network("asia").sample(2000, 1)
+    with pytest.raises(dpcg.errors.AlgorithmError, match="sparse_rule"):
+        dpcg.discover(d, algorithm="marginal-pc", epsilon=1.0, ledger=dpcg.NO_LEDGER,
+                      sparse_rule="pcalg", noise_seed=1)
+    res = dpcg.discover(d, algorithm="marginal-pc", epsilon=1.0, ledger=dpcg.NO_LEDGER,
+                        noise_seed=1)
+    assert res.pc is not None and res.pc.n_tests > 0
