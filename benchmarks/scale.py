@@ -228,6 +228,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="comma-separated (default pc,laplace-pc,priv-pc)")
     p.add_argument("--epsilons", default="1", help="private budgets (default 1)")
     p.add_argument("--max-depth", type=int, default=None, help="passed to discover")
+    p.add_argument("--networks", default="",
+                   help="comma-separated named networks or BIF files (FILE.bif[.gz]) to run "
+                        "instead of the generated hub networks of --nodes (e.g. bnlearn's "
+                        "pathfinder: a hub and columns of up to 63 states)")
+    p.add_argument("--run-budget", default="",
+                   help="SECONDS,MEMORY passed to every run as --max-seconds/--max-memory "
+                        "(e.g. 300,2GB; a private run turns them into a public test budget)")
     p.add_argument("--mem-cap-mb", type=int, default=4096,
                    help="address-space cap per run (default 4096)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per run (default 900)")
@@ -247,28 +254,47 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def render(runs: list[ScaleRun], args: argparse.Namespace) -> str:
+    budget = f" --run-budget {args.run_budget}" if args.run_budget else ""
+    if args.networks:
+        head = ["## Scale: named networks (peak memory and time)", "",
+                f"`dpcg bench scale --networks {args.networks} --rows {args.rows} "
+                f"--algorithms {args.algorithms} --epsilons {args.epsilons}{budget}` (each "
+                f"run a fresh process capped at {args.mem_cap_mb} MB of address space, "
+                f"timeout {args.timeout:g} s)."]
+    else:
+        head = ["## Scale: hub networks (peak memory and time)", "",
+                f"`dpcg bench scale --nodes {args.nodes} --rows {args.rows} --algorithms "
+                f"{args.algorithms} --epsilons {args.epsilons}{budget}` (each run a fresh "
+                f"process capped at {args.mem_cap_mb} MB of address space, timeout "
+                f"{args.timeout:g} s). Networks: `random:...,shape=scale-free` "
+                "(preferential attachment, exponent 1; 1-3 parents, 2-5 states, "
+                "Dirichlet(0.6) rows)."]
     lines = [
-        "## Scale: hub networks (peak memory and time)",
-        "",
-        f"`dpcg bench scale --nodes {args.nodes} --rows {args.rows} --algorithms "
-        f"{args.algorithms} --epsilons {args.epsilons}` (each run a fresh process capped at "
-        f"{args.mem_cap_mb} MB of address space, timeout {args.timeout:g} s). Networks: "
-        "`random:...,shape=scale-free` (preferential attachment, exponent 1; 1-3 parents, "
-        "2-5 states, Dirichlet(0.6) rows).",
+        *head,
         "",
         "| network | rows | algorithm | eps | status | wall s | peak RSS MB | tests | edges "
         "| skeleton F1 | note |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
-        nodes = r.network.split("nodes=")[1].split(",")[0]
         lines.append(
-            f"| hub-{nodes} | {r.rows:,} | {r.algorithm} | "
+            f"| {network_label(r.network)} | {r.rows:,} | {r.algorithm} | "
             f"{'' if r.epsilon is None else f'{r.epsilon:g}'} | {r.status} | {r.seconds:.1f} | "
             f"{r.max_rss_mb:.0f} | {'' if r.tests is None else f'{r.tests:,}'} | "
             f"{'' if r.edges is None else r.edges} | "
             f"{'' if r.f1 is None else f'{r.f1:.3f}'} | {r.note} |")
     return "\n".join(lines) + "\n"
+
+
+def network_label(network: str) -> str:
+    """``hub-N`` for a generated scale-free network, a BIF file's stem, else the name."""
+    from dpcg.datasets import bif_stem, is_bif_path
+
+    if "shape=scale-free" in network and "nodes=" in network:
+        return "hub-" + network.split("nodes=")[1].split(",")[0]
+    if is_bif_path(network):
+        return bif_stem(Path(network).name)
+    return network
 
 
 def run(args: argparse.Namespace) -> int:
@@ -281,9 +307,14 @@ def run(args: argparse.Namespace) -> int:
             print(render_speed(speed), flush=True)
         return 0
     runs: list[ScaleRun] = []
-    extra = () if args.max_depth is None else ("--max-depth", str(args.max_depth))
-    for nodes in (int(v) for v in str(args.nodes).split(",")):
-        net = hub_network(nodes)
+    extra: tuple[str, ...] = () if args.max_depth is None else ("--max-depth",
+                                                                 str(args.max_depth))
+    if args.run_budget:
+        seconds, memory = str(args.run_budget).split(",")
+        extra += ("--max-seconds", seconds, "--max-memory", memory)
+    nets = ([v for v in str(args.networks).split(",") if v] if args.networks else
+            [hub_network(int(v)) for v in str(args.nodes).split(",")])
+    for net in nets:
         for algo in str(args.algorithms).split(","):
             epsilons: list[float | None] = (
                 [None] if algo == "pc" else [float(e) for e in str(args.epsilons).split(",")])
@@ -298,5 +329,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from benchmarks.report import write_section
 
-    write_section("scale", text, docs_dir=args.docs_dir)
+    write_section("scale-networks" if args.networks else "scale", text,
+                  docs_dir=args.docs_dir)
     return 0
