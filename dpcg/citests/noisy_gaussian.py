@@ -24,7 +24,12 @@ columns in the test, ``kappa = pi^2/9`` for copula-mapped Spearman entries, else
 covariance of the noise's effect on the partial correlations, in closed form from the
 PUBLIC noise scale ``sigma`` at the test's nearest null (:meth:`NoisyMomentTest.
 _delta_noise_cov`); the Wald statistic ``r^T V^-1 r`` is referred to ``chi^2`` with
-``k_X k_Y`` degrees of freedom. ``null="simulated"``: ``draws`` replicates of the whole
+``k_X k_Y`` degrees of freedom. A test whose first-order noise sd on one of its partial
+correlations exceeds :data:`NONLINEAR_SD` is **swamped** (the linearisation is invalid
+and the observed statistic carries no usable information): its p-value is a ``U(0, 1)``
+draw from the auxiliary generator (:meth:`NoisyMomentTest._swamped_pvalues`), so that it
+rejects with probability exactly ``alpha`` given the release (the decision to draw is
+a function of the release). ``null="simulated"``: ``draws`` replicates of the whole
 post-processing applied to the nearest null plus ``N(0, sigma^2 I)`` (a parametric
 bootstrap; its randomness is not privacy noise and uses only the released vector), the
 p-value the rank of the observed statistic. ``null="auto"`` (experimental, not the
@@ -60,17 +65,21 @@ __all__ = ["EIGEN_FLOOR", "ROUTES", "NoisyMomentTest", "ScoreLayout", "correlati
 
 ROUTES = ("rank", "pearson")
 #: How the release noise enters a test's null: ``"delta"`` (default; the first-order
-#: covariance of the noise's effect, chi-square reference) or ``"simulated"`` (the
-#: Monte-Carlo replicates of the noise through the whole post-processing).
+#: covariance of the noise's effect, chi-square reference; a ``U(0, 1)`` p-value for a
+#: swamped test), ``"simulated"`` (the first version: Monte-Carlo replicates of the noise
+#: through the whole post-processing, for every test) or ``"auto"`` (experimental: the
+#: delta null, a sampled null for a swamped test).
 NULLS = ("delta", "simulated", "auto")
-#: ``null="auto"`` (an option, not the default: see docs/continuous.md, "cov-PC",
-#: for where it is liberal) uses the delta null for a test unless the release noise's
-#: first-order standard deviation on one of its partial correlations exceeds this public
-#: constant (two such sds span the whole range ``[-1, 1]`` of a partial correlation, so a
-#: first-order, Gaussian law cannot describe it); such a test gets the sampled null
-#: (:meth:`NoisyMomentTest._sampled`), which models the clipping and the projection that
-#: a noise that large meets. Below it (every rank-route test of the measured designs at
-#: ``n >= 10,000``, noise sd <= 0.13) the delta null is kept, with its seeded outputs.
+#: A test is **swamped** when the release noise's first-order standard deviation on one
+#: of its partial correlations exceeds this public constant: two such sds span the whole
+#: range ``[-1, 1]`` of a partial correlation, so a first-order, Gaussian law cannot
+#: describe it, and the bounded, projected statistic carries no usable information
+#: (measured power 0.00-0.05 with the chi-square reference, docs/continuous.md). With
+#: ``null="delta"`` (default) a swamped test's p-value is ``U(0, 1)`` (exact level
+#: ``alpha`` given the release); ``null="auto"`` (experimental, not calibrated) gives it
+#: the sampled null (:meth:`NoisyMomentTest._sampled`). Below it (every rank-route test
+#: of the measured designs at ``n >= 10,000``, noise sd <= 0.13; Sachs and the mixed
+#: networks) the delta null is kept, with its seeded outputs. Not tuned to any grid.
 NONLINEAR_SD = 0.5
 #: Smallest eigenvalue kept by the positive-definite projection (a public constant).
 EIGEN_FLOOR = 1e-3
@@ -569,17 +578,57 @@ class NoisyMomentTest:
         stat, pvalue, wide = self._analytic(cols, kxm, kym, sizes, dof)
         out = [CIResult(pv > self.alpha, st_, pv)
                for st_, pv in zip(stat.tolist(), pvalue.tolist(), strict=True)]
+        swamped = np.flatnonzero(wide).tolist()
         if self.null == "auto":
-            for i in np.flatnonzero(wide).tolist():
+            for i in swamped:
                 out[i] = self._sampled(*parsed[i])
+        elif swamped:
+            # in query order: the same draws as test() one by one
+            for i, u in zip(swamped, self._swamped_pvalues(len(swamped)), strict=True):
+                out[i] = CIResult(u > self.alpha, out[i].statistic, u)
         return out
+
+    def _swamped_pvalues(self, count: int) -> list[float]:
+        """The p-values of ``count`` swamped tests (``null="delta"``: first-order noise
+        sd above :data:`NONLINEAR_SD` on one of their partial correlations): independent
+        ``U(0, 1)`` draws from the auxiliary generator (not privacy noise), so that such a
+        test rejects with probability exactly ``alpha`` given the release, under the null
+        and under any alternative (docs/privacy/algorithm-cov-pc.md, "Swamped tests").
+        ``U`` is drawn as ``1 - random()``, in ``(0, 1]``."""
+        u: list[float] = (1.0 - self.rng.random(count)).tolist()
+        return u
+
+    def noise_sd(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        """The largest first-order (delta-method) standard deviation of the release noise
+        on one of the test's partial correlations, at its nearest null (0 without
+        release noise): the public quantity compared with :data:`NONLINEAR_SD`.
+        Post-processing of the release."""
+        kx, ky, idx = self._query(x, y, S)
+        if self.sigma == 0:
+            return 0.0
+        cont = self._cont[idx]
+        if not cont.all():
+            cont = np.zeros_like(cont)
+        sub = self._sub(idx)
+        c = correlation_of_matrix(sub, cont, self.route, self.floor)
+        noise = self._delta_noise_cov(sub, c, kx, ky, cont)
+        return float(np.sqrt(max(float(np.diag(noise).max()), 0.0)))
+
+    def swamped(self, x: int, y: int, S: tuple[int, ...]) -> bool:
+        """Whether the release noise swamps the test (:meth:`noise_sd` above
+        :data:`NONLINEAR_SD`): with ``null="delta"`` its p-value is then a ``U(0, 1)``
+        draw (:meth:`_swamped_pvalues`), with ``null="auto"`` the sampled null."""
+        return self.noise_sd(x, y, S) > NONLINEAR_SD
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         kx, ky, idx = self._query(x, y, S)
         if self.sigma == 0 or self.null in ("delta", "auto"):
             stat, pvalue, wide = self._analytic(np.array([idx], dtype=np.intp), kx, ky)
-            if self.null == "auto" and bool(wide[0]):
-                return self._sampled(kx, ky, idx)
+            if bool(wide[0]):
+                if self.null == "auto":
+                    return self._sampled(kx, ky, idx)
+                u = self._swamped_pvalues(1)[0]
+                return CIResult(u > self.alpha, float(stat[0]), u)
             return CIResult(float(pvalue[0]) > self.alpha, float(stat[0]), float(pvalue[0]))
         # the copula map only when every column of the test is continuous: a discrete
         # column anywhere keeps the whole test on the rank (score) scale, where
