@@ -131,6 +131,9 @@ class Type1:
     epsilon: float
     reps: int
     rejections: int
+    #: repetitions whose test the release noise swamped (first-order noise sd of a
+    #: tested partial correlation above ``NONLINEAR_SD``; public, post-processing)
+    swamped: int = 0
 
     @property
     def rate(self) -> float:
@@ -148,24 +151,42 @@ def binomial_band(reps: int, level: float = 0.05, coverage: float = 0.99) -> tup
     return float(lo) / reps, float(hi) / reps
 
 
+def with_effect(ds: Dataset, x: int, y: int, beta: float) -> Dataset:
+    """``ds`` with ``Y += beta X`` (both continuous), clipped to Y's declared bounds:
+    an alternative of the same design (power)."""
+    cols = [np.asarray(ds.column(j)) for j in range(len(ds.schema.columns))]
+    ycol = ds.schema.columns[y]
+    if not (isinstance(ycol, Continuous) and isinstance(ds.schema.columns[x], Continuous)):
+        raise ValueError("with_effect: X and Y must be continuous")
+    cols[y] = np.clip(cols[y] + beta * cols[x], ycol.lower, ycol.upper)
+    return Dataset.from_columns(cols, ds.schema, encoded=True)
+
+
 def null_rejections(design: str, test: str, n: int, *, epsilon: float = 1.0,
                     delta: float = 1e-6, reps: int = 100, seed: int = 0,
-                    alpha: float = 0.05, draws: int = 200, null: str | None = None) -> Type1:
-    """Rejection rate of cov-PC's test on ``reps`` fresh null datasets (seeded)."""
+                    alpha: float = 0.05, draws: int = 200, null: str | None = None,
+                    beta: float = 0.0) -> Type1:
+    """Rejection rate of cov-PC's test on ``reps`` fresh null datasets (seeded); with
+    ``beta != 0`` on the alternative ``Y += beta X`` of the same design (power), and the
+    number of repetitions whose test was swamped by the release noise."""
     from dpcg.private.contract import RunSettings
     from dpcg.private.cov_pc import ALGORITHM, CovPCParams
 
     rng = np.random.default_rng(seed)
     rejected = 0
+    swamped = 0
     for rep in range(reps):
         ds, x, y, s = DESIGNS[design](n, rng)
+        if beta:
+            ds = with_effect(ds, x, y, beta)
         settings = RunSettings(epsilon=epsilon, delta=delta, test=test, alpha=alpha)
         source = ALGORITHM.source(ds, settings, None)
         plan = ALGORITHM.plan(CovPCParams(null_draws=draws, null=null), settings, source)
         session = Session(Budget(epsilon, delta), rule="zcdp", seed=seed * 100_003 + rep)
         tester = ALGORITHM.tester(plan, source, session)
         rejected += int(not tester.test(x, y, s).independent)
-    return Type1(design, test, n, epsilon, reps, rejected)
+        swamped += int(tester.swamped(x, y, s))
+    return Type1(design, test, n, epsilon, reps, rejected, swamped)
 
 
 # ---------------------------------------------------------------------------------
@@ -284,7 +305,8 @@ def main(argv: list[str]) -> int:
             r = null_rejections(design, test, n, reps=reps, seed=n)
             lo, hi = binomial_band(reps)
             print(f"{design:15s} {test:12s} n={n:>7,} type-I {r.rate:.3f} "
-                  f"(99% band [{lo:.3f}, {hi:.3f}], {reps} reps)", flush=True)
+                  f"(99% band [{lo:.3f}, {hi:.3f}], {reps} reps; swamped "
+                  f"{r.swamped / reps:.2f})", flush=True)
     return 0
 
 
@@ -293,4 +315,4 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 __all__ = ["DESIGNS", "Type1", "binomial_band", "null_rejections", "read_sachs",
-           "sachs_table", "scale_run", "skeleton_f1"]
+           "sachs_table", "scale_run", "skeleton_f1", "with_effect"]

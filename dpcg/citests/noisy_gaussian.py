@@ -15,7 +15,12 @@ release is post-processing (``cov-pc``, :mod:`dpcg.private.cov_pc`).
   positive-definite matrices (eigenvalues floored at :data:`EIGEN_FLOOR`, unit diagonal
   restored), and tests ``X _||_ Y | S`` by the partial correlations of X's and Y's
   score columns given all the others (the precision matrix's ``X x Y`` block is zero
-  under conditional independence of jointly Gaussian scores).
+  under conditional independence of jointly Gaussian scores). A rank-route test of two
+  continuous columns given continuous AND discrete columns takes the
+  conditional-Gaussian chain instead (:meth:`NoisyMomentTest._analytic_cg`: the
+  discrete columns partialled out on the rank scale, then the continuous block mapped
+  to the copula scale), which removes the rank scale's bias when discrete columns shift
+  continuous ones.
 
 The null distribution accounts for the release noise: the statistic's covariance is
 the Fisher sampling covariance ``kappa / (n - s - 1) (R_X kron R_Y)`` (``s`` score
@@ -24,7 +29,12 @@ columns in the test, ``kappa = pi^2/9`` for copula-mapped Spearman entries, else
 covariance of the noise's effect on the partial correlations, in closed form from the
 PUBLIC noise scale ``sigma`` at the test's nearest null (:meth:`NoisyMomentTest.
 _delta_noise_cov`); the Wald statistic ``r^T V^-1 r`` is referred to ``chi^2`` with
-``k_X k_Y`` degrees of freedom. ``null="simulated"``: ``draws`` replicates of the whole
+``k_X k_Y`` degrees of freedom. A test whose first-order noise sd on one of its partial
+correlations exceeds :data:`NONLINEAR_SD` is **swamped** (the linearisation is invalid
+and the observed statistic carries no usable information): its p-value is a ``U(0, 1)``
+draw from the auxiliary generator (:meth:`NoisyMomentTest._swamped_pvalues`), so that it
+rejects with probability exactly ``alpha`` given the release (the decision to draw is
+a function of the release). ``null="simulated"``: ``draws`` replicates of the whole
 post-processing applied to the nearest null plus ``N(0, sigma^2 I)`` (a parametric
 bootstrap; its randomness is not privacy noise and uses only the released vector), the
 p-value the rank of the observed statistic. ``null="auto"`` (experimental, not the
@@ -60,17 +70,21 @@ __all__ = ["EIGEN_FLOOR", "ROUTES", "NoisyMomentTest", "ScoreLayout", "correlati
 
 ROUTES = ("rank", "pearson")
 #: How the release noise enters a test's null: ``"delta"`` (default; the first-order
-#: covariance of the noise's effect, chi-square reference) or ``"simulated"`` (the
-#: Monte-Carlo replicates of the noise through the whole post-processing).
+#: covariance of the noise's effect, chi-square reference; a ``U(0, 1)`` p-value for a
+#: swamped test), ``"simulated"`` (the first version: Monte-Carlo replicates of the noise
+#: through the whole post-processing, for every test) or ``"auto"`` (experimental: the
+#: delta null, a sampled null for a swamped test).
 NULLS = ("delta", "simulated", "auto")
-#: ``null="auto"`` (an option, not the default: see docs/continuous.md, "cov-PC",
-#: for where it is liberal) uses the delta null for a test unless the release noise's
-#: first-order standard deviation on one of its partial correlations exceeds this public
-#: constant (two such sds span the whole range ``[-1, 1]`` of a partial correlation, so a
-#: first-order, Gaussian law cannot describe it); such a test gets the sampled null
-#: (:meth:`NoisyMomentTest._sampled`), which models the clipping and the projection that
-#: a noise that large meets. Below it (every rank-route test of the measured designs at
-#: ``n >= 10,000``, noise sd <= 0.13) the delta null is kept, with its seeded outputs.
+#: A test is **swamped** when the release noise's first-order standard deviation on one
+#: of its partial correlations exceeds this public constant: two such sds span the whole
+#: range ``[-1, 1]`` of a partial correlation, so a first-order, Gaussian law cannot
+#: describe it, and the bounded, projected statistic carries no usable information
+#: (measured power 0.00-0.05 with the chi-square reference, docs/continuous.md). With
+#: ``null="delta"`` (default) a swamped test's p-value is ``U(0, 1)`` (exact level
+#: ``alpha`` given the release); ``null="auto"`` (experimental, not calibrated) gives it
+#: the sampled null (:meth:`NoisyMomentTest._sampled`). Below it (every rank-route test
+#: of the measured designs at ``n >= 10,000``, noise sd <= 0.13; Sachs and the mixed
+#: networks) the delta null is kept, with its seeded outputs. Not tuned to any grid.
 NONLINEAR_SD = 0.5
 #: Smallest eigenvalue kept by the positive-definite projection (a public constant).
 EIGEN_FLOOR = 1e-3
@@ -212,6 +226,35 @@ def _partials(sub: Floats, kx: int, ky: int) -> tuple[Floats, Floats]:
                    dtype=np.float64)
     out: Floats = prec
     return r.reshape(*r.shape[:-2], kx * ky), out
+
+
+def _cg_chain(c: Floats, kc: int) -> tuple[Floats, Floats, Floats, Floats]:
+    """The conditional-Gaussian chain of a batch of rank-scale correlation matrices
+    ``c`` whose first ``kc`` columns are continuous and the rest discrete: the residual
+    covariance of the continuous block given the discrete one ``A = C_KK - C_KD W``
+    (``W = C_DD^-1 C_DK``), its correlation ``R`` (clipped to ``[-1, 1]``), and the
+    copula-scale matrix ``M = 2 sin(pi R / 6)`` projected onto the positive-definite
+    matrices (eigenvalues floored at :data:`EIGEN_FLOOR`, unit diagonal). Returns
+    ``(M, R, A, W)``."""
+    ckd = c[..., :kc, kc:]
+    wmat = np.linalg.solve(c[..., kc:, kc:], np.swapaxes(ckd, -1, -2))
+    a = c[..., :kc, :kc] - ckd @ wmat
+    sd = np.sqrt(np.maximum(np.diagonal(a, axis1=-2, axis2=-1), EIGEN_FLOOR))
+    a_out = a.copy()
+    ik = np.arange(kc)
+    a_out[..., ik, ik] = sd * sd
+    rr = np.clip(a / (sd[..., :, None] * sd[..., None, :]), -1.0, 1.0)
+    rr[..., ik, ik] = 1.0
+    m = 2.0 * np.sin(math.pi * rr / 6.0)
+    m[..., ik, ik] = 1.0
+    w, v = np.linalg.eigh(m)
+    m = (v * np.maximum(w, EIGEN_FLOOR)[..., None, :]) @ np.swapaxes(v, -1, -2)
+    d = np.sqrt(np.diagonal(m, axis1=-2, axis2=-1))
+    m = m / (d[..., :, None] * d[..., None, :])
+    m[..., ik, ik] = 1.0
+    f = np.float64
+    return (np.asarray(m, dtype=f), np.asarray(rr, dtype=f), np.asarray(a_out, dtype=f),
+            np.asarray(wmat, dtype=f))
 
 
 class NoisyMomentTest:
@@ -357,6 +400,15 @@ class NoisyMomentTest:
         w = sym * phi[..., None, :, :]
         idx = np.arange(s)
         w[..., idx, idx] = 0.0
+        return self._moment_noise_cov(sub, w, pre)
+
+    def _moment_noise_cov(self, sub: Floats, w: Floats, pre: Floats) -> Floats:
+        """The release noise's first-order covariance on ``k`` statistics whose gradient
+        with respect to the off-diagonal entries of the (pre-map) correlation matrix
+        ``pre`` of ``sub`` is ``w`` (``.., k, s, s``, symmetric, zero diagonal): pushed
+        back through correlation -> covariance -> moments (:meth:`_delta_noise_cov`)."""
+        s = pre.shape[-1]
+        idx = np.arange(s)
         # gradient with respect to the covariance entries (d: the floored sds)
         diag = np.diagonal(sub, axis1=-2, axis2=-1)
         if self.route == "pearson":
@@ -400,15 +452,14 @@ class NoisyMomentTest:
     def _analytic(self, idx: NDArray[np.intp], kx: int, ky: int,
                   sizes: NDArray[np.intp] | None = None,
                   dof: NDArray[np.intp] | None = None
-                  ) -> tuple[Floats, Floats, NDArray[np.bool_]]:
+                  ) -> tuple[Floats, Floats, Floats]:
         """Wald statistics and chi-square p-values of a batch of queries with ``kx`` X
         and ``ky`` Y columns (``idx``: ``B x s`` score columns, X's first, then Y's,
         then S's, padded with columns ``>= q`` of :meth:`_padded`; ``sizes``: each
         query's own number of columns; ``dof``: its own ``kx * ky``): the exact null
         (``sigma = 0``) or the delta-method null. Vectorised over the batch. The third
-        output flags the queries whose release noise has a first-order standard deviation
-        above :data:`NONLINEAR_SD` on one of their partial correlations (never with
-        ``sigma = 0``)."""
+        output is each query's largest first-order noise variance on one of its partial
+        correlations (0 with ``sigma = 0``; swamped above ``NONLINEAR_SD ** 2``)."""
         b, s = idx.shape
         sizes = np.full(b, s) if sizes is None else sizes
         moments, contv = self._padded(int(s - sizes.min()))
@@ -435,17 +486,131 @@ class NoisyMomentTest:
                 * (kappa2 / n_eff)[:, None, None])
         if self.sigma == 0:
             v = samp
-            wide = np.zeros(b, dtype=bool)
+            nvar = np.zeros(b)
         else:
             noise = self._delta_noise_cov(sub, c, kx, ky, cont)
             v = samp + noise
-            wide = np.diagonal(noise, axis1=-2, axis2=-1).max(axis=-1) > NONLINEAR_SD ** 2
+            nvar = np.diagonal(noise, axis1=-2, axis2=-1).max(axis=-1)
         stat = np.einsum("bi,bi->b", r, np.linalg.solve(v, r[..., None])[..., 0])
         from scipy.special import chdtrc, erfc
 
         pvalue = np.where(dof == 1, erfc(np.sqrt(np.maximum(stat, 0.0) / 2.0)),
                           chdtrc(np.maximum(dof, 1), stat)).astype(np.float64)
-        return stat, pvalue, np.asarray(wide, dtype=bool)
+        return stat, pvalue, np.asarray(nvar, dtype=np.float64)
+
+    def _is_cg(self, kx: int, ky: int, idx: list[int]) -> bool:
+        """Whether a query takes the conditional-Gaussian chain (:meth:`_analytic_cg`):
+        rank route, analytic null (``sigma = 0`` or ``null="delta"``), X and Y one
+        continuous score column each, and both continuous and discrete score columns in
+        S. A function of the public layout and options only."""
+        if self.route != "rank" or kx != 1 or ky != 1 or (
+                self.sigma > 0 and self.null != "delta"):
+            return False
+        cont = self._cont[idx]
+        return bool(cont[0] and cont[1] and cont[2:].any() and not cont[2:].all())
+
+    def _cg_cols(self, parsed: Sequence[tuple[int, int, list[int]]]
+                 ) -> tuple[NDArray[np.intp], int, NDArray[np.intp]]:
+        """The batch of :meth:`_analytic_cg`: each query's columns as ``X, Y``, its
+        continuous S columns padded to the batch's widest, then its discrete S columns
+        padded likewise (padding: independent unit columns of :meth:`_padded`); the
+        width of the continuous block ``2 + wc`` and each query's real size."""
+        q = self.layout.q
+        conts = [[c for c in idx[2:] if self._cont[c]] for _, _, idx in parsed]
+        discs = [[c for c in idx[2:] if not self._cont[c]] for _, _, idx in parsed]
+        wc = max(len(c) for c in conts)
+        wd = max(len(d) for d in discs)
+        cols = np.empty((len(parsed), 2 + wc + wd), dtype=np.intp)
+        for i, ((_, _, idx), zc, zd) in enumerate(zip(parsed, conts, discs, strict=True)):
+            pads = iter(range(q, q + wc + wd))
+            cols[i] = (idx[:2] + zc + [next(pads) for _ in range(wc - len(zc))]
+                       + zd + [next(pads) for _ in range(wd - len(zd))])
+        sizes = np.array([len(idx) for _, _, idx in parsed], dtype=np.intp)
+        return cols, 2 + wc, sizes
+
+    def _analytic_cg(self, idx: NDArray[np.intp], kc: int, sizes: NDArray[np.intp]
+                     ) -> tuple[Floats, Floats, Floats]:
+        """Wald statistics, p-values and first-order noise variances of a batch of
+        **conditional-Gaussian** queries (:meth:`_is_cg`; ``idx`` from :meth:`_cg_cols`:
+        the first ``kc`` columns continuous, X and Y first, the rest discrete). On the
+        rank scale, the discrete columns are partialled out first (``A = C_KK - C_KD
+        C_DD^-1 C_DK``, a linear adjustment: exact for one binary or nominal column);
+        the continuous block's residual correlation ``R`` is then mapped to the copula
+        scale ``2 sin(pi R / 6)`` (projected onto the positive-definite matrices) and X
+        and Y's partial correlation given the continuous S columns is tested with
+        ``kappa = pi^2/9``. (Partialling the discrete columns out on the rank scale and
+        leaving the continuous ones there, the previous rule, is biased when a discrete
+        column shifts continuous ones: docs/continuous.md.) The noise null is the delta
+        method through the whole chain (:meth:`_cg_noise_cov`). Vectorised."""
+        b, s = idx.shape
+        moments, _ = self._padded(int(s - sizes.min()))
+        sub = moments[idx[:, :, None], idx[:, None, :]]
+        c = correlation_of_matrix(sub, np.zeros(s, dtype=bool), "rank", self.floor)
+        m, _, a, wmat = _cg_chain(c, kc)
+        r, _ = _partials(m, 1, 1)
+        r = r[:, 0]
+        n_eff = np.maximum(self.n - sizes - 1, 1)
+        var = COPULA_KAPPA / n_eff
+        if self.sigma == 0:
+            nvar = np.zeros(b)
+        else:
+            nvar = self._cg_noise_cov(sub, c, m, a, wmat, kc)
+            var = var + nvar
+        stat = r * r / var
+        from scipy.special import erfc
+
+        pvalue = np.asarray(erfc(np.sqrt(np.maximum(stat, 0.0) / 2.0)), dtype=np.float64)
+        return np.asarray(stat, dtype=np.float64), pvalue, np.asarray(nvar, dtype=np.float64)
+
+    def _cg_noise_cov(self, sub: Floats, c: Floats, m: Floats, a: Floats, wmat: Floats,
+                      kc: int) -> Floats:
+        """First-order variance of the release noise's effect on the conditional-
+        Gaussian partial correlation (:meth:`_analytic_cg`) at its nearest null (the
+        X-Y entry of the copula-scale matrix ``m`` set to ``m_XZ m_ZZ^-1 m_ZY``): the
+        gradient with respect to ``m`` is ``sym(p_x p_y^T) / sqrt(P_xx P_yy)``; it goes
+        back through the copula map (``pi/3 cos(pi R/6)``), the normalisation of the
+        residual covariance ``A`` (diagonal ``a``), the Schur complement (``W = C_DD^-1
+        C_DK``: ``G_C = [[G_A, -G_A W^T], [-W G_A, W G_A W^T]]``) and then correlation
+        -> moments as in :meth:`_moment_noise_cov`."""
+        b, s = c.shape[0], c.shape[-1]
+        m0 = m.copy()
+        if kc > 2:
+            rho0 = np.einsum("bi,bi->b", m[:, 0, 2:],
+                             np.linalg.solve(m[:, 2:, 2:], m[:, 2:, 1:2])[..., 0])
+        else:
+            rho0 = np.zeros(b)
+        m0[:, 0, 1] = rho0
+        m0[:, 1, 0] = rho0
+        prec = np.linalg.inv(m0)
+        dg = np.sqrt(np.diagonal(prec, axis1=-2, axis2=-1))
+        px = prec[:, :, 0] / dg[:, None, 0]
+        py = prec[:, :, 1] / dg[:, None, 1]
+        g_m = 0.5 * (px[:, :, None] * py[:, None, :] + py[:, :, None] * px[:, None, :])
+        ik = np.arange(kc)
+        r0 = 6.0 / math.pi * np.arcsin(np.clip(m0 / 2.0, -0.5, 0.5))
+        r0[:, ik, ik] = 1.0
+        g_r = g_m * (math.pi / 3.0 * np.cos(math.pi * r0 / 6.0))
+        g_r[:, ik, ik] = 0.0
+        ad = np.diagonal(a, axis1=-2, axis2=-1)
+        sd = np.sqrt(ad)
+        g_a = g_r / (sd[:, :, None] * sd[:, None, :])
+        g_a[:, ik, ik] = -np.einsum("bij,bij->bi", g_r, r0) / ad
+        g_c = np.zeros((b, s, s))
+        g_c[:, :kc, :kc] = g_a
+        ga_wt = g_a @ np.swapaxes(wmat, -1, -2)                         # (b, kc, d)
+        g_c[:, :kc, kc:] = -ga_wt
+        g_c[:, kc:, :kc] = -np.swapaxes(ga_wt, -1, -2)
+        g_c[:, kc:, kc:] = wmat @ ga_wt
+        ids = np.arange(s)
+        g_c[:, ids, ids] = 0.0
+        # the rank-scale correlation at the null point: only the X-Y entry moves
+        pre = c.copy()
+        a0xy = r0[:, 0, 1] * sd[:, 0] * sd[:, 1]
+        xy = a0xy + np.einsum("bi,bi->b", c[:, 0, kc:], wmat[:, :, 1])
+        pre[:, 0, 1] = xy
+        pre[:, 1, 0] = xy
+        out: Floats = self._moment_noise_cov(sub, g_c[:, None], pre)[:, 0, 0]
+        return out
 
     def _sampling_draws(self, g0: Floats) -> Floats:
         """``draws`` moment matrices of ``n`` Gaussian rows whose moments are ``g0``
@@ -549,38 +714,90 @@ class NoisyMomentTest:
         correlation of the real columns and makes the statistic's covariance block
         diagonal (its own partial correlations are zero), so the Wald statistic and its
         ``chi^2(kx ky)`` reference (real ``kx``, ``ky``) are those of the query alone.
-        The simulated null answers in order."""
+        The conditional-Gaussian queries (:meth:`_is_cg`) form a second batch
+        (:meth:`_analytic_cg`); swamped queries then draw their uniform p-values in query
+        order. The simulated null answers in order."""
         if self.sigma > 0 and self.null == "simulated":
             return [self.test(x, y, S) for x, y, S in queries]
         parsed = [self._query(x, y, S) for x, y, S in queries]
-        q = self.layout.q
-        kxm = max(kx for kx, _, _ in parsed)
-        kym = max(ky for _, ky, _ in parsed)
-        width = max(kxm + kym + len(idx) - kx - ky for kx, ky, idx in parsed)
-        cols = np.empty((len(parsed), width), dtype=np.intp)
-        for i, (kx, ky, idx) in enumerate(parsed):
-            pads = iter(range(q, q + width))
-            rest = idx[kx + ky:]
-            cols[i] = (idx[:kx] + [next(pads) for _ in range(kxm - kx)] + idx[kx:kx + ky]
-                       + [next(pads) for _ in range(kym - ky)] + rest
-                       + [next(pads) for _ in range(width - kxm - kym - len(rest))])
-        sizes = np.array([len(idx) for _, _, idx in parsed], dtype=np.intp)
-        dof = np.array([kx * ky for kx, ky, _ in parsed], dtype=np.intp)
-        stat, pvalue, wide = self._analytic(cols, kxm, kym, sizes, dof)
+        stat, pvalue, nvar = self._round(parsed)
+        wide = nvar > NONLINEAR_SD ** 2
         out = [CIResult(pv > self.alpha, st_, pv)
                for st_, pv in zip(stat.tolist(), pvalue.tolist(), strict=True)]
+        swamped = np.flatnonzero(wide).tolist()
         if self.null == "auto":
-            for i in np.flatnonzero(wide).tolist():
+            for i in swamped:
                 out[i] = self._sampled(*parsed[i])
+        elif swamped:
+            # in query order: the same draws as test() one by one
+            for i, u in zip(swamped, self._swamped_pvalues(len(swamped)), strict=True):
+                out[i] = CIResult(u > self.alpha, out[i].statistic, u)
         return out
+
+    def _round(self, parsed: Sequence[tuple[int, int, list[int]]]
+               ) -> tuple[Floats, Floats, Floats]:
+        """Statistics, analytic p-values and largest first-order noise variances of a
+        round of parsed queries: the conditional-Gaussian ones (:meth:`_is_cg`) in one
+        batch of :meth:`_analytic_cg`, the others in one padded batch of
+        :meth:`_analytic`."""
+        b = len(parsed)
+        stat, pvalue, nvar = np.zeros(b), np.zeros(b), np.zeros(b)
+        flags = [self._is_cg(*p) for p in parsed]
+        cgi = [i for i, f in enumerate(flags) if f]
+        rest = [i for i, f in enumerate(flags) if not f]
+        if cgi:
+            cols, kc, sizes = self._cg_cols([parsed[i] for i in cgi])
+            st_, pv, nv = self._analytic_cg(cols, kc, sizes)
+            stat[cgi], pvalue[cgi], nvar[cgi] = st_, pv, nv
+        if rest:
+            sel = [parsed[i] for i in rest]
+            q = self.layout.q
+            kxm = max(kx for kx, _, _ in sel)
+            kym = max(ky for _, ky, _ in sel)
+            width = max(kxm + kym + len(idx) - kx - ky for kx, ky, idx in sel)
+            cols = np.empty((len(sel), width), dtype=np.intp)
+            for i, (kx, ky, idx) in enumerate(sel):
+                pads = iter(range(q, q + width))
+                tail = idx[kx + ky:]
+                cols[i] = (idx[:kx] + [next(pads) for _ in range(kxm - kx)]
+                           + idx[kx:kx + ky] + [next(pads) for _ in range(kym - ky)] + tail
+                           + [next(pads) for _ in range(width - kxm - kym - len(tail))])
+            sizes = np.array([len(idx) for _, _, idx in sel], dtype=np.intp)
+            dof = np.array([kx * ky for kx, ky, _ in sel], dtype=np.intp)
+            st_, pv, nv = self._analytic(cols, kxm, kym, sizes, dof)
+            stat[rest], pvalue[rest], nvar[rest] = st_, pv, nv
+        return stat, pvalue, nvar
+
+    def _swamped_pvalues(self, count: int) -> list[float]:
+        """The p-values of ``count`` swamped tests (``null="delta"``: first-order noise
+        sd above :data:`NONLINEAR_SD` on one of their partial correlations): independent
+        ``U(0, 1)`` draws from the auxiliary generator (not privacy noise), so that such a
+        test rejects with probability exactly ``alpha`` given the release, under the null
+        and under any alternative (docs/privacy/algorithm-cov-pc.md, "Swamped tests").
+        ``U`` is drawn as ``1 - random()``, in ``(0, 1]``."""
+        u: list[float] = (1.0 - self.rng.random(count)).tolist()
+        return u
+
+    def noise_sd(self, x: int, y: int, S: tuple[int, ...]) -> float:
+        """The largest first-order (delta-method) standard deviation of the release noise
+        on one of the test's partial correlations, at its nearest null (0 without
+        release noise): the public quantity compared with :data:`NONLINEAR_SD`.
+        Post-processing of the release."""
+        if self.sigma == 0:
+            return 0.0
+        _, _, nvar = self._round([self._query(x, y, S)])
+        return float(np.sqrt(max(float(nvar[0]), 0.0)))
+
+    def swamped(self, x: int, y: int, S: tuple[int, ...]) -> bool:
+        """Whether the release noise swamps the test (:meth:`noise_sd` above
+        :data:`NONLINEAR_SD`): with ``null="delta"`` its p-value is then a ``U(0, 1)``
+        draw (:meth:`_swamped_pvalues`), with ``null="auto"`` the sampled null."""
+        return self.noise_sd(x, y, S) > NONLINEAR_SD
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
         kx, ky, idx = self._query(x, y, S)
         if self.sigma == 0 or self.null in ("delta", "auto"):
-            stat, pvalue, wide = self._analytic(np.array([idx], dtype=np.intp), kx, ky)
-            if self.null == "auto" and bool(wide[0]):
-                return self._sampled(kx, ky, idx)
-            return CIResult(float(pvalue[0]) > self.alpha, float(stat[0]), float(pvalue[0]))
+            return self.test_many([(x, y, S)])[0]
         # the copula map only when every column of the test is continuous: a discrete
         # column anywhere keeps the whole test on the rank (score) scale, where
         # conditioning on binary / one-hot columns is exact (docs/continuous.md)

@@ -77,11 +77,12 @@ class CovPCParams:
     null: str | None = option(
         None, type=str, metavar="delta|simulated|auto",
         help="how each test's null includes the release noise: 'delta' (default; its "
-             "first-order covariance from the public sigma, chi-square reference), "
-             "'simulated' (the first version's Monte-Carlo replicates of the noise only) "
-             "or 'auto' (experimental: the delta null, except for tests whose noise sd on "
-             "a partial correlation exceeds 0.5, which get Monte-Carlo replicates of "
-             "sampling and noise through the whole post-processing)")
+             "first-order covariance from the public sigma, chi-square reference; a test "
+             "whose noise sd on a partial correlation exceeds 0.5 is swamped and gets a "
+             "uniform p-value, exact level alpha), 'simulated' (the first version's "
+             "Monte-Carlo replicates of the noise only) or 'auto' (experimental: the "
+             "delta null, except that swamped tests get Monte-Carlo replicates of "
+             "sampling and noise through the whole post-processing; not calibrated)")
 
     def __post_init__(self) -> None:
         v = self.null_draws
