@@ -31,6 +31,7 @@ Proof note: ``docs/privacy/algorithm-marginal-pc.md``.
 from __future__ import annotations
 
 import math
+from itertools import combinations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -51,7 +52,7 @@ from dpcg.citests.registry import NoOptions, option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, DpcgError
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over
-from dpcg.private.common import check_count_field, exhaustion_note, ranked_sets, unspent
+from dpcg.private.common import SETS_PER_SIDE, check_count_field, exhaustion_note, unspent
 from dpcg.private.contract import RunSettings, ScoreCache
 from dpcg.private.planning import planned_depth
 from dpcg.private.registry import register_algorithm
@@ -341,6 +342,39 @@ class MarginalTester:
         self.tests += 1
         return CIResult(res.independent, res.statistic, res.pvalue)
 
+    def _ranked(self, level: int, pair: Pair, candidates: LevelCandidates
+                ) -> tuple[Sepset, ...]:
+        """A pair's candidate sets, most likely separating first (released values only).
+
+        A set can separate ``x`` and ``y`` only through variables dependent on both, so
+        a neighbour ``v`` of an endpoint scores ``min(s(x, v), s(y, v))``, ``s`` the
+        released level-0 strength per degree of freedom (``-inf`` when not released);
+        each endpoint's ``m`` best-scoring neighbours give its size-``level`` subsets
+        (``m`` the largest with ``C(m, level) <= SETS_PER_SIDE``), and a set scores the
+        smallest score of its members (ties: the set's sum, then the set itself)."""
+        x, y = pair
+        sets = candidates[pair]
+        st = self._strength
+
+        def s(a: int, v: int) -> float:
+            return st.get((min(a, v), max(a, v)), -math.inf)
+
+        scored: dict[Sepset, tuple[float, float]] = {}
+        for a, b in ((x, y), (y, x)):
+            score = {v: min(s(x, v), s(y, v)) for v in candidates.adjacency[a] - {b}}
+            nbrs = sorted(score, key=lambda v: (-score[v], v))
+            m = level
+            while m < len(nbrs) and math.comb(m + 1, level) <= SETS_PER_SIDE:
+                m += 1
+            for S in combinations(sorted(nbrs[:m]), level):
+                if S in sets and S not in scored:
+                    vals = [score[v] for v in S]
+                    scored[S] = (min(vals), sum(vals))
+        if not scored:
+            return tuple(sets)[:self.plan.sets_per_pair]
+        order = sorted(scored, key=lambda S: (-scored[S][0], -scored[S][1], S))
+        return tuple(order[:self.plan.sets_per_pair])
+
     def _choose(self, serves: Mapping[tuple[int, ...], list[Pair]],
                 rank: Mapping[tuple[int, ...], int], share: Fraction
                 ) -> list[tuple[int, ...]]:
@@ -377,9 +411,7 @@ class MarginalTester:
         if level == 0:
             asked = {pair: ((),) for pair in pairs if () in candidates[pair]}
         else:
-            asked = {pair: ranked_sets(level, pair, candidates,
-                                       self._strength)[:plan.sets_per_pair]
-                     for pair in pairs}
+            asked = {pair: self._ranked(level, pair, candidates) for pair in pairs}
         serves: dict[tuple[int, ...], list[Pair]] = {}
         rank: dict[tuple[int, ...], int] = {}  # best rank of the table among its pairs' sets
         for (x, y), sets in asked.items():
@@ -415,7 +447,8 @@ class MarginalTester:
                 tests += 1
                 candidates.record(x, y, S, res)
                 if level == 0 and res.statistic is not None:
-                    self._strength[(x, y)] = float(res.statistic)
+                    cx, cy = self.source.cardinalities[x], self.source.cardinalities[y]
+                    self._strength[(x, y)] = float(res.statistic) / ((cx - 1) * (cy - 1))
                 if res.independent and res.pvalue is not None and (
                         best is None or res.pvalue > best[0]):
                     best = (res.pvalue, S)
