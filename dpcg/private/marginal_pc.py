@@ -31,10 +31,10 @@ Proof note: ``docs/privacy/algorithm-marginal-pc.md``.
 from __future__ import annotations
 
 import math
-from itertools import combinations
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,7 @@ from dpcg.citests.noisy_g2 import DEFAULT_DRAWS, noisy_g2_test
 from dpcg.citests.registry import NoOptions, option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, DpcgError
-from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset
 from dpcg.private.common import SETS_PER_SIDE, check_count_field, exhaustion_note, unspent
 from dpcg.private.contract import RunSettings, ScoreCache
 from dpcg.private.planning import planned_depth
@@ -59,6 +59,7 @@ from dpcg.private.registry import register_algorithm
 from dpcg.stats.marginals import (
     COUNT_TABLE_L2,
     cells,
+    joint_table_l2,
     marginal_counts,
     marginals_of_pairs,
     strata_view,
@@ -173,10 +174,13 @@ class MarginalPlan:
                 "max_depth": self.max_depth, "level0_tables": self.pairs,
                 "level0_table_rho": self.level0_rho,
                 "level0_sigma": COUNT_TABLE_L2 / math.sqrt(2.0 * self.level0_rho),
+                "level0_releases": 1 if self.pairs else 0,
+                "level0_sensitivity_l2": joint_table_l2(max(self.pairs, 1)),
                 "level0_share": self.level0_share, "sets_per_pair": self.sets_per_pair,
                 "max_cells": self.max_cells, "draws": self.draws,
                 "max_noise": self.max_noise,
-                "sensitivity_l2": COUNT_TABLE_L2}
+                "sensitivity_l2_per_table": COUNT_TABLE_L2,
+                "releases": "one joint Gaussian release per level"}
 
 
 def make_plan(params: MarginalPCParams, settings: RunSettings,
@@ -206,11 +210,11 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
                                "table per pair); give a larger budget")
     if each < MIN_TABLE_RHO:
         raise too_small
-    try:  # the sampler must draw level 0's widest table (pre-flight, nothing charged)
-        mech = Gaussian.for_rho(COUNT_TABLE_L2, Fraction(each))
-        widest = max((source.cells((x, y)) for x in range(p) for y in range(x + 1, p)),
-                     default=1)
-        check_gaussian_scale(COUNT_TABLE_L2, mech.sigma, widest)
+    try:  # the sampler must draw level 0's joint release (pre-flight, nothing charged)
+        l2 = joint_table_l2(max(pairs, 1))
+        mech = Gaussian.for_rho(l2, Fraction(each) * max(pairs, 1))
+        total = sum(source.cells((x, y)) for x in range(p) for y in range(x + 1, p))
+        check_gaussian_scale(l2, mech.sigma, max(total, 1))
     except AccountingError:
         raise too_small from None
     max_cells = (params.max_cells if params.max_cells is not None
@@ -244,6 +248,7 @@ class MarginalTester:
         self.levels: list[dict[str, Any]] = []
         self.exhaustion_note: str | None = None
         self.releases = 0
+        self.tables = 0
         self.tests = 0
         self._strength: dict[Pair, float] = {}
         self._finished = False  # a level >= 1 could afford no table: deeper ones neither
@@ -284,51 +289,57 @@ class MarginalTester:
         return best
 
     def _release(self, level: int, tables: list[tuple[int, ...]], rho_each: Fraction,
-                 rec: dict[str, Any]) -> bool:
-        """Release ``tables`` (sorted variable tuples) in one batch at ``rho_each``;
-        ``False`` when the filter admitted only a prefix (the session then halts)."""
+                 rec: dict[str, Any]) -> None:
+        """Release ``tables`` (sorted variable tuples) as ONE Gaussian mechanism on their
+        concatenated counts: L2 sensitivity ``sqrt(2 T)`` (:func:`joint_table_l2`),
+        cost ``T rho_each``, so every cell's noise variance is ``1 / rho_each``."""
         if not tables:
-            return True
+            return
         if rho_each < Fraction(MIN_TABLE_RHO):
             raise self._stop(level, f"nothing useful is left for level {level}'s "
                                     f"{len(tables)} tables")
+        src = self.source
+        sizes = [src.cells(vs) for vs in tables]
         try:
-            mech = Gaussian.for_rho(COUNT_TABLE_L2, rho_each)
+            l2 = joint_table_l2(len(tables))
+            mech = Gaussian.for_rho(l2, rho_each * len(tables))
+            check_gaussian_scale(l2, mech.sigma, sum(sizes))
         except (AccountingError, DpcgError, ValueError) as exc:
             raise self._stop(level, f"level {level}'s tables cannot be sampled "
                                     f"({type(exc).__name__})") from None
-        src = self.source
-        computed: dict[tuple[int, ...], NDArray[np.int64]] = {}
 
-        def compute(vs: tuple[int, ...]) -> NDArray[np.float64]:
-            if not computed:  # after the whole batch was admitted and recorded
-                if level == 0:
-                    computed.update({k: v for k, v in src.pair_tables(
-                        [(t[0], t[1]) for t in tables]).items()})
-                else:
-                    computed.update({t: src.table(t) for t in tables})
-            return np.asarray(computed[vs], dtype=np.float64).ravel()
+        def compute() -> NDArray[np.float64]:  # after the release was admitted and recorded
+            if level == 0:
+                got = src.pair_tables([(t[0], t[1]) for t in tables])
+                parts = [got[(t[0], t[1])] for t in tables]
+            else:
+                parts = [src.table(t) for t in tables]
+            return np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in parts])
 
-        def request(vs: tuple[int, ...]) -> tuple[Gaussian, Callable[[], Any], str]:
-            return (mech, lambda: compute(vs),
-                    f"level-{level} noisy marginal table over {list(vs)}")
-
-        outputs = self.session.release_many([request(vs) for vs in tables])
+        purpose = (f"level-{level} noisy marginal tables: {len(tables)} tables, "
+                   f"{sum(sizes)} cells, one joint Gaussian release")
+        try:
+            out = np.asarray(self.session.release(mech, compute, purpose=purpose),
+                             dtype=np.float64).ravel()
+        except BudgetExceededError:
+            raise self._stop(level, f"the budget is used up in level {level}'s "
+                                    "tables") from None
         variance = float(mech.sigma) ** 2
-        for vs, out in zip(tables, outputs, strict=False):
-            shape = tuple(src.cardinalities[v] for v in vs)
-            rel = _Released(vs, np.asarray(out, dtype=np.float64).reshape(shape), variance)
-            if vs not in self.released:
-                held = frozenset(vs)
-                for v in vs:
-                    self._by_var.setdefault(v, []).append((rel, held))
-            else:  # pragma: no cover - a held table is never asked again (_best)
+        offsets = np.cumsum([0, *sizes])
+        for i, vs in enumerate(tables):
+            if vs in self.released:  # pragma: no cover - a held table is never asked again
                 raise AlgorithmError(f"marginal-pc: table over {list(vs)} released twice")
+            shape = tuple(src.cardinalities[v] for v in vs)
+            rel = _Released(vs, out[offsets[i]:offsets[i + 1]].reshape(shape), variance)
+            held = frozenset(vs)
+            for v in vs:
+                self._by_var.setdefault(v, []).append((rel, held))
             self.released[vs] = rel
-        self.releases += len(outputs)
-        rec.update(tables=len(outputs), table_rho=float(rho_each), sigma=float(mech.sigma),
-                   cells=int(sum(src.cells(vs) for vs in tables[:len(outputs)])))
-        return len(outputs) == len(tables)
+        self.releases += 1
+        self.tables += len(tables)
+        rec.update(tables=len(tables), releases=1, table_rho=float(rho_each),
+                   level_rho=float(rho_each * len(tables)), sensitivity_l2=l2,
+                   sigma=float(mech.sigma), cells=int(sum(sizes)))
 
     def _test(self, x: int, y: int, S: Sepset) -> CIResult | None:
         vs = tuple(sorted((x, y, *S)))
@@ -430,7 +441,7 @@ class MarginalTester:
             if not wanted:  # deeper levels need wider tables: none fits either
                 self._finished = True
         rec["wanted"] = len(serves)
-        complete = self._release(level, wanted, rho_each, rec)
+        self._release(level, wanted, rho_each, rec)
         removals: dict[Pair, Sepset] = {}
         tests = 0
         for (x, y), sets in asked.items():
@@ -455,9 +466,6 @@ class MarginalTester:
             if best is not None:
                 removals[(x, y)] = best[1]
         rec["tests"] = tests
-        if not complete:
-            raise hand_over(self._stop(level, f"the budget is used up in level {level}'s "
-                                              "tables"), removals)
         return removals
 
 
@@ -511,7 +519,8 @@ class MarginalPC:
         return MarginalTester(plan, source, session)
 
     def usage(self, tester: MarginalTester) -> Mapping[str, object]:
-        return {"used_releases": tester.releases, "used_tests": tester.tests,
+        return {"used_releases": tester.releases, "used_tables": tester.tables,
+                "used_tests": tester.tests,
                 "used_tests_per_release": (tester.tests / tester.releases
                                       if tester.releases else 0.0),
                 "used_levels": tester.levels, "used_unspent": unspent(tester.session)}
