@@ -2,13 +2,15 @@
 
 Every discrete CI test ``x _||_ y | S`` is a function of the marginal table over
 ``{x, y} u S``. Marginal-PC releases such tables (zCDP, the Gaussian mechanism on the
-full count table, L2 sensitivity ``sqrt(2)`` under replace-one) and derives every test
-from them, so one release serves all the tests of its variables:
+full count tables) and derives every test from them. A level's tables are released as
+ONE Gaussian mechanism on their concatenated counts (L2 sensitivity ``sqrt(2 T)`` for
+``T`` tables under replace-one, :func:`dpcg.stats.marginals.joint_table_l2`), so a run
+makes one release per level and every test of the level is read from it:
 
 * **level 0**: one 2-way table per pair (every pair's test given the empty set);
 * **level l >= 1**: for each pair still adjacent, up to ``sets_per_pair`` of its
-  candidate sets (ranked by the released level-0 strengths of the endpoints'
-  neighbours, :func:`dpcg.private.common.ranked_sets`); the level releases one table per
+  candidate sets (ranked by the released level-0 strength of each member to *both*
+  endpoints, :meth:`MarginalTester._ranked`); the level releases one table per
   distinct variable set ``{x, y} u S`` among those tests, so a 3-way table ``(x, y, z)``
   serves ``x _||_ y | z``, ``x _||_ z | y`` and ``y _||_ z | x`` when all three are asked,
   and a ``(l + 2)``-way table up to ``C(l + 2, 2)`` tests. A test is read from the
@@ -18,7 +20,8 @@ from them, so one release serves all the tests of its variables:
 Which tables a level releases is decided from the frozen adjacency (post-processing of
 earlier released decisions) and released strengths; each level's budget from public
 facts: level ``l`` gets ``1/(D - l + 2)`` of the zCDP budget the filter has left (``D``
-the planned depth), shared equally by the tables it releases. A table whose size exceeds
+the planned depth), shared equally by the tables it releases (the joint release's cost;
+every cell's noise variance is the level's ``T / rho_level``). A table whose size exceeds
 ``max_cells`` (public: schema and ``n``) is not released; its tests are not asked.
 
 Each test is :func:`dpcg.citests.noisy_g2.noisy_g2_test` on the released sub-table
