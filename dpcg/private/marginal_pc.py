@@ -79,8 +79,11 @@ MIN_TABLE_RHO = 2.0 ** -41
 #: the strongest signals, the later levels need more tables: measured on alarm,
 #: insurance and child at eps 1, docs/benchmarks/marginal-pc.md).
 LEVEL0_SHARE = 0.15
-#: Default ``max_noise``: per-cell noise variance at most this many mean counts.
-MAX_NOISE = 30.0
+#: Default ``max_noise``: at level ``l``, per-cell noise variance at most this many
+#: mean counts over ``l`` (deeper tables are wider, their tests spread a dependence over
+#: more degrees of freedom; measured on child, insurance, alarm and random-50 at eps 1,
+#: docs/benchmarks/marginal-pc.md).
+MAX_NOISE = 60.0
 #: Default ``max_cells``: a table is released only if ``n / cells >= ROWS_PER_CELL``.
 ROWS_PER_CELL = 20
 
@@ -107,8 +110,8 @@ class MarginalPCParams:
         help="Monte-Carlo draws of each test's noisy null (post-processing)")
     max_noise: float = option(
         MAX_NOISE, type=float, metavar="G",
-        help="at a level >= 1, a table is released only while its per-cell noise "
-             "variance is at most G times its mean count n/cells (a test whose noise "
+        help="at a level l >= 1, a table is released only while its per-cell noise "
+             "variance is at most G/l times its mean count n/cells (a test whose noise "
              "swamps its counts has no power and would remove true edges); the level "
              "releases the most-shared tables that fit")
     level0_share: float | None = option(
@@ -390,20 +393,20 @@ class MarginalTester:
         return tuple(order[:self.plan.sets_per_pair])
 
     def _choose(self, serves: Mapping[tuple[int, ...], list[Pair]],
-                rank: Mapping[tuple[int, ...], int], share: Fraction
+                rank: Mapping[tuple[int, ...], int], share: Fraction, level: int
                 ) -> list[tuple[int, ...]]:
         """The tables a level >= 1 releases: round by round over the pairs' ranked sets
         (every pair's first set before any pair's second), within a round by the number
         of asked tests each serves (most first), then by the weakest released level-0
         strength among their pairs (a weak pair is the likeliest to be separated), while
         ``T`` tables at ``share / T`` each keep every chosen table's per-cell noise
-        variance ``T/share`` within ``max_noise`` mean counts ``n / cells`` (public facts
-        and released values only)."""
+        variance ``T/share`` within ``max_noise / level`` mean counts ``n / cells``
+        (public facts and released values only)."""
         strength = self._strength
         order = sorted(serves, key=lambda vs: (
             rank[vs], -len(serves[vs]),
             min(strength.get(pair, math.inf) for pair in serves[vs]), vs))
-        n, g = self.source.n, self.plan.max_noise
+        n, g = self.source.n, self.plan.max_noise / level
         chosen: list[tuple[int, ...]] = []
         widest = 0
         for vs in order:
@@ -439,7 +442,7 @@ class MarginalTester:
             rho_each = Fraction(plan.level0_rho)
         else:
             share = self._remaining_rho() / level_slots(level, plan.depth)
-            wanted = self._choose(serves, rank, share)
+            wanted = self._choose(serves, rank, share, level)
             rho_each = share / len(wanted) if wanted else Fraction(0)
             if not wanted:  # deeper levels need wider tables: none fits either
                 self._finished = True
