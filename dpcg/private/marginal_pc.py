@@ -2,13 +2,15 @@
 
 Every discrete CI test ``x _||_ y | S`` is a function of the marginal table over
 ``{x, y} u S``. Marginal-PC releases such tables (zCDP, the Gaussian mechanism on the
-full count table, L2 sensitivity ``sqrt(2)`` under replace-one) and derives every test
-from them, so one release serves all the tests of its variables:
+full count tables) and derives every test from them. A level's tables are released as
+ONE Gaussian mechanism on their concatenated counts (L2 sensitivity ``sqrt(2 T)`` for
+``T`` tables under replace-one, :func:`dpcg.stats.marginals.joint_table_l2`), so a run
+makes one release per level and every test of the level is read from it:
 
 * **level 0**: one 2-way table per pair (every pair's test given the empty set);
 * **level l >= 1**: for each pair still adjacent, up to ``sets_per_pair`` of its
-  candidate sets (ranked by the released level-0 strengths of the endpoints'
-  neighbours, :func:`dpcg.private.common.ranked_sets`); the level releases one table per
+  candidate sets (ranked by the released level-0 strength of each member to *both*
+  endpoints, :meth:`MarginalTester._ranked`); the level releases one table per
   distinct variable set ``{x, y} u S`` among those tests, so a 3-way table ``(x, y, z)``
   serves ``x _||_ y | z``, ``x _||_ z | y`` and ``y _||_ z | x`` when all three are asked,
   and a ``(l + 2)``-way table up to ``C(l + 2, 2)`` tests. A test is read from the
@@ -18,7 +20,8 @@ from them, so one release serves all the tests of its variables:
 Which tables a level releases is decided from the frozen adjacency (post-processing of
 earlier released decisions) and released strengths; each level's budget from public
 facts: level ``l`` gets ``1/(D - l + 2)`` of the zCDP budget the filter has left (``D``
-the planned depth), shared equally by the tables it releases. A table whose size exceeds
+the planned depth), shared equally by the tables it releases (the joint release's cost;
+every cell's noise variance is the level's ``T / rho_level``). A table whose size exceeds
 ``max_cells`` (public: schema and ``n``) is not released; its tests are not asked.
 
 Each test is :func:`dpcg.citests.noisy_g2.noisy_g2_test` on the released sub-table
@@ -31,9 +34,10 @@ Proof note: ``docs/privacy/algorithm-marginal-pc.md``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -51,14 +55,15 @@ from dpcg.citests.nonprivate import G2Options
 from dpcg.citests.registry import NoOptions, option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, DpcgError
-from dpcg.pc.engine import LevelCandidates, Pair, Sepset, hand_over
-from dpcg.private.common import check_count_field, exhaustion_note, ranked_sets, unspent
+from dpcg.pc.engine import LevelCandidates, Pair, Sepset
+from dpcg.private.common import SETS_PER_SIDE, check_count_field, exhaustion_note, unspent
 from dpcg.private.contract import RunSettings, ScoreCache
 from dpcg.private.planning import planned_depth
 from dpcg.private.registry import register_algorithm
 from dpcg.stats.marginals import (
     COUNT_TABLE_L2,
     cells,
+    joint_table_l2,
     marginal_counts,
     marginals_of_pairs,
     strata_view,
@@ -75,8 +80,11 @@ MIN_TABLE_RHO = 2.0 ** -41
 #: the strongest signals, the later levels need more tables: measured on alarm,
 #: insurance and child at eps 1, docs/benchmarks/marginal-pc.md).
 LEVEL0_SHARE = 0.15
-#: Default ``max_noise``: per-cell noise variance at most this many mean counts.
-MAX_NOISE = 30.0
+#: Default ``max_noise``: at level ``l``, per-cell noise variance at most this many
+#: mean counts over ``l`` (deeper tables are wider, their tests spread a dependence over
+#: more degrees of freedom; measured on child, insurance, alarm and random-50 at eps 1,
+#: docs/benchmarks/marginal-pc.md).
+MAX_NOISE = 60.0
 #: Default ``max_cells``: a table is released only if ``n / cells >= ROWS_PER_CELL``.
 ROWS_PER_CELL = 20
 
@@ -103,8 +111,8 @@ class MarginalPCParams:
         help="Monte-Carlo draws of each test's noisy null (post-processing)")
     max_noise: float = option(
         MAX_NOISE, type=float, metavar="G",
-        help="at a level >= 1, a table is released only while its per-cell noise "
-             "variance is at most G times its mean count n/cells (a test whose noise "
+        help="at a level l >= 1, a table is released only while its per-cell noise "
+             "variance is at most G/l times its mean count n/cells (a test whose noise "
              "swamps its counts has no power and would remove true edges); the level "
              "releases the most-shared tables that fit")
     level0_share: float | None = option(
@@ -173,10 +181,13 @@ class MarginalPlan:
                 "max_depth": self.max_depth, "level0_tables": self.pairs,
                 "level0_table_rho": self.level0_rho,
                 "level0_sigma": COUNT_TABLE_L2 / math.sqrt(2.0 * self.level0_rho),
+                "level0_releases": 1 if self.pairs else 0,
+                "level0_sensitivity_l2": joint_table_l2(max(self.pairs, 1)),
                 "level0_share": self.level0_share, "sets_per_pair": self.sets_per_pair,
                 "max_cells": self.max_cells, "draws": self.draws,
                 "max_noise": self.max_noise,
-                "sensitivity_l2": COUNT_TABLE_L2}
+                "sensitivity_l2_per_table": COUNT_TABLE_L2,
+                "releases": "one joint Gaussian release per level"}
 
 
 def make_plan(params: MarginalPCParams, settings: RunSettings,
@@ -206,11 +217,11 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
                                "table per pair); give a larger budget")
     if each < MIN_TABLE_RHO:
         raise too_small
-    try:  # the sampler must draw level 0's widest table (pre-flight, nothing charged)
-        mech = Gaussian.for_rho(COUNT_TABLE_L2, Fraction(each))
-        widest = max((source.cells((x, y)) for x in range(p) for y in range(x + 1, p)),
-                     default=1)
-        check_gaussian_scale(COUNT_TABLE_L2, mech.sigma, widest)
+    try:  # the sampler must draw level 0's joint release (pre-flight, nothing charged)
+        l2 = joint_table_l2(max(pairs, 1))
+        mech = Gaussian.for_rho(l2, Fraction(each) * max(pairs, 1))
+        total = sum(source.cells((x, y)) for x in range(p) for y in range(x + 1, p))
+        check_gaussian_scale(l2, mech.sigma, max(total, 1))
     except AccountingError:
         raise too_small from None
     max_cells = (params.max_cells if params.max_cells is not None
@@ -244,6 +255,7 @@ class MarginalTester:
         self.levels: list[dict[str, Any]] = []
         self.exhaustion_note: str | None = None
         self.releases = 0
+        self.tables = 0
         self.tests = 0
         self._strength: dict[Pair, float] = {}
         self._finished = False  # a level >= 1 could afford no table: deeper ones neither
@@ -284,51 +296,57 @@ class MarginalTester:
         return best
 
     def _release(self, level: int, tables: list[tuple[int, ...]], rho_each: Fraction,
-                 rec: dict[str, Any]) -> bool:
-        """Release ``tables`` (sorted variable tuples) in one batch at ``rho_each``;
-        ``False`` when the filter admitted only a prefix (the session then halts)."""
+                 rec: dict[str, Any]) -> None:
+        """Release ``tables`` (sorted variable tuples) as ONE Gaussian mechanism on their
+        concatenated counts: L2 sensitivity ``sqrt(2 T)`` (:func:`joint_table_l2`),
+        cost ``T rho_each``, so every cell's noise variance is ``1 / rho_each``."""
         if not tables:
-            return True
+            return
         if rho_each < Fraction(MIN_TABLE_RHO):
             raise self._stop(level, f"nothing useful is left for level {level}'s "
                                     f"{len(tables)} tables")
+        src = self.source
+        sizes = [src.cells(vs) for vs in tables]
         try:
-            mech = Gaussian.for_rho(COUNT_TABLE_L2, rho_each)
+            l2 = joint_table_l2(len(tables))
+            mech = Gaussian.for_rho(l2, rho_each * len(tables))
+            check_gaussian_scale(l2, mech.sigma, sum(sizes))
         except (AccountingError, DpcgError, ValueError) as exc:
             raise self._stop(level, f"level {level}'s tables cannot be sampled "
                                     f"({type(exc).__name__})") from None
-        src = self.source
-        computed: dict[tuple[int, ...], NDArray[np.int64]] = {}
 
-        def compute(vs: tuple[int, ...]) -> NDArray[np.float64]:
-            if not computed:  # after the whole batch was admitted and recorded
-                if level == 0:
-                    computed.update({k: v for k, v in src.pair_tables(
-                        [(t[0], t[1]) for t in tables]).items()})
-                else:
-                    computed.update({t: src.table(t) for t in tables})
-            return np.asarray(computed[vs], dtype=np.float64).ravel()
+        def compute() -> NDArray[np.float64]:  # after the release was admitted and recorded
+            if level == 0:
+                got = src.pair_tables([(t[0], t[1]) for t in tables])
+                parts = [got[(t[0], t[1])] for t in tables]
+            else:
+                parts = [src.table(t) for t in tables]
+            return np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in parts])
 
-        def request(vs: tuple[int, ...]) -> tuple[Gaussian, Callable[[], Any], str]:
-            return (mech, lambda: compute(vs),
-                    f"level-{level} noisy marginal table over {list(vs)}")
-
-        outputs = self.session.release_many([request(vs) for vs in tables])
+        purpose = (f"level-{level} noisy marginal tables: {len(tables)} tables, "
+                   f"{sum(sizes)} cells, one joint Gaussian release")
+        try:
+            out = np.asarray(self.session.release(mech, compute, purpose=purpose),
+                             dtype=np.float64).ravel()
+        except BudgetExceededError:
+            raise self._stop(level, f"the budget is used up in level {level}'s "
+                                    "tables") from None
         variance = float(mech.sigma) ** 2
-        for vs, out in zip(tables, outputs, strict=False):
-            shape = tuple(src.cardinalities[v] for v in vs)
-            rel = _Released(vs, np.asarray(out, dtype=np.float64).reshape(shape), variance)
-            if vs not in self.released:
-                held = frozenset(vs)
-                for v in vs:
-                    self._by_var.setdefault(v, []).append((rel, held))
-            else:  # pragma: no cover - a held table is never asked again (_best)
+        offsets = np.cumsum([0, *sizes])
+        for i, vs in enumerate(tables):
+            if vs in self.released:  # pragma: no cover - a held table is never asked again
                 raise AlgorithmError(f"marginal-pc: table over {list(vs)} released twice")
+            shape = tuple(src.cardinalities[v] for v in vs)
+            rel = _Released(vs, out[offsets[i]:offsets[i + 1]].reshape(shape), variance)
+            held = frozenset(vs)
+            for v in vs:
+                self._by_var.setdefault(v, []).append((rel, held))
             self.released[vs] = rel
-        self.releases += len(outputs)
-        rec.update(tables=len(outputs), table_rho=float(rho_each), sigma=float(mech.sigma),
-                   cells=int(sum(src.cells(vs) for vs in tables[:len(outputs)])))
-        return len(outputs) == len(tables)
+        self.releases += 1
+        self.tables += len(tables)
+        rec.update(tables=len(tables), releases=1, table_rho=float(rho_each),
+                   level_rho=float(rho_each * len(tables)), sensitivity_l2=l2,
+                   sigma=float(mech.sigma), cells=int(sum(sizes)))
 
     def _test(self, x: int, y: int, S: Sepset) -> CIResult | None:
         vs = tuple(sorted((x, y, *S)))
@@ -342,21 +360,54 @@ class MarginalTester:
         self.tests += 1
         return CIResult(res.independent, res.statistic, res.pvalue)
 
+    def _ranked(self, level: int, pair: Pair, candidates: LevelCandidates
+                ) -> tuple[Sepset, ...]:
+        """A pair's candidate sets, most likely separating first (released values only).
+
+        A set can separate ``x`` and ``y`` only through variables dependent on both, so
+        a neighbour ``v`` of an endpoint scores ``min(s(x, v), s(y, v))``, ``s`` the
+        released level-0 strength per degree of freedom (``-inf`` when not released);
+        each endpoint's ``m`` best-scoring neighbours give its size-``level`` subsets
+        (``m`` the largest with ``C(m, level) <= SETS_PER_SIDE``), and a set scores the
+        smallest score of its members (ties: the set's sum, then the set itself)."""
+        x, y = pair
+        sets = candidates[pair]
+        st = self._strength
+
+        def s(a: int, v: int) -> float:
+            return st.get((min(a, v), max(a, v)), -math.inf)
+
+        scored: dict[Sepset, tuple[float, float]] = {}
+        for a, b in ((x, y), (y, x)):
+            score = {v: min(s(x, v), s(y, v)) for v in candidates.adjacency[a] - {b}}
+            nbrs = sorted(score, key=lambda v: (-score[v], v))
+            m = level
+            while m < len(nbrs) and math.comb(m + 1, level) <= SETS_PER_SIDE:
+                m += 1
+            for S in combinations(sorted(nbrs[:m]), level):
+                if S in sets and S not in scored:
+                    vals = [score[v] for v in S]
+                    scored[S] = (min(vals), sum(vals))
+        if not scored:
+            return tuple(sets)[:self.plan.sets_per_pair]
+        order = sorted(scored, key=lambda S: (-scored[S][0], -scored[S][1], S))
+        return tuple(order[:self.plan.sets_per_pair])
+
     def _choose(self, serves: Mapping[tuple[int, ...], list[Pair]],
-                rank: Mapping[tuple[int, ...], int], share: Fraction
+                rank: Mapping[tuple[int, ...], int], share: Fraction, level: int
                 ) -> list[tuple[int, ...]]:
         """The tables a level >= 1 releases: round by round over the pairs' ranked sets
         (every pair's first set before any pair's second), within a round by the number
         of asked tests each serves (most first), then by the weakest released level-0
         strength among their pairs (a weak pair is the likeliest to be separated), while
         ``T`` tables at ``share / T`` each keep every chosen table's per-cell noise
-        variance ``T/share`` within ``max_noise`` mean counts ``n / cells`` (public facts
-        and released values only)."""
+        variance ``T/share`` within ``max_noise / level`` mean counts ``n / cells``
+        (public facts and released values only)."""
         strength = self._strength
         order = sorted(serves, key=lambda vs: (
             rank[vs], -len(serves[vs]),
             min(strength.get(pair, math.inf) for pair in serves[vs]), vs))
-        n, g = self.source.n, self.plan.max_noise
+        n, g = self.source.n, self.plan.max_noise / level
         chosen: list[tuple[int, ...]] = []
         widest = 0
         for vs in order:
@@ -378,9 +429,7 @@ class MarginalTester:
         if level == 0:
             asked = {pair: ((),) for pair in pairs if () in candidates[pair]}
         else:
-            asked = {pair: ranked_sets(level, pair, candidates,
-                                       self._strength)[:plan.sets_per_pair]
-                     for pair in pairs}
+            asked = {pair: self._ranked(level, pair, candidates) for pair in pairs}
         serves: dict[tuple[int, ...], list[Pair]] = {}
         rank: dict[tuple[int, ...], int] = {}  # best rank of the table among its pairs' sets
         for (x, y), sets in asked.items():
@@ -394,12 +443,12 @@ class MarginalTester:
             rho_each = Fraction(plan.level0_rho)
         else:
             share = self._remaining_rho() / level_slots(level, plan.depth)
-            wanted = self._choose(serves, rank, share)
+            wanted = self._choose(serves, rank, share, level)
             rho_each = share / len(wanted) if wanted else Fraction(0)
             if not wanted:  # deeper levels need wider tables: none fits either
                 self._finished = True
         rec["wanted"] = len(serves)
-        complete = self._release(level, wanted, rho_each, rec)
+        self._release(level, wanted, rho_each, rec)
         removals: dict[Pair, Sepset] = {}
         tests = 0
         for (x, y), sets in asked.items():
@@ -416,16 +465,14 @@ class MarginalTester:
                 tests += 1
                 candidates.record(x, y, S, res)
                 if level == 0 and res.statistic is not None:
-                    self._strength[(x, y)] = float(res.statistic)
+                    cx, cy = self.source.cardinalities[x], self.source.cardinalities[y]
+                    self._strength[(x, y)] = float(res.statistic) / ((cx - 1) * (cy - 1))
                 if res.independent and res.pvalue is not None and (
                         best is None or res.pvalue > best[0]):
                     best = (res.pvalue, S)
             if best is not None:
                 removals[(x, y)] = best[1]
         rec["tests"] = tests
-        if not complete:
-            raise hand_over(self._stop(level, f"the budget is used up in level {level}'s "
-                                              "tables"), removals)
         return removals
 
 
@@ -482,7 +529,8 @@ class MarginalPC:
         return MarginalTester(plan, source, session)
 
     def usage(self, tester: MarginalTester) -> Mapping[str, object]:
-        return {"used_releases": tester.releases, "used_tests": tester.tests,
+        return {"used_releases": tester.releases, "used_tables": tester.tables,
+                "used_tests": tester.tests,
                 "used_tests_per_release": (tester.tests / tester.releases
                                       if tester.releases else 0.0),
                 "used_levels": tester.levels, "used_unspent": unspent(tester.session)}

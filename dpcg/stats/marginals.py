@@ -17,17 +17,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpcg.errors import StatisticInputError
 
-__all__ = ["COUNT_TABLE_L2", "cells", "marginal_counts", "marginals_of_pairs",
+__all__ = ["COUNT_TABLE_L2", "cells", "joint_table_l2", "marginal_counts", "marginals_of_pairs",
            "strata_view", "sub_table"]
 
 #: L2 sensitivity of a full count table under replace-one (one count -1, another +1).
 COUNT_TABLE_L2 = math.sqrt(2.0)
+
+
+def joint_table_l2(tables: int) -> float:
+    """L2 sensitivity under replace-one of ``tables`` full count tables (any variable
+    sets, repeats allowed) concatenated into one vector: ``sqrt(2 tables)`` (one row moves
+    at most one count out of and one into each table), as the smallest float whose
+    square is at least ``2 tables`` exactly (never below the true value)."""
+    if isinstance(tables, bool) or not isinstance(tables, int) or tables < 1:
+        raise StatisticInputError(f"tables: expected an integer >= 1, got {tables!r}")
+    d = math.sqrt(2.0 * tables)
+    while Fraction(d) ** 2 < 2 * tables:
+        d = math.nextafter(d, math.inf)
+    return d
 
 
 def _check_vars(variables: Sequence[int], p: int) -> tuple[int, ...]:

@@ -46,6 +46,37 @@ def test_a_run_shares_its_tables_and_charges_each_one() -> None:
     assert res.guarantee["rule"] == "zcdp"
 
 
+def test_each_level_is_one_joint_release_charged_at_sqrt_2t(tmp_path: Path) -> None:
+    """One Gaussian mechanism per level over all its tables: the ledger holds one entry per
+    level that released tables, with L2 sensitivity joint_table_l2(T) (>= sqrt(2 T)) and
+    sigma^2 = 1 / rho_table (the per-table noise of T separate releases at rho / T)."""
+    from fractions import Fraction
+
+    from accounting.ledger import Ledger
+    from dpcg.private.ledger import LedgerTarget
+    from dpcg.stats.marginals import joint_table_l2
+
+    path = tmp_path / "runs.db"
+    res = discover_private(_hub(), "marginal-pc", epsilon=5.0, delta=1e-6, noise_seed=3,
+                           ledger=LedgerTarget(path, "hub-20k"))
+    led = Ledger.open(path)
+    assert led.verify().ok
+    assert res.ledger is not None
+    entries = [e for e in led.entries()
+               if e.get("run_id") == res.ledger["run_id"] and e["kind"] == "mechanism"]
+    levels = [lv for lv in res.plan["used_levels"] if lv.get("tables")]
+    assert len(entries) == len(levels) == res.plan["used_releases"] >= 2
+    assert res.plan["used_tables"] == sum(lv["tables"] for lv in levels)
+    for entry, lv in zip(entries, levels, strict=True):
+        assert entry["mechanism"] == "gaussian"
+        assert f"{lv['tables']} tables" in entry["purpose"]
+        assert entry["sensitivity"] == joint_table_l2(lv["tables"])
+        assert Fraction(entry["sensitivity"]) ** 2 >= 2 * lv["tables"]
+        # sigma rounded up to a few significant bits: never below, within 1 %
+        assert 1.0 / lv["table_rho"] <= lv["sigma"] ** 2 <= 1.01 / lv["table_rho"]
+    assert res.plan["used_tests"] > res.plan["used_tables"] > res.plan["used_releases"]
+
+
 def test_same_seed_same_graph_and_level0_tables_are_public_in_number() -> None:
     data = _hub(seed=1)
     a = discover_private(data, "marginal-pc", epsilon=1.0, noise_seed=5)

@@ -4,6 +4,7 @@ sensitivity sqrt(2) of a count table (property test; docs/privacy/algorithm-marg
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from dpcg.errors import StatisticInputError
 from dpcg.stats.marginals import (
     COUNT_TABLE_L2,
     cells,
+    joint_table_l2,
     marginal_counts,
     marginals_of_pairs,
     strata_view,
@@ -51,6 +53,58 @@ def test_a_count_table_moves_by_at_most_sqrt2_under_replace_one(
     assert l2 in (0.0, pytest.approx(COUNT_TABLE_L2))  # one unit moved, or nothing
     assert a.shape == tuple(cards[v] for v in variables)  # public shape, every cell
     assert int(a.sum()) == codes.shape[1]
+
+
+@st.composite
+def joint_neighbours(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, list[int],
+                                               list[list[int]]]:
+    """As :func:`neighbours`, with 1-12 marginals (any variable sets, repeats allowed)."""
+    codes, other, cards, _ = draw(neighbours())
+    p = len(cards)
+    tables = draw(st.lists(st.lists(st.integers(0, p - 1), min_size=1, max_size=p,
+                                    unique=True), min_size=1, max_size=12))
+    return codes, other, cards, tables
+
+
+@settings(max_examples=300, deadline=None)
+@given(joint_neighbours())
+def test_a_joint_release_of_tables_moves_by_at_most_sqrt_2t_under_replace_one(
+        case: tuple[np.ndarray, np.ndarray, list[int], list[list[int]]]) -> None:
+    """The sensitivity of Marginal-PC's one release per level: the concatenated count
+    vector of T tables moves by at most sqrt(2 T) in L2 (exactly sqrt(2 k), k the tables
+    on which the replaced row and its replacement differ)."""
+    codes, other, cards, tables = case
+    a = np.concatenate([marginal_counts(codes, cards, t).ravel() for t in tables])
+    b = np.concatenate([marginal_counts(other, cards, t).ravel() for t in tables])
+    sq = int(np.dot(a - b, a - b))  # integer counts: the squared norm is exact
+    assert sq <= 2 * len(tables)
+    assert Fraction(joint_table_l2(len(tables))) ** 2 >= sq
+    i = int(np.flatnonzero((codes != other).any(axis=0))[0]) if (codes != other).any() else 0
+    moved = sum(1 for t in tables if (codes[t, i] != other[t, i]).any())
+    assert sq == 2 * moved
+
+
+@pytest.mark.parametrize("tables", [1, 2, 3, 7, 190, 19_900, 10**6 + 1])
+def test_joint_l2_is_never_below_sqrt_2t(tables: int) -> None:
+    d = joint_table_l2(tables)
+    assert Fraction(d) ** 2 >= 2 * tables
+    assert d == pytest.approx(math.sqrt(2 * tables), rel=1e-15)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.0, "3"])
+def test_joint_l2_refuses_bad_counts(bad: object) -> None:
+    with pytest.raises(StatisticInputError, match="tables"):
+        joint_table_l2(bad)  # type: ignore[arg-type]
+
+
+def test_the_joint_bound_is_attained() -> None:
+    codes = np.array([[0, 1, 1], [0, 0, 1]], dtype=np.uint8)
+    other = codes.copy()
+    other[:, 0] = [1, 1]  # the row differs on both variables: every table moves
+    tables = [[0], [1], [0, 1], [1, 0]]
+    a = np.concatenate([marginal_counts(codes, [2, 2], t).ravel() for t in tables])
+    b = np.concatenate([marginal_counts(other, [2, 2], t).ravel() for t in tables])
+    assert math.isclose(float(np.linalg.norm(a - b)), joint_table_l2(len(tables)))
 
 
 def test_the_bound_is_attained() -> None:
