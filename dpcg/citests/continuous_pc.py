@@ -21,7 +21,14 @@ import numpy as np
 
 from accounting.session import Session
 from dpcg.citests.base import CITest
-from dpcg.citests.crt import DEFAULT_CRT_LAMBDA, RELEASES, GaussianModelX, PrivCRTTest
+from dpcg.citests.crt import (
+    DEFAULT_CRT_LAMBDA,
+    DEFAULT_LAW_SHARE,
+    RELEASES,
+    GaussianModelX,
+    PrivateModelX,
+    PrivCRTTest,
+)
 from dpcg.citests.gcm import (
     DEFAULT_BANDWIDTH,
     DEFAULT_GROUPS,
@@ -45,6 +52,8 @@ from dpcg.regression import (
 )
 
 TESTS = ("privgcm", "privcrt")
+#: ``--model-x private``: the law is released from the data by the run.
+PRIVATE_LAW = "private"
 
 
 def _check_dataset(dataset: Dataset) -> None:
@@ -82,7 +91,7 @@ def build_private_test(
     alpha: float = 0.05,
     bandwidth: float | None = None,
     lam: float | None = None,
-    model: GaussianModelX | None = None,
+    model: GaussianModelX | PrivateModelX | None = None,
     m: int | None = None,
     residual_bound: float = 1.0,
     regression: str = "krr",
@@ -97,6 +106,9 @@ def build_private_test(
 
     PrivCRT's ``release`` is ``"threshold"`` (default: exact level ``k/(m+1)``) or
     ``"rank"`` (Kalemaj et al.'s Report-Noisy-Max rank; docs/privacy/privcrt.md).
+    PrivCRT's ``model`` is a public law, or :class:`PrivateModelX` (the run releases the
+    law first, :mod:`dpcg.citests.crt_law`; the tester then holds the placeholder until
+    :mod:`dpcg.private.private_ci_pc` replaces it by the released law).
 
     PrivGCM releases ``groups`` group sums (default ``default_groups(n)``, i.e.
     ``min(20, n // 2)``; ``0``: the paper's release of all ``n`` products), from the
@@ -116,7 +128,9 @@ def build_private_test(
     if test == "privcrt":
         if model is None:
             raise CITestError(
-                "privcrt needs the public model-X law of the variables (model= / --model-x)"
+                "privcrt needs the public model-X law of the variables (model= / --model-x "
+                "law.json), or --model-x private to release one from the data with a share "
+                "of the budget"
             )
         return PrivCRTTest(dataset.values, _bounds(dataset), session, test_epsilon, model,
                            m=m, residual_bound=residual_bound,
@@ -224,9 +238,15 @@ class PrivCRTOptions(KernelOptions):
     """PrivCRT's options: the kernel's plus the public model-X law and resampling."""
 
     model_x: Path | None = option(  # noqa: RUF009 - option() is a dataclass field
-        None, type=Path, metavar="JSON",
-        help="public Gaussian law {'mean': [...], 'cov': [[...]]} of the variables "
-             "(required)")
+        None, type=Path, metavar="JSON|private",
+        help="public Gaussian law {'mean': [...], 'cov': [[...]]} of the variables, or "
+             "'private': release a Gaussian law from the data first (one Laplace release "
+             "of the bounded moment vector with --model-x-share of epsilon; the CRT's level "
+             "is then approximate, docs/privacy/privcrt-released-law.md); required")
+    model_x_share: float | None = option(
+        None, type=float, metavar="F",
+        help=f"--model-x private only: public share of epsilon spent on the law's release, "
+             f"in (0, 1) (default {DEFAULT_LAW_SHARE})")
     crt_resamples: int | None = option(
         None, type=int, help="number m of model-X resamples (default ceil(1/alpha)-1)")
     residual_bound: float | None = option(
@@ -236,8 +256,9 @@ class PrivCRTOptions(KernelOptions):
         help="PrivCRT's release: 'threshold' (default; one Laplace release of the margin "
              "against the k-th largest noisy resample, type-I error exactly k/(m+1)) or "
              "'rank' (Kalemaj et al.'s Report-Noisy-Max rank, level at most alpha)")
-    #: The public law as an object (Python API; the CLI gives ``model_x``, a JSON file).
-    model: GaussianModelX | None = None
+    #: The public law as an object (Python API; the CLI gives ``model_x``, a JSON file),
+    #: or ``PrivateModelX(share)`` for a privately released law.
+    model: GaussianModelX | PrivateModelX | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -248,9 +269,32 @@ class PrivCRTOptions(KernelOptions):
                               f"{self.crt_release!r}")
         if self.model is not None and self.model_x is not None:
             raise CITestError("model_x: give the model-X law once (model or model_x)")
+        if self.model_x_share is not None:
+            if not self.private_law:
+                raise CITestError("model_x_share: applies to --model-x private only")
+            PrivateModelX(self.model_x_share)  # validates the share
         for name in ("groups", "fit", "residual_clip"):
             if getattr(self, name) is not None:
                 raise CITestError(f"{name}: applies to --test privgcm only")
+
+
+    @property
+    def private_law(self) -> bool:
+        """The law is released by the run (``--model-x private`` / ``PrivateModelX``)."""
+        return (isinstance(self.model, PrivateModelX)
+                or (self.model_x is not None and str(self.model_x) == PRIVATE_LAW))
+
+    def law(self) -> GaussianModelX | PrivateModelX | None:
+        """The model-X source: the public law (read from ``model_x`` when given), or the
+        private-release placeholder."""
+        if isinstance(self.model, PrivateModelX):
+            return self.model
+        if self.private_law:
+            return PrivateModelX(DEFAULT_LAW_SHARE if self.model_x_share is None
+                                 else self.model_x_share)
+        if self.model_x is not None:
+            return load_model_x(self.model_x)
+        return self.model
 
 
 def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
@@ -258,9 +302,8 @@ def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
                      ) -> PrivGCMTest | PrivCRTTest:
     """``build_private_test`` from a registered test's typed options."""
     if isinstance(options, PrivCRTOptions):
-        model = options.model if options.model_x is None else load_model_x(options.model_x)
         return build_private_test(
-            dataset, test, session, test_epsilon, alpha=alpha, model=model,
+            dataset, test, session, test_epsilon, alpha=alpha, model=options.law(),
             m=options.crt_resamples,
             residual_bound=1.0 if options.residual_bound is None else options.residual_bound,
             bandwidth=options.bandwidth_or_default, lam=options.lam,
@@ -291,8 +334,8 @@ register_test(TestSpec(
                 "default) + vector Laplace"))
 register_test(TestSpec(
     name="privcrt", options=PrivCRTOptions, private=True, data="continuous",
-    description="PrivCRT (Kalemaj et al.): model-X CRT rank by Report Noisy Max; "
-                "needs --model-x"))
+    description="PrivCRT (Kalemaj et al.): model-X CRT, threshold (default) or "
+                "Report-Noisy-Max rank release; needs --model-x law.json or private"))
 register_test(TestSpec(
     name="gcm", options=KernelOptions, build=_build_gcm, data="continuous",
     description="generalised covariance measure with KRR (non-private; "

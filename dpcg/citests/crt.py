@@ -303,6 +303,27 @@ class GaussianModelX:
         )
 
 
+#: Default public share of the run's epsilon spent on the model-X law's release.
+DEFAULT_LAW_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class PrivateModelX:
+    """The model-X law is released privately by the run (``--model-x private``): a
+    public ``share`` in ``(0, 1)`` of the run's epsilon goes to one Laplace release of the
+    bounded moment vector, the rest to the tests."""
+
+    share: float = DEFAULT_LAW_SHARE
+
+    def __post_init__(self) -> None:
+        s = self.share
+        if isinstance(s, bool) or not isinstance(s, int | float) or not (
+                math.isfinite(s) and 0.0 < s < 1.0):
+            raise CITestError(f"model_x_share: expected a number strictly between 0 and 1, "
+                              f"got {s!r}")
+        object.__setattr__(self, "share", float(s))
+
+
 # ---------------------------------------------------------------------------------
 # Parameters and exact statistics
 # ---------------------------------------------------------------------------------
@@ -474,10 +495,14 @@ def _x_residuals(
 # CI testers
 # ---------------------------------------------------------------------------------
 
-SamplerSource = ConditionalSampler | GaussianModelX | Callable[[int, tuple[int, ...]], Any]
+SamplerSource = (ConditionalSampler | GaussianModelX | PrivateModelX
+                 | Callable[[int, tuple[int, ...]], Any])
 
 
 def _resolve_sampler(model: SamplerSource, x: int, S: tuple[int, ...]) -> ConditionalSampler:
+    if isinstance(model, PrivateModelX):
+        raise CITestError("model-X law: the private law has not been released yet (the run "
+                          "releases it before its first test; dpcg.citests.crt_law)")
     if isinstance(model, GaussianModelX):
         return model.sampler(x, S)
     if hasattr(model, "conditional_mean") and hasattr(model, "sample"):

@@ -1,0 +1,157 @@
+"""PrivCRT with a privately released model-X law (``--model-x private``; issue 54).
+
+The model-X CRT needs the law of X given Z. When no public law exists, the run spends a
+public share of its budget on one release of the bounded moment vector of the data and
+uses the Gaussian law derived from it (post-processing) as the public model-X law of
+every later PrivCRT test:
+
+1. **Release** (:func:`release_model_x`): the Pearson-route moment vector of
+   :mod:`dpcg.stats.suffstat` (every column clipped to its declared bounds and mapped to
+   ``[-1, 1]``; the means and the upper triangle of the second moments, ``q (q + 3) / 2``
+   entries for ``q`` columns) through the ``Laplace`` mechanism of :mod:`accounting`,
+   L1 sensitivity :func:`law_sensitivity` ``= q (q + 2) / n`` under replace-one, at
+   ``epsilon_law = share * epsilon`` (pure epsilon-DP, so private-ci-pc stays under the
+   basic filter with ``delta = 0``).
+2. **Law** (:func:`law_from_release`, post-processing): means clipped to ``[-1, 1]``,
+   second moments clipped to their feasible range, covariance ``M - mu mu^T``,
+   eigenvalues floored at the public noise standard deviation of one entry (so every
+   conditional variance is at least that floor), mapped back to the raw scale by the
+   public affine map of the bounds: a :class:`~dpcg.citests.crt.GaussianModelX`.
+3. **Tests**: PrivCRT with that law (the release is a public input of the tests) and the
+   rest of the budget, composed by the basic filter.
+
+The privacy guarantee is exact (docs/privacy/privcrt-released-law.md). The CRT's level
+is NOT: it is exact only under the true law of X given Z, and the released law is an
+estimate (from the same data, with noise). Measured type-I error:
+``dpcg bench crt-fit`` (docs/benchmarks/crt-fit.md).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcg.citests.crt import DEFAULT_LAW_SHARE, GaussianModelX, PrivateModelX
+from dpcg.citests.gcm import ContinuousData
+from dpcg.errors import CITestError
+from dpcg.stats.suffstat import moment_matrix, moment_vector, upper_size
+
+if TYPE_CHECKING:
+    from accounting.mechanisms import Laplace
+    from accounting.session import Session
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["DEFAULT_LAW_SHARE", "PrivateModelX", "law_from_release", "law_mechanism",
+           "law_sensitivity", "release_model_x", "split_law_budget"]
+
+#: Smallest eigenvalue floor of the released covariance (on the ``[-1, 1]`` scale).
+MIN_FLOOR = 1e-9
+
+
+def law_sensitivity(n: int, q: int) -> float:
+    """Replace-one L1 bound ``q (q + 2) / n`` of the Pearson-route moment vector
+    (means included) of ``q`` columns in ``[-1, 1]`` and ``n`` rows: each of the ``q``
+    means moves by at most ``2/n``, each of the ``q`` squares by ``1/n`` and each of the
+    ``q (q - 1) / 2`` cross moments by ``2/n`` (docs/privacy/privcrt-released-law.md,
+    Lemma L1)."""
+    for name, v, low in (("n", n, 1), ("q", q, 1)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or int(v) < low:
+            raise CITestError(f"{name}: expected an integer >= {low}, got {v!r}")
+    return float(q) * (float(q) + 2.0) / float(n)
+
+
+def law_mechanism(n: int, q: int, epsilon: float) -> Laplace:
+    """The law's release: ``Laplace(law_sensitivity(n, q), epsilon)`` (its parameters
+    are checked when it is built, before anything is charged)."""
+    from accounting.errors import InvalidParameterError
+    from accounting.mechanisms import Laplace
+
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not (
+            math.isfinite(epsilon) and epsilon > 0):
+        raise CITestError(f"model-X law: epsilon must be a finite number > 0, got {epsilon!r}")
+    try:
+        return Laplace(sensitivity=law_sensitivity(n, q), epsilon=float(epsilon))
+    except InvalidParameterError as exc:
+        raise CITestError(f"model-X law: its release cannot be built ({exc})") from None
+
+
+def split_law_budget(epsilon: float, share: float) -> tuple[float, float]:
+    """``(epsilon_law, epsilon_rest)``: ``epsilon_law`` the largest float at most
+    ``share * epsilon`` (exact rationals), ``epsilon_rest`` the largest float with
+    ``epsilon_law + epsilon_rest <= epsilon`` exactly."""
+    from fractions import Fraction
+
+    from accounting.costs import round_down
+
+    total = Fraction(epsilon)
+    law = round_down(total * Fraction(share))
+    rest = round_down(total - Fraction(law))
+    if not (law > 0 and rest > 0):
+        raise CITestError(f"model_x_share: epsilon={epsilon!r} x share={share!r} leaves "
+                          "no budget for the law or for the tests")
+    return law, rest
+
+
+def law_from_release(released: FloatArray, lower: FloatArray, upper: FloatArray,
+                     floor: float) -> GaussianModelX:
+    """The Gaussian model-X law of a released (noisy) moment vector: post-processing.
+
+    ``released`` is the noisy :func:`~dpcg.stats.suffstat.moment_vector` (means
+    included) of the columns scaled to ``[-1, 1]`` by the public bounds ``lower`` /
+    ``upper``; ``floor`` the public eigenvalue floor on that scale. The means are
+    clipped to ``[-1, 1]``, the squares to ``[0, 1]`` and the cross moments to
+    ``[-1, 1]`` (the ranges of the exact values), the covariance ``M - mu mu^T`` is
+    symmetrised and its eigenvalues raised to at least ``floor`` (every conditional
+    variance is then at least ``floor``), and the law is mapped to the raw scale
+    ``x = mid + half * u``."""
+    lo = np.asarray(lower, dtype=np.float64)
+    hi = np.asarray(upper, dtype=np.float64)
+    q = lo.shape[0]
+    v = np.asarray(released, dtype=np.float64)
+    if v.shape != (upper_size(q, True),) or not np.all(np.isfinite(v)):
+        raise CITestError("model-X law: the released vector has the wrong size or a "
+                          "non-finite entry")
+    if not (math.isfinite(floor) and floor > 0):
+        raise CITestError(f"model-X law: floor must be > 0, got {floor!r}")
+    g = moment_matrix(v, q, True)
+    mu = np.clip(g[0, 1:], -1.0, 1.0)
+    second = np.clip(g[1:, 1:], -1.0, 1.0)
+    second[np.diag_indices(q)] = np.clip(np.diag(second), 0.0, 1.0)
+    cov = second - np.outer(mu, mu)
+    cov = 0.5 * (cov + cov.T)
+    w, vecs = np.linalg.eigh(cov)
+    w = np.maximum(w, max(float(floor), MIN_FLOOR))
+    cov = (vecs * w) @ vecs.T
+    cov = 0.5 * (cov + cov.T)
+    half = 0.5 * (hi - lo)
+    mid = 0.5 * (hi + lo)
+    return GaussianModelX.from_arrays(mid + half * mu, cov * np.outer(half, half))
+
+
+def law_floor(mechanism: Laplace) -> float:
+    """The public eigenvalue floor: the standard deviation ``sqrt(2) Delta / eps`` of the
+    release's noise on one entry (at most 1, the largest variance on ``[-1, 1]``)."""
+    return min(1.0, max(math.sqrt(2.0) * mechanism.sensitivity / mechanism.epsilon,
+                        MIN_FLOOR))
+
+
+def release_model_x(session: Session, data: ContinuousData, mechanism: Laplace,
+                    purpose: str = "PrivCRT model-X law") -> GaussianModelX:
+    """Release the bounded moment vector of ``data`` with ``mechanism`` (admitted by the
+    session's filter and written to its ledger before the data is read) and return the
+    Gaussian law derived from it (:func:`law_from_release`)."""
+    expected = law_sensitivity(data.n, data.p)
+    if mechanism.sensitivity < expected:
+        raise CITestError("model-X law: the mechanism's sensitivity is below the moment "
+                          "vector's bound")
+    released = session.release(
+        mechanism, lambda: moment_vector(data.scaled.T, True),
+        purpose=f"{purpose}: bounded moment vector ({upper_size(data.p, True)} entries)")
+    law = law_from_release(np.asarray(released, dtype=np.float64), data.lower, data.upper,
+                           law_floor(mechanism))
+    law.check_columns(data.lower, data.upper)
+    return law
