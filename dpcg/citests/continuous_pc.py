@@ -25,6 +25,7 @@ from dpcg.citests.crt import (
     DEFAULT_CRT_LAMBDA,
     DEFAULT_LAW_SHARE,
     RELEASES,
+    Y_FITS,
     GaussianModelX,
     PrivateModelX,
     PrivCRTTest,
@@ -82,6 +83,13 @@ def load_model_x(path: str | Path) -> GaussianModelX:
                           ) from None
 
 
+def default_y_fit(model: object) -> str:
+    """PrivCRT's default residualisation of Y: ``"law"`` with a privately released law
+    (the level then rests on two fits of the same noisy law, whose errors multiply;
+    docs/privacy/privcrt-released-law.md), ``"ridge"`` otherwise (unchanged)."""
+    return "law" if isinstance(model, PrivateModelX) else "ridge"
+
+
 def build_private_test(
     dataset: Dataset,
     test: str,
@@ -101,6 +109,7 @@ def build_private_test(
     fit: str | None = None,
     residual_clip: float | None = None,
     release: str | None = None,
+    y_fit: str | None = None,
 ) -> PrivGCMTest | PrivCRTTest:
     """The CI tester ``test`` on ``dataset`` charging ``test_epsilon`` per test.
 
@@ -138,7 +147,8 @@ def build_private_test(
                            lam=DEFAULT_CRT_LAMBDA if lam is None else lam, alpha=alpha,
                            names=dataset.names, regression=regression, features=features,
                            feature_seed=feature_seed,
-                           release="threshold" if release is None else release)
+                           release="threshold" if release is None else release,
+                           y_fit=default_y_fit(model) if y_fit is None else y_fit)
     raise CITestError(f"test={test!r}: choose one of {TESTS}")
 
 
@@ -247,6 +257,12 @@ class PrivCRTOptions(KernelOptions):
         None, type=float, metavar="F",
         help=f"--model-x private only: public share of epsilon spent on the law's release, "
              f"in (0, 1) (default {DEFAULT_LAW_SHARE})")
+    crt_y_fit: str | None = option(
+        None, type=str, metavar="ridge|law",
+        help="how PrivCRT residualises Y on Z: 'ridge' (the kernel / RFF ridge of "
+             "--bandwidth/--lam; default with a law file) or 'law' (the conditional mean "
+             "of Y under the Gaussian law, residual clipped to --residual-bound; default "
+             "with --model-x private)")
     crt_resamples: int | None = option(
         None, type=int, help="number m of model-X resamples (default ceil(1/alpha)-1)")
     residual_bound: float | None = option(
@@ -264,6 +280,8 @@ class PrivCRTOptions(KernelOptions):
         super().__post_init__()
         _check_positive("crt_resamples", self.crt_resamples, integer=True)
         _check_positive("residual_bound", self.residual_bound)
+        if self.crt_y_fit is not None and self.crt_y_fit not in Y_FITS:
+            raise CITestError(f"crt_y_fit: choose one of {Y_FITS}, got {self.crt_y_fit!r}")
         if self.crt_release is not None and self.crt_release not in RELEASES:
             raise CITestError(f"crt_release: choose one of {RELEASES}, got "
                               f"{self.crt_release!r}")
@@ -308,7 +326,8 @@ def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
             residual_bound=1.0 if options.residual_bound is None else options.residual_bound,
             bandwidth=options.bandwidth_or_default, lam=options.lam,
             regression=options.regression_or_default, features=options.features,
-            feature_seed=options.feature_seed, release=options.crt_release)
+            feature_seed=options.feature_seed, release=options.crt_release,
+            y_fit=options.crt_y_fit)
     return build_private_test(dataset, test, session, test_epsilon, alpha=alpha,
                               bandwidth=options.bandwidth, lam=options.lam,
                               regression=options.regression_or_default,

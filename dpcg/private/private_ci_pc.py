@@ -132,9 +132,8 @@ class PrivateCIPlan:
                 out.update({"model_x": "private", "model_x_share": self.law_share,
                             "model_x_epsilon": self.law_epsilon,
                             "model_x_sensitivity_l1": self.law.sensitivity,
-                            "tests_epsilon": self.total_tests_epsilon})
-            else:
-                out["model_x"] = "public"
+                            "tests_epsilon": self.total_tests_epsilon,
+                            "y_fit": self.probe.y_fit})
         else:
             out["sensitivity_c_lambda"] = self.probe.sensitivity
             out["groups"] = self.probe.groups
