@@ -210,6 +210,20 @@ def _fits(kind: str, schema: Schema) -> bool:
     return True  # "any", or a kind this suite does not know yet: try it (a refusal is a row)
 
 
+#: Test options a candidate row runs with (public; shown in the row's label): PrivCRT
+#: has no public model-X law for a real table, so it releases one (``--model-x
+#: private``, docs/privacy/privcrt-released-law.md).
+CANDIDATE_OPTIONS: dict[tuple[str, str], dict[str, object]] = {
+    ("private-ci-pc", "privcrt"): {"model_x": "private"},
+}
+
+
+def _label(algo: str, test: str) -> str:
+    opts = CANDIDATE_OPTIONS.get((algo, test), {})
+    flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in opts.items())
+    return f"{algo} / {test}{flags}"
+
+
 def private_candidates(schema: Schema) -> list[tuple[str, str]]:
     """``(algorithm, test)`` for every registered private algorithm and every test of
     its whose data kind fits ``schema`` (one per resolved test)."""
@@ -274,7 +288,8 @@ def _child(conn: Any, ds: Dataset, algo: str, test: str, eps: float, seed: int) 
         from dpcg.private.run import discover_private
 
         t0, c0 = time.perf_counter(), time.process_time()
-        res = discover_private(ds, algo, epsilon=eps, test=test, noise_seed=seed)
+        res = discover_private(ds, algo, epsilon=eps, test=test, noise_seed=seed,
+                               test_options=dict(CANDIDATE_OPTIONS.get((algo, test), {})))
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         conn.send(("ok", [list(e) for e in res.cpdag.sorted_directed()],
                    [list(e) for e in res.cpdag.sorted_undirected()], seconds, cpu,
@@ -289,7 +304,7 @@ def _child(conn: Any, ds: Dataset, algo: str, test: str, eps: float, seed: int) 
 
 def _private_row(table: str, ds: Dataset, truth: CPDAG, algo: str, test: str, eps: float,
                  seeds: int, timeout: float) -> Row:
-    row = Row(table, f"{algo} / {test}", epsilon=eps)
+    row = Row(table, _label(algo, test), epsilon=eps)
     ctx = multiprocessing.get_context("fork")
     exhausted = 0
     for seed in range(seeds):
@@ -342,6 +357,11 @@ class Config:
     #: Effects ``beta`` of the power columns of the level study.
     betas: tuple[float, ...] = (0.05, 0.2)
     skip_sachs: bool = False
+    #: run only the private rows whose label contains this text (None: all)
+    methods: str | None = None
+
+    def wanted(self, algo: str, test: str) -> bool:
+        return self.methods is None or self.methods in _label(algo, test)
 
 
 @dataclass
@@ -377,6 +397,8 @@ def run_suite(cfg: Config, log: Any = None) -> Results:
         out.rows += [fz, cl, dg, cop]
         say(f"sachs non-private: fisherz F1 {fz.f1[0]:.3f}, parity {out.parity}")
         for algo, test in private_candidates(sachs.dataset.schema):
+            if not cfg.wanted(algo, test):
+                continue
             for eps in cfg.epsilons:
                 row = _private_row("sachs", sachs.dataset, sachs.truth, algo, test, eps,
                                    cfg.seeds, cfg.timeout)
@@ -397,6 +419,8 @@ def run_suite(cfg: Config, log: Any = None) -> Results:
         out.rows += [row, cop]
         say(f"{table}: dg-lrt F1 {row.f1[0]:.3f} in {row.seconds[0]:.1f} s")
         for algo, test in private_candidates(ds.schema):
+            if not cfg.wanted(algo, test):
+                continue
             for eps in cfg.epsilons:
                 prow = _private_row(table, ds, net.cpdag, algo, test, eps, cfg.seeds,
                                     cfg.timeout)
@@ -541,6 +565,8 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.crt_fit:
+        return _main_crt_fit(args)
     if args.seeds < 1 or args.null_reps < 0 or args.timeout <= 0 or args.rows < 1:
         raise DpcgError("--seeds, --rows and --timeout must be positive, --null-reps >= 0")
     cfg = Config(wheel=args.wheel, workdir=Path(args.workdir),
@@ -549,7 +575,8 @@ def _main(args: argparse.Namespace) -> int:
                  network_seed=args.network_seed, sample_seed=args.sample_seed,
                  alpha=args.alpha, timeout=args.timeout,
                  null_ns=_ints(args.null_ns) if args.null_reps else (),
-                 null_reps=args.null_reps, skip_sachs=args.no_sachs)
+                 null_reps=args.null_reps, skip_sachs=args.no_sachs,
+                 methods=args.methods)
     command = "dpcg bench real " + " ".join(sys.argv[3:]) if len(sys.argv) > 2 \
         else "dpcg bench real"
     res = run_suite(cfg, log=sys.stderr)
@@ -563,6 +590,23 @@ def _main(args: argparse.Namespace) -> int:
         Path(args.out).write_text(md, encoding="utf-8")
     if not args.no_docs:
         write_section("real", md)
+    print(md)
+    return 0
+
+
+def _main_crt_fit(args: argparse.Namespace) -> int:
+    cc = CrtFitConfig()
+    if args.crt_fit_ns:
+        cc.ns = _ints(args.crt_fit_ns)
+    if args.crt_fit_reps is not None:
+        if args.crt_fit_reps < 1:
+            raise DpcgError("--crt-fit-reps must be positive")
+        cc.reps = cc.reps_large = args.crt_fit_reps
+    md = run_crt_fit(cc, log=sys.stderr)
+    if args.out is not None:
+        Path(args.out).write_text(md, encoding="utf-8")
+    if not args.no_docs:
+        write_section("real-crt-fit", md)
     print(md)
     return 0
 
@@ -591,6 +635,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--null-reps", type=int, default=200,
                    help="null tables per row count (0: skip)")
     p.add_argument("--no-sachs", action="store_true", help="skip the Sachs table")
+    p.add_argument("--methods", default=None, metavar="TEXT",
+                   help="run only the private rows whose label contains TEXT (the "
+                        "non-private reference rows always run)")
+    p.add_argument("--crt-fit", action="store_true",
+                   help="instead of the suite: the type-I error of PrivCRT with a privately "
+                        "released model-X law (--model-x private) on null data that fit and "
+                        "that do not fit its Gaussian law (docs/benchmarks/real-crt-fit.md)")
+    p.add_argument("--crt-fit-reps", type=int, default=None,
+                   help="--crt-fit: repetitions per cell (default 500; 100 at n = 1e5)")
+    p.add_argument("--crt-fit-ns", default=None,
+                   help="--crt-fit: row counts (default 1000,10000,100000)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     p.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     p.add_argument("--no-docs", action="store_true", help="do not write docs/benchmarks")
@@ -603,6 +658,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 #: Null models of ``--crt-fit``: one that fits the released Gaussian law and two that do
 #: not (non-Gaussian noise; a non-linear conditional mean).
 CRT_FIT_MODELS = ("gauss", "skew", "nonlinear")
+#: The law's share of eps (``dpcg.citests.crt.DEFAULT_LAW_SHARE``, restated so that the
+#: module imports no test at load).
+DEFAULT_LAW_SHARE_BENCH = 0.5
 
 
 @dataclass
@@ -615,7 +673,7 @@ class CrtFitConfig:
     reps: int = 500
     #: repetitions at the largest ``n`` (fewer: CPU)
     reps_large: int = 100
-    share: float = 0.25
+    share: float = DEFAULT_LAW_SHARE_BENCH
     residual_bound: float = 0.6
     features: int = 100
     bandwidth: float = 0.5
