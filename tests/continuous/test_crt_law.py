@@ -12,6 +12,7 @@ import math
 import sqlite3
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -139,7 +140,8 @@ def test_any_released_vector_gives_a_valid_law(q: int, seed: int, scale: float) 
     law = law_from_release(vec, lo, hi, floor)
     law.check_columns(lo, hi)
     mu = np.asarray(law.mean)
-    assert np.all(mu >= lo - 1e-9) and np.all(mu <= hi + 1e-9)
+    assert np.all(mu >= lo - 1e-9)
+    assert np.all(mu <= hi + 1e-9)
     half = 0.5 * (hi - lo)
     scaled = np.asarray(law.cov) / np.outer(half, half)
     assert np.linalg.eigvalsh(scaled)[0] >= floor * (1 - 1e-6)
@@ -183,7 +185,8 @@ def test_release_charges_one_laplace_first() -> None:
 def test_split_law_budget_is_exact() -> None:
     for eps, share in ((1.0, 0.5), (0.3, 0.1), (5.0, 0.25), (1e-3, 0.999)):
         law, rest = split_law_budget(eps, share)
-        assert law > 0 and rest > 0
+        assert law > 0
+        assert rest > 0
         assert Fraction(law) + Fraction(rest) <= Fraction(eps)
         assert Fraction(law) <= Fraction(eps) * Fraction(share)
 
@@ -211,7 +214,7 @@ def test_whole_run_charges_the_law_then_the_tests(split: str, tmp_path: Path) ->
     data, schema = continuous_table(tmp_path / "shared")
     ds = Dataset.from_csv(data, Schema.from_json(schema))
     led = tmp_path / "l.sqlite"
-    extra: dict[str, object] = {} if split == "levels" else {"plan_size": 30}
+    extra: dict[str, Any] = {} if split == "levels" else {"plan_size": 30}
     res = private_run(ds, "private-ci-pc", test="privcrt", epsilon=4.0, seed=3,
                       ledger=led, dataset_id="sem4", model_x="private",
                       model_x_share=0.25, **extra)
@@ -224,10 +227,12 @@ def test_whole_run_charges_the_law_then_the_tests(split: str, tmp_path: Path) ->
     entries = _entries(led)
     assert entries, "no release recorded"
     first = entries[0]
-    assert first[0] == "laplace" and "model-X law" in first[2]
+    assert first[0] == "laplace"
+    assert "model-X law" in first[2]
     assert _eps(first[1]) == Fraction(1)
     tests = entries[1:]
-    assert tests and all("PrivCRT threshold" in p for _, _, p in tests)
+    assert tests
+    assert all("PrivCRT threshold" in p for _, _, p in tests)
     assert sum(_eps(c) for _, c, _ in entries) <= Fraction(4)
     assert Fraction(res.spent["exact"]["epsilon"]) == sum(_eps(c) for _, c, _ in entries)
 
@@ -263,7 +268,7 @@ def test_private_law_runs_are_reproducible() -> None:
     ({"model_x": "private", "crt_y_fit": "kernel"}, "crt_y_fit"),
     ({"model_x": "private", "model": PrivateModelX()}, "once"),
 ])
-def test_bad_options_are_refused_before_charging(options: dict[str, object], fragment: str,
+def test_bad_options_are_refused_before_charging(options: dict[str, Any], fragment: str,
                                                  tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     data, schema = continuous_table(tmp_path / "shared")
