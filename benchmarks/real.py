@@ -27,9 +27,16 @@
 
 Each private run executes in a child process stopped after ``--timeout`` seconds (the
 issue's target is 10 s per run); a configuration whose first seed is stopped is not
-tried with the other seeds. A refused configuration (e.g. PrivCRT without a public
-model-X law) is a row saying so: refusals happen before anything is charged. Private runs
-use an in-memory ledger (benchmark data, not a protected table).
+tried with the other seeds. A refused configuration is a row saying so: refusals happen
+before anything is charged. Private runs use an in-memory ledger (benchmark data, not a
+protected table). A candidate's public test options are in :data:`CANDIDATE_OPTIONS` and
+in its row's label (PrivCRT has no public model-X law for these tables and runs with
+``--model-x private``); ``--methods TEXT`` keeps only the private rows whose label
+contains ``TEXT``.
+
+``--crt-fit`` runs, instead of the suite, the type-I study of PrivCRT with a privately
+released law (:func:`run_crt_fit`; null tables that fit and that do not fit its Gaussian
+law, ``docs/benchmarks/real-crt-fit.md``).
 
 A new private algorithm or test registered with a data kind that fits (``continuous``,
 ``any`` or a new kind) becomes a row with no edit here. Results:
