@@ -550,9 +550,11 @@ class _CRTBase:
     ) -> None:
         if y_fit not in Y_FITS:
             raise CITestError(f"y_fit: choose one of {Y_FITS}, got {y_fit!r}")
-        if y_fit == "law" and not isinstance(model, GaussianModelX | PrivateModelX):
-            raise CITestError("y_fit='law' needs a Gaussian model-X law (GaussianModelX or "
-                              "--model-x private)")
+        if y_fit == "law" and (hasattr(model, "conditional_mean") or not (
+                isinstance(model, GaussianModelX | PrivateModelX) or callable(model))):
+            raise CITestError("y_fit='law' needs a law of every variable (GaussianModelX, "
+                              "--model-x private, or a callable (x, S) -> sampler), not "
+                              "one sampler of X")
         self.y_fit = y_fit
         self.alpha = check_alpha(alpha)
         self.m = default_resamples(self.alpha) if m is None else check_resamples(m, self.alpha)
@@ -560,7 +562,7 @@ class _CRTBase:
         self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
                                      feature_seed=feature_seed)
         self.data = ContinuousData.build(values, bounds, names)
-        if isinstance(model, GaussianModelX):
+        if isinstance(model, GaussianModelX) or hasattr(model, "check_columns"):
             # public input only (the law and the bounds): refused before any charge
             model.check_columns(self.data.lower, self.data.upper)
         self.model = model

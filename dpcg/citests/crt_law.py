@@ -34,7 +34,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcg.citests.crt import DEFAULT_LAW_SHARE, GaussianModelX, PrivateModelX
+from dpcg.citests.crt import (
+    DEFAULT_LAW_SHARE,
+    GaussianLinearSampler,
+    GaussianModelX,
+    PrivateModelX,
+)
 from dpcg.citests.gcm import ContinuousData
 from dpcg.errors import CITestError
 from dpcg.stats.suffstat import moment_matrix, moment_vector, upper_size
@@ -45,7 +50,8 @@ if TYPE_CHECKING:
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["DEFAULT_LAW_SHARE", "PrivateModelX", "law_from_release", "law_mechanism",
+__all__ = ["DEFAULT_LAW_SHARE", "PrivateModelX", "ReleasedGaussianLaw", "law_from_release",
+           "law_mechanism",
            "law_sensitivity", "release_model_x", "split_law_budget"]
 
 #: Smallest eigenvalue floor of the released covariance (on the ``[-1, 1]`` scale).
@@ -132,6 +138,66 @@ def law_from_release(released: FloatArray, lower: FloatArray, upper: FloatArray,
     return GaussianModelX.from_arrays(mid + half * mu, cov * np.outer(half, half))
 
 
+class ReleasedGaussianLaw:
+    """The model-X law of a released moment vector, aware of the release's noise.
+
+    ``point`` is :func:`law_from_release` of the released vector: its conditional means
+    residualise X (and Y with ``y_fit="law"``). Its resamples (``noise_aware=True``, the
+    default) are drawn each from the law of a *re-noised* vector, the released vector
+    plus fresh Laplace noise of the release's public scale (a parametric bootstrap of the
+    release's noise): under the null the observed residual carries the error of the
+    released conditional mean, and the resamples then carry an error of the same law,
+    which halves the excess type-I error on the Gaussian null
+    (docs/privacy/privcrt-released-law.md). The re-noising is auxiliary randomness (the
+    session's resampling generator), not privacy noise; for fixed draws every resample is
+    a function of its own row's ``z`` and public quantities, so the statistic's
+    sensitivity (Lemma L2) is unchanged. Called as ``law(x, S)`` it gives the sampler of
+    ``X | Z_S`` (the callable form of a model-X law accepted by :class:`PrivCRTTest`)."""
+
+    def __init__(self, released: FloatArray, lower: FloatArray, upper: FloatArray,
+                 floor: float, scale: float, *, noise_aware: bool = True) -> None:
+        self.released = np.asarray(released, dtype=np.float64)
+        self.lower = np.asarray(lower, dtype=np.float64)
+        self.upper = np.asarray(upper, dtype=np.float64)
+        self.floor = float(floor)
+        if not (math.isfinite(scale) and scale > 0):
+            raise CITestError(f"model-X law: noise scale must be > 0, got {scale!r}")
+        self.scale = float(scale)
+        self.noise_aware = bool(noise_aware)
+        self.point = law_from_release(self.released, self.lower, self.upper, self.floor)
+
+    def check_columns(self, lower: FloatArray, upper: FloatArray) -> None:
+        self.point.check_columns(lower, upper)
+
+    def __call__(self, x: int, S: tuple[int, ...]) -> _NoiseAwareSampler | GaussianLinearSampler:
+        base = self.point.sampler(x, S)
+        if not self.noise_aware:
+            return base
+        return _NoiseAwareSampler(self, x, S, base)
+
+
+class _NoiseAwareSampler:
+    """``X | Z_S``: conditional mean of the released law; each resample from the law of
+    the released vector re-noised with the release's public Laplace scale."""
+
+    def __init__(self, law: ReleasedGaussianLaw, x: int, S: tuple[int, ...],
+                 base: GaussianLinearSampler) -> None:
+        self.law, self.x, self.S, self.base = law, x, S, base
+
+    def conditional_mean(self, z: FloatArray) -> FloatArray:
+        return self.base.conditional_mean(z)
+
+    def sample(self, z: FloatArray, m: int, rng: np.random.Generator) -> FloatArray:
+        L = self.law
+        za = np.asarray(z, dtype=np.float64)
+        out = np.empty((m, za.shape[0]), dtype=np.float64)
+        noise = rng.laplace(0.0, L.scale, (m, L.released.shape[0]))
+        for j in range(m):  # m public resamples (19 by default), one q x q law each
+            law_j = law_from_release(L.released + noise[j], L.lower, L.upper, L.floor)
+            out[j] = law_j.sampler(self.x, self.S).sample(za, 1, rng)[0]
+        return out
+
+
 def law_floor(mechanism: Laplace) -> float:
     """The public eigenvalue floor: the standard deviation ``sqrt(2) Delta / eps`` of the
     release's noise on one entry (at most 1, the largest variance on ``[-1, 1]``)."""
@@ -140,10 +206,12 @@ def law_floor(mechanism: Laplace) -> float:
 
 
 def release_model_x(session: Session, data: ContinuousData, mechanism: Laplace,
-                    purpose: str = "PrivCRT model-X law") -> GaussianModelX:
+                    purpose: str = "PrivCRT model-X law", *, noise_aware: bool = True
+                    ) -> ReleasedGaussianLaw:
     """Release the bounded moment vector of ``data`` with ``mechanism`` (admitted by the
     session's filter and written to its ledger before the data is read) and return the
-    Gaussian law derived from it (:func:`law_from_release`)."""
+    Gaussian law derived from it (:class:`ReleasedGaussianLaw`; ``noise_aware=False``:
+    resamples from the point law :func:`law_from_release` only)."""
     expected = law_sensitivity(data.n, data.p)
     if mechanism.sensitivity < expected:
         raise CITestError("model-X law: the mechanism's sensitivity is below the moment "
@@ -151,7 +219,9 @@ def release_model_x(session: Session, data: ContinuousData, mechanism: Laplace,
     released = session.release(
         mechanism, lambda: moment_vector(data.scaled.T, True),
         purpose=f"{purpose}: bounded moment vector ({upper_size(data.p, True)} entries)")
-    law = law_from_release(np.asarray(released, dtype=np.float64), data.lower, data.upper,
-                           law_floor(mechanism))
+    law = ReleasedGaussianLaw(np.asarray(released, dtype=np.float64), data.lower,
+                              data.upper, law_floor(mechanism),
+                              mechanism.sensitivity / mechanism.epsilon,
+                              noise_aware=noise_aware)
     law.check_columns(data.lower, data.upper)
     return law

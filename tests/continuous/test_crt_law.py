@@ -31,6 +31,7 @@ from dpcg.citests.crt import (
     crt_law_sensitivity,
 )
 from dpcg.citests.crt_law import (
+    ReleasedGaussianLaw,
     law_floor,
     law_from_release,
     law_mechanism,
@@ -85,11 +86,20 @@ def _law3() -> GaussianModelX:
     return GaussianModelX.from_arrays(np.array([0.1, -0.2, 0.0]), cov)
 
 
-@settings(max_examples=120, deadline=None)
+def _released3(aware: bool) -> ReleasedGaussianLaw:
+    g = np.random.default_rng(5)
+    x = g.multivariate_normal(np.zeros(3), np.eye(3) + 0.4, 300).T
+    data = ContinuousData.build(np.clip(x, -3, 3), [(-3.0, 3.0)] * 3)
+    vec = moment_vector(data.scaled.T, True) + g.laplace(0, 0.02, 9)
+    return ReleasedGaussianLaw(vec, data.lower, data.upper, 0.03, 0.02, noise_aware=aware)
+
+
+@settings(max_examples=150, deadline=None)
 @given(n=st.integers(3, 30), seed=st.integers(0, 2**32 - 1),
-       bound=st.sampled_from([0.05, 0.3, 1.0]), empty=st.booleans())
+       bound=st.sampled_from([0.05, 0.3, 1.0]), empty=st.booleans(),
+       kind=st.sampled_from(["gaussian", "released", "released-point"]))
 def test_law_statistic_sensitivity_holds(n: int, seed: int, bound: float,
-                                         empty: bool) -> None:
+                                         empty: bool, kind: str) -> None:
     """With Y residualised by the public law (``y_fit="law"``) every ``T_j`` moves by at
     most ``2 B_r^2 / n`` when one row (and its resamples) is replaced: the other rows'
     resamples are the same draws (same generator state)."""
@@ -100,11 +110,11 @@ def test_law_statistic_sensitivity_holds(n: int, seed: int, bound: float,
     i = int(g.integers(n))
     b[:, i] = g.uniform(-3, 3, 3)
     S: tuple[int, ...] = () if empty else (2,)
-    law = _law3()
-    qa = PrivCRTTest(a, bounds, None, 1.0, law, residual_bound=bound, y_fit="law",
-                     generator=np.random.default_rng(7))
-    qb = PrivCRTTest(b, bounds, None, 1.0, law, residual_bound=bound, y_fit="law",
-                     generator=np.random.default_rng(7))
+    law: object = _law3() if kind == "gaussian" else _released3(kind == "released")
+    qa = PrivCRTTest(a, bounds, None, 1.0, law, residual_bound=bound,  # type: ignore[arg-type]
+                     y_fit="law", generator=np.random.default_rng(7))
+    qb = PrivCRTTest(b, bounds, None, 1.0, law, residual_bound=bound,  # type: ignore[arg-type]
+                     y_fit="law", generator=np.random.default_rng(7))
     assert qa.sensitivity == pytest.approx(crt_law_sensitivity(bound, n))
     ta = qa.queries(0, 1, S)
     tb = qb.queries(0, 1, S)
@@ -169,7 +179,9 @@ def test_release_charges_one_laplace_first() -> None:
     session = Session(Budget(2.0), recorder=rec, seed=1)
     mech = law_mechanism(200, 3, 0.5)
     law = release_model_x(session, data, mech)
-    assert isinstance(law, GaussianModelX)
+    assert isinstance(law, ReleasedGaussianLaw)
+    assert isinstance(law.point, GaussianModelX)
+    assert law.scale == pytest.approx(mech.sensitivity / 0.5)
     assert session.spent().epsilon == Fraction(1, 2)
     (entry,) = rec.entries
     assert entry.mechanism == "laplace"
@@ -333,3 +345,20 @@ def test_options_validate_the_share() -> None:
         PrivateModelX(0.2)
     with pytest.raises(CITestError):
         PrivCRTOptions(model_x=Path("private"), model_x_share=2.0)
+
+
+def test_noise_aware_resamples_spread_with_the_release_noise() -> None:
+    """The re-noised resamples are more dispersed around the point law's conditional mean
+    than the point law's own (they carry the simulated error of the mean), and both
+    samplers share the point law's conditional mean."""
+    aware, point = _released3(True), _released3(False)
+    z = np.linspace(-2, 2, 400)[:, None]
+    sa, sp = aware(0, (2,)), point(0, (2,))
+    assert np.allclose(sa.conditional_mean(z), sp.conditional_mean(z))
+    da = sa.sample(z, 19, np.random.default_rng(1)) - sa.conditional_mean(z)
+    dp = sp.sample(z, 19, np.random.default_rng(1)) - sp.conditional_mean(z)
+    # the per-resample mean error across rows: zero-mean noise for the point law,
+    # a slope in z for the re-noised laws
+    slope_a = np.abs(np.polyfit(z[:, 0], da.T, 1)[0]).mean()
+    slope_p = np.abs(np.polyfit(z[:, 0], dp.T, 1)[0]).mean()
+    assert slope_a > 2 * slope_p

@@ -129,6 +129,6 @@ def test_methods_filter_and_crt_fit_study() -> None:
         crt_fit_table("other", 300, 1)
     cc = CrtFitConfig(ns=(300,), models=("gauss",), reps=4, reps_large=4)
     out = crt_fit_rep("gauss", 300, 0, cc)
-    assert set(out) == {"priv@1", "priv@5", "crt-released", "crt-exact"}
+    assert set(out) == {"priv@1", "priv@5", "point@1", "crt-exact"}
     md = run_crt_fit(cc)
     assert "| gauss | 300 | 4 |" in md
