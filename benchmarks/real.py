@@ -609,7 +609,9 @@ def _main_crt_fit(args: argparse.Namespace) -> int:
         if args.crt_fit_reps < 1:
             raise DpcgError("--crt-fit-reps must be positive")
         cc.reps = cc.reps_large = args.crt_fit_reps
-    md = run_crt_fit(cc, log=sys.stderr)
+    command = "dpcg bench real " + " ".join(sys.argv[3:]) if len(sys.argv) > 2 \
+        else "dpcg bench real --crt-fit"
+    md = run_crt_fit(cc, log=sys.stderr, command=command.strip())
     if args.out is not None:
         Path(args.out).write_text(md, encoding="utf-8")
     if not args.no_docs:
@@ -770,7 +772,8 @@ def crt_fit_rep(model: str, n: int, rep: int, cc: CrtFitConfig) -> dict[str, boo
     return out
 
 
-def run_crt_fit(cc: CrtFitConfig, log: Any = None) -> str:
+def run_crt_fit(cc: CrtFitConfig, log: Any = None, command: str = "dpcg bench real --crt-fit"
+                ) -> str:
     from scipy.stats import binom
 
     cols = [*(f"priv@{e:g}" for e in cc.epsilons), f"point@{cc.epsilons[0]:g}",
@@ -823,5 +826,6 @@ def run_crt_fit(cc: CrtFitConfig, log: Any = None) -> str:
                 print(f"crt-fit {model} n={n}: {counts} ({sec:.0f} CPU s)", file=log,
                       flush=True)
     lines += ["", "\\* outside the 99 % binomial band around alpha.", "",
-              f"Machine: {machine_description()}."]
+              f"Machine: {machine_description()}. Command: `{command}` (CPU seconds per "
+              "cell in the last column)."]
     return "\n".join(lines) + "\n"
