@@ -10,20 +10,25 @@ every later PrivCRT test:
    ``[-1, 1]``; the means and the upper triangle of the second moments, ``q (q + 3) / 2``
    entries for ``q`` columns) through the ``Laplace`` mechanism of :mod:`accounting`,
    L1 sensitivity :func:`law_sensitivity` ``= q (q + 2) / n`` under replace-one, at
-   ``epsilon_law = share * epsilon`` (pure epsilon-DP, so private-ci-pc stays under the
-   basic filter with ``delta = 0``).
+   ``epsilon_law = share * epsilon`` (share public, default 0.5; pure epsilon-DP, so
+   private-ci-pc stays under the basic filter with ``delta = 0``).
 2. **Law** (:func:`law_from_release`, post-processing): means clipped to ``[-1, 1]``,
    second moments clipped to their feasible range, covariance ``M - mu mu^T``,
    eigenvalues floored at the public noise standard deviation of one entry (so every
    conditional variance is at least that floor), mapped back to the raw scale by the
    public affine map of the bounds: a :class:`~dpcg.citests.crt.GaussianModelX`.
 3. **Tests**: PrivCRT with that law (the release is a public input of the tests) and the
-   rest of the budget, composed by the basic filter.
+   rest of the budget, composed by the basic filter. By default Y is residualised by the
+   same law (``y_fit="law"``, ``Delta_T = 2 B_r^2 / n``) and every resample is drawn
+   from the law of the released vector re-noised at the release's public scale
+   (:class:`ReleasedGaussianLaw`, a parametric bootstrap of the release's noise).
 
 The privacy guarantee is exact (docs/privacy/privcrt-released-law.md). The CRT's level
 is NOT: it is exact only under the true law of X given Z, and the released law is an
 estimate (from the same data, with noise). Measured type-I error:
-``dpcg bench crt-fit`` (docs/benchmarks/crt-fit.md).
+``dpcg bench real --crt-fit`` (docs/benchmarks/real-crt-fit.md): in the band from
+``n = 10^4`` at eps 1 when the conditional means are linear, far above it when they are
+not.
 """
 
 from __future__ import annotations
