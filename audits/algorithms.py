@@ -214,7 +214,8 @@ def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]
     noisy residual products (post-processing of the release); PrivCRT its p-value."""
     from accounting.costs import Budget
     from accounting.session import Session
-    from dpcg.citests.crt import GaussianModelX, PrivCRTTest
+    from dpcg.citests.crt import GaussianModelX, PrivateModelX, PrivCRTTest
+    from dpcg.citests.crt_law import law_mechanism, release_model_x, split_law_budget
     from dpcg.citests.gcm import PrivGCMTest
 
     bounds = [(-1.0, 1.0)] * 3
@@ -232,6 +233,11 @@ def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]
                 # issue 60's fix (c_lambda_twice(1, 0.5) = 3.5; the single fit's c* 7.5)
                 cache[key] = PrivGCMTest(np.asarray(values).T, bounds, None, EPS, lam=1.0,
                                          bandwidth=0.5, groups=10)
+            elif kind == "crt-law":
+                # --model-x private: half of EPS on the law's release, half on the test
+                cache[key] = PrivCRTTest(np.asarray(values).T, bounds, None,
+                                         split_law_budget(EPS, 0.5)[1], PrivateModelX(0.5),
+                                         m=19, y_fit="law")
             else:
                 model = GaussianModelX.from_arrays(
                     np.zeros(3), np.array([[1.0, 0.0, 0.6], [0.0, 1.0, -0.5],
@@ -247,6 +253,10 @@ def ci_test_sampler(kind: str) -> Callable[[Any, int, np.random.Generator], Any]
             test.session = Session(Budget(EPS), seed=int(s))
             if not kind.startswith("gcm"):
                 test.generator = None  # the CRT resamples from the session's generator
+            if kind == "crt-law":
+                law_eps = split_law_budget(EPS, 0.5)[0]
+                test.model = release_model_x(test.session, test.data,
+                                             law_mechanism(test.data.n, 3, law_eps))
             r = test.test(0, 1, (2,))
             out[i] = r.statistic if kind.startswith("gcm") else r.pvalue
         return out
@@ -265,6 +275,9 @@ def ci_test_items() -> list[Any]:
                       "statistic)", ci_test_sampler("gcm-grouped"), pair, EPS, scale=-1.0),
         EmpiricalItem("algorithm", f"PrivCRT test (eps={EPS:g}, m=19, p-value)",
                       ci_test_sampler("crt"), pair, EPS, scale=-1.0),
+        EmpiricalItem("algorithm", f"PrivCRT with a released law (eps={EPS:g}: half on "
+                      "the law, half on the test; p-value)", ci_test_sampler("crt-law"),
+                      pair, EPS, scale=-1.0),
     ]
 
 

@@ -27,9 +27,16 @@
 
 Each private run executes in a child process stopped after ``--timeout`` seconds (the
 issue's target is 10 s per run); a configuration whose first seed is stopped is not
-tried with the other seeds. A refused configuration (e.g. PrivCRT without a public
-model-X law) is a row saying so: refusals happen before anything is charged. Private runs
-use an in-memory ledger (benchmark data, not a protected table).
+tried with the other seeds. A refused configuration is a row saying so: refusals happen
+before anything is charged. Private runs use an in-memory ledger (benchmark data, not a
+protected table). A candidate's public test options are in :data:`CANDIDATE_OPTIONS` and
+in its row's label (PrivCRT has no public model-X law for these tables and runs with
+``--model-x private``); ``--methods TEXT`` keeps only the private rows whose label
+contains ``TEXT``.
+
+``--crt-fit`` runs, instead of the suite, the type-I study of PrivCRT with a privately
+released law (:func:`run_crt_fit`; null tables that fit and that do not fit its Gaussian
+law, ``docs/benchmarks/real-crt-fit.md``).
 
 A new private algorithm or test registered with a data kind that fits (``continuous``,
 ``any`` or a new kind) becomes a row with no edit here. Results:
@@ -210,6 +217,20 @@ def _fits(kind: str, schema: Schema) -> bool:
     return True  # "any", or a kind this suite does not know yet: try it (a refusal is a row)
 
 
+#: Test options a candidate row runs with (public; shown in the row's label): PrivCRT
+#: has no public model-X law for a real table, so it releases one (``--model-x
+#: private``, docs/privacy/privcrt-released-law.md).
+CANDIDATE_OPTIONS: dict[tuple[str, str], dict[str, object]] = {
+    ("private-ci-pc", "privcrt"): {"model_x": "private"},
+}
+
+
+def _label(algo: str, test: str) -> str:
+    opts = CANDIDATE_OPTIONS.get((algo, test), {})
+    flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in opts.items())
+    return f"{algo} / {test}{flags}"
+
+
 def private_candidates(schema: Schema) -> list[tuple[str, str]]:
     """``(algorithm, test)`` for every registered private algorithm and every test of
     its whose data kind fits ``schema`` (one per resolved test)."""
@@ -274,7 +295,8 @@ def _child(conn: Any, ds: Dataset, algo: str, test: str, eps: float, seed: int) 
         from dpcg.private.run import discover_private
 
         t0, c0 = time.perf_counter(), time.process_time()
-        res = discover_private(ds, algo, epsilon=eps, test=test, noise_seed=seed)
+        res = discover_private(ds, algo, epsilon=eps, test=test, noise_seed=seed,
+                               test_options=dict(CANDIDATE_OPTIONS.get((algo, test), {})))
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         conn.send(("ok", [list(e) for e in res.cpdag.sorted_directed()],
                    [list(e) for e in res.cpdag.sorted_undirected()], seconds, cpu,
@@ -289,7 +311,7 @@ def _child(conn: Any, ds: Dataset, algo: str, test: str, eps: float, seed: int) 
 
 def _private_row(table: str, ds: Dataset, truth: CPDAG, algo: str, test: str, eps: float,
                  seeds: int, timeout: float) -> Row:
-    row = Row(table, f"{algo} / {test}", epsilon=eps)
+    row = Row(table, _label(algo, test), epsilon=eps)
     ctx = multiprocessing.get_context("fork")
     exhausted = 0
     for seed in range(seeds):
@@ -342,6 +364,11 @@ class Config:
     #: Effects ``beta`` of the power columns of the level study.
     betas: tuple[float, ...] = (0.05, 0.2)
     skip_sachs: bool = False
+    #: run only the private rows whose label contains this text (None: all)
+    methods: str | None = None
+
+    def wanted(self, algo: str, test: str) -> bool:
+        return self.methods is None or self.methods in _label(algo, test)
 
 
 @dataclass
@@ -377,6 +404,8 @@ def run_suite(cfg: Config, log: Any = None) -> Results:
         out.rows += [fz, cl, dg, cop]
         say(f"sachs non-private: fisherz F1 {fz.f1[0]:.3f}, parity {out.parity}")
         for algo, test in private_candidates(sachs.dataset.schema):
+            if not cfg.wanted(algo, test):
+                continue
             for eps in cfg.epsilons:
                 row = _private_row("sachs", sachs.dataset, sachs.truth, algo, test, eps,
                                    cfg.seeds, cfg.timeout)
@@ -397,6 +426,8 @@ def run_suite(cfg: Config, log: Any = None) -> Results:
         out.rows += [row, cop]
         say(f"{table}: dg-lrt F1 {row.f1[0]:.3f} in {row.seconds[0]:.1f} s")
         for algo, test in private_candidates(ds.schema):
+            if not cfg.wanted(algo, test):
+                continue
             for eps in cfg.epsilons:
                 prow = _private_row(table, ds, net.cpdag, algo, test, eps, cfg.seeds,
                                     cfg.timeout)
@@ -541,6 +572,8 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.crt_fit:
+        return _main_crt_fit(args)
     if args.seeds < 1 or args.null_reps < 0 or args.timeout <= 0 or args.rows < 1:
         raise DpcgError("--seeds, --rows and --timeout must be positive, --null-reps >= 0")
     cfg = Config(wheel=args.wheel, workdir=Path(args.workdir),
@@ -549,7 +582,8 @@ def _main(args: argparse.Namespace) -> int:
                  network_seed=args.network_seed, sample_seed=args.sample_seed,
                  alpha=args.alpha, timeout=args.timeout,
                  null_ns=_ints(args.null_ns) if args.null_reps else (),
-                 null_reps=args.null_reps, skip_sachs=args.no_sachs)
+                 null_reps=args.null_reps, skip_sachs=args.no_sachs,
+                 methods=args.methods)
     command = "dpcg bench real " + " ".join(sys.argv[3:]) if len(sys.argv) > 2 \
         else "dpcg bench real"
     res = run_suite(cfg, log=sys.stderr)
@@ -563,6 +597,25 @@ def _main(args: argparse.Namespace) -> int:
         Path(args.out).write_text(md, encoding="utf-8")
     if not args.no_docs:
         write_section("real", md)
+    print(md)
+    return 0
+
+
+def _main_crt_fit(args: argparse.Namespace) -> int:
+    cc = CrtFitConfig()
+    if args.crt_fit_ns:
+        cc.ns = _ints(args.crt_fit_ns)
+    if args.crt_fit_reps is not None:
+        if args.crt_fit_reps < 1:
+            raise DpcgError("--crt-fit-reps must be positive")
+        cc.reps = cc.reps_large = args.crt_fit_reps
+    command = "dpcg bench real " + " ".join(sys.argv[3:]) if len(sys.argv) > 2 \
+        else "dpcg bench real --crt-fit"
+    md = run_crt_fit(cc, log=sys.stderr, command=command.strip())
+    if args.out is not None:
+        Path(args.out).write_text(md, encoding="utf-8")
+    if not args.no_docs:
+        write_section("real-crt-fit", md)
     print(md)
     return 0
 
@@ -591,7 +644,188 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--null-reps", type=int, default=200,
                    help="null tables per row count (0: skip)")
     p.add_argument("--no-sachs", action="store_true", help="skip the Sachs table")
+    p.add_argument("--methods", default=None, metavar="TEXT",
+                   help="run only the private rows whose label contains TEXT (the "
+                        "non-private reference rows always run)")
+    p.add_argument("--crt-fit", action="store_true",
+                   help="instead of the suite: the type-I error of PrivCRT with a privately "
+                        "released model-X law (--model-x private) on null data that fit and "
+                        "that do not fit its Gaussian law (docs/benchmarks/real-crt-fit.md)")
+    p.add_argument("--crt-fit-reps", type=int, default=None,
+                   help="--crt-fit: repetitions per cell (default 500; 100 at n = 1e5)")
+    p.add_argument("--crt-fit-ns", default=None,
+                   help="--crt-fit: row counts (default 1000,10000,100000)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     p.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     p.add_argument("--no-docs", action="store_true", help="do not write docs/benchmarks")
     p.set_defaults(func=_main)
+
+
+# ------------------------------------------------------------------ PrivCRT, released law
+
+
+#: Null models of ``--crt-fit``: one that fits the released Gaussian law and two that do
+#: not (non-Gaussian noise; a non-linear conditional mean).
+CRT_FIT_MODELS = ("gauss", "skew", "nonlinear")
+#: The law's share of eps (``dpcg.citests.crt.DEFAULT_LAW_SHARE``, restated so that the
+#: module imports no test at load).
+DEFAULT_LAW_SHARE_BENCH = 0.5
+
+
+@dataclass
+class CrtFitConfig:
+    """Grids of ``dpcg bench real --crt-fit`` (docs/benchmarks/real-crt-fit.md)."""
+
+    ns: tuple[int, ...] = (1_000, 10_000, 100_000)
+    models: tuple[str, ...] = CRT_FIT_MODELS
+    epsilons: tuple[float, ...] = (1.0, 5.0)
+    reps: int = 500
+    #: repetitions at the largest ``n`` (fewer: CPU)
+    reps_large: int = 100
+    share: float = DEFAULT_LAW_SHARE_BENCH
+    residual_bound: float = 0.6
+    features: int = 100
+    bandwidth: float = 0.5
+    lam: float = 10.0
+    #: ``"law"`` (the default of ``--model-x private``) or ``"ridge"``
+    y_fit: str = "law"
+    seed: int = 20261205
+
+    def reps_for(self, n: int) -> int:
+        return self.reps_large if n >= 100_000 else self.reps
+
+
+def crt_fit_table(model: str, n: int, seed: int
+                  ) -> tuple[np.ndarray[Any, np.dtype[np.float64]], list[tuple[float, float]]]:
+    """One null table ``(X, Y, Z)`` of ``model`` (``X _||_ Y | Z``), shape ``(3, n)``,
+    clipped to the declared bounds ``+-1.5 sqrt(log n)`` of every column:
+
+    * ``gauss``: ``Z ~ N(0, 1)``, ``X = 0.8 Z + e_X``, ``Y = 0.8 Z + e_Y``, ``e ~ N(0, 1)``
+      (fits the Gaussian law up to the clipping);
+    * ``skew``: the same with ``e = Exp(1) - 1`` (linear mean, skewed noise);
+    * ``nonlinear``: :func:`dpcg.datasets.sem.unit_noise` with ``a = 2`` (``X = f_a(Z) +
+      e_X``, ``Y = f_a(Z) + e_Y``; Gaussian noise, non-linear mean)."""
+    from dpcg.datasets.sem import unit_noise, unit_noise_bounds
+
+    bounds = [tuple(b) for b in unit_noise_bounds(n, 1)]
+    if model == "nonlinear":
+        values = np.asarray(unit_noise(n, 1, 2.0, 0.0, seed).values, dtype=np.float64)
+        return values, bounds  # type: ignore[return-value]
+    g = np.random.default_rng(seed)
+    z = g.standard_normal(n)
+    if model == "gauss":
+        ex, ey = g.standard_normal(n), g.standard_normal(n)
+    elif model == "skew":
+        ex, ey = g.exponential(size=n) - 1.0, g.exponential(size=n) - 1.0
+    else:
+        raise DpcgError(f"model {model!r}: choose one of {CRT_FIT_MODELS}")
+    raw = np.stack([0.8 * z + ex, 0.8 * z + ey, z])
+    lo = np.array([b[0] for b in bounds])[:, None]
+    hi = np.array([b[1] for b in bounds])[:, None]
+    return np.clip(raw, lo, hi), bounds  # type: ignore[return-value]
+
+
+def crt_fit_rep(model: str, n: int, rep: int, cc: CrtFitConfig) -> dict[str, bool]:
+    """One null table: the rejections of PrivCRT with the released law at every eps
+    (law share ``cc.share``, one session per eps), of the non-private CRT with the same
+    released law (at the smallest eps), and of the non-private CRT with the law of the
+    exact moments (the same Gaussian fit without noise)."""
+    from accounting.costs import Budget
+    from accounting.session import Session
+    from dpcg.citests.crt import CRTTest, PrivCRTTest
+    from dpcg.citests.crt_law import (
+        law_from_release,
+        law_mechanism,
+        release_model_x,
+        split_law_budget,
+    )
+    from dpcg.citests.gcm import ContinuousData
+    from dpcg.stats.suffstat import moment_vector
+
+    seed = (cc.seed * 1_000_003 + rep * 7919 + n * 31
+            + 17 * CRT_FIT_MODELS.index(model)) % (2**32)
+    values, bounds = crt_fit_table(model, n, seed)
+    data = ContinuousData.build(values, bounds, ("X", "Y", "Z"))
+    kw: dict[str, Any] = {"residual_bound": cc.residual_bound, "bandwidth": cc.bandwidth,
+                          "lam": cc.lam, "regression": "rff", "features": cc.features,
+                          "feature_seed": 0, "y_fit": cc.y_fit}
+    out: dict[str, bool] = {}
+    factors = None
+    for i, eps in enumerate(cc.epsilons):
+        law_eps, test_eps = split_law_budget(eps, cc.share)
+        for aware in (True, False) if i == 0 else (True,):
+            # the same seed for both: the same release, only the resampling differs
+            session = Session(Budget(eps), rule="basic", seed=seed + i)
+            law = release_model_x(session, data, law_mechanism(n, 3, law_eps),
+                                  noise_aware=aware)
+            priv = PrivCRTTest(values, bounds, session, test_eps, law, **kw)
+            if factors is not None:
+                priv._factors = factors  # the same Y fit (public map of the same data)
+            factors = priv._factors
+            key = f"priv@{eps:g}" if aware else f"point@{eps:g}"
+            out[key] = not priv.test(0, 1, (2,)).independent
+    exact = law_from_release(moment_vector(data.scaled.T, True), data.lower, data.upper,
+                             1e-9)
+    crt = CRTTest(values, bounds, exact, generator=np.random.default_rng(seed + 98), **kw)
+    crt._factors = factors  # type: ignore[assignment]
+    out["crt-exact"] = not crt.test(0, 1, (2,)).independent
+    return out
+
+
+def run_crt_fit(cc: CrtFitConfig, log: Any = None, command: str = "dpcg bench real --crt-fit"
+                ) -> str:
+    from scipy.stats import binom
+
+    cols = [*(f"priv@{e:g}" for e in cc.epsilons), f"point@{cc.epsilons[0]:g}",
+            "crt-exact"]
+    heads = [*(f"PrivCRT, released law, eps {e:g}" for e in cc.epsilons),
+             f"PrivCRT, point law (no re-noising), eps {cc.epsilons[0]:g}",
+             "CRT (non-private), law of the exact moments"]
+    lines = [
+        "## PrivCRT with a privately released model-X law: type-I error "
+        "(`dpcg bench real --crt-fit`)",
+        "",
+        "`benchmarks/real.py`, `crt_fit_rep`. One CI query `X _||_ Y | Z` per null table "
+        "(`crt_fit_table`; every column clipped to its declared `+-1.5 sqrt(log n)`): "
+        "`gauss` (`X = 0.8 Z + e`, `Y = 0.8 Z + e'`, Gaussian noise: fits the released "
+        "Gaussian law up to the clipping), `skew` (the same with `Exp(1) - 1` noise: linear "
+        "mean, skewed noise), `nonlinear` (`unit_noise`, `a = 2`: `X = f_a(Z) + e`, "
+        "Gaussian noise, non-linear mean). PrivCRT as `--model-x private`: "
+        f"{cc.share:g} of eps on the law (one Laplace release of the bounded moment "
+        "vector), the rest on one threshold release; residual clip "
+        f"{cc.residual_bound:g}, m = 19, alpha = {ALPHA}. "
+        "Y residualised by the same law (`y_fit=\"law\"`, the default of "
+        "`--model-x private`). 'released law': the default resampling, each resample "
+        "from the law of the released vector re-noised at the release's public scale; "
+        "'point law': every resample from the released law itself (same release, same "
+        "seeds). The last column is the non-private CRT with the same statistic and the "
+        "Gaussian law of the exact moments (what the release estimates): the error of the "
+        "fit without the release's noise.",
+        "",
+        "| model | n | repetitions | 99 % band | " + " | ".join(heads) + " | CPU s |",
+        "|---|---|---|---|" + "---|" * len(heads) + "---|",
+    ]
+    for model in cc.models:
+        for n in cc.ns:
+            reps = cc.reps_for(n)
+            lo = float(binom.ppf(0.005, reps, ALPHA)) / reps
+            hi = float(binom.ppf(0.995, reps, ALPHA)) / reps
+            counts = dict.fromkeys(cols, 0)
+            c0 = time.process_time()
+            for rep in range(reps):
+                for k, v in crt_fit_rep(model, n, rep, cc).items():
+                    counts[k] += int(v)
+            sec = time.process_time() - c0
+            cells = []
+            for k in cols:
+                r = counts[k] / reps
+                cells.append(f"{r:.3f}" + ("" if lo <= r <= hi else " *"))
+            lines.append(f"| {model} | {n:,} | {reps} | [{lo:.3f}, {hi:.3f}] | "
+                         + " | ".join(cells) + f" | {sec:.0f} |")
+            if log is not None:
+                print(f"crt-fit {model} n={n}: {counts} ({sec:.0f} CPU s)", file=log,
+                      flush=True)
+    lines += ["", "\\* outside the 99 % binomial band around alpha.", "",
+              f"Machine: {machine_description()}. Command: `{command}` (CPU seconds per "
+              "cell in the last column)."]
+    return "\n".join(lines) + "\n"

@@ -30,6 +30,14 @@ NON_PRIVACY_RANDOMNESS: dict[str, str] = {
         "every realisation (docs/privacy/privcrt.md); drawn from a generator passed in or "
         "handed out by the session, never privacy noise"
     ),
+    "dpcg/citests/crt_law.py": (
+        "model-X resamples of PrivCRT with a released law: each resample from the released "
+        "moment vector re-noised at the release's PUBLIC Laplace scale (a parametric "
+        "bootstrap for the test's level), from the session's resampling generator; the "
+        "sensitivity bound holds for every realisation (docs/privacy/"
+        "privcrt-released-law.md, Lemma L2), never privacy noise (the release itself is "
+        "accounting's Laplace mechanism)"
+    ),
     "dpcg/citests/noisy_g2.py": (
         "Monte-Carlo null of the G-test on released noisy tables: draws from the fitted "
         "model of released (post-processed) counts and the public noise variance, from a "

@@ -21,7 +21,15 @@ import numpy as np
 
 from accounting.session import Session
 from dpcg.citests.base import CITest
-from dpcg.citests.crt import DEFAULT_CRT_LAMBDA, RELEASES, GaussianModelX, PrivCRTTest
+from dpcg.citests.crt import (
+    DEFAULT_CRT_LAMBDA,
+    DEFAULT_LAW_SHARE,
+    RELEASES,
+    Y_FITS,
+    GaussianModelX,
+    PrivateModelX,
+    PrivCRTTest,
+)
 from dpcg.citests.gcm import (
     DEFAULT_BANDWIDTH,
     DEFAULT_GROUPS,
@@ -45,6 +53,8 @@ from dpcg.regression import (
 )
 
 TESTS = ("privgcm", "privcrt")
+#: ``--model-x private``: the law is released from the data by the run.
+PRIVATE_LAW = "private"
 
 
 def _check_dataset(dataset: Dataset) -> None:
@@ -73,6 +83,13 @@ def load_model_x(path: str | Path) -> GaussianModelX:
                           ) from None
 
 
+def default_y_fit(model: object) -> str:
+    """PrivCRT's default residualisation of Y: ``"law"`` with a privately released law
+    (the level then rests on two fits of the same noisy law, whose errors multiply;
+    docs/privacy/privcrt-released-law.md), ``"ridge"`` otherwise (unchanged)."""
+    return "law" if isinstance(model, PrivateModelX) else "ridge"
+
+
 def build_private_test(
     dataset: Dataset,
     test: str,
@@ -82,7 +99,7 @@ def build_private_test(
     alpha: float = 0.05,
     bandwidth: float | None = None,
     lam: float | None = None,
-    model: GaussianModelX | None = None,
+    model: GaussianModelX | PrivateModelX | None = None,
     m: int | None = None,
     residual_bound: float = 1.0,
     regression: str = "krr",
@@ -92,11 +109,15 @@ def build_private_test(
     fit: str | None = None,
     residual_clip: float | None = None,
     release: str | None = None,
+    y_fit: str | None = None,
 ) -> PrivGCMTest | PrivCRTTest:
     """The CI tester ``test`` on ``dataset`` charging ``test_epsilon`` per test.
 
     PrivCRT's ``release`` is ``"threshold"`` (default: exact level ``k/(m+1)``) or
     ``"rank"`` (Kalemaj et al.'s Report-Noisy-Max rank; docs/privacy/privcrt.md).
+    PrivCRT's ``model`` is a public law, or :class:`PrivateModelX` (the run releases the
+    law first, :mod:`dpcg.citests.crt_law`; the tester then holds the placeholder until
+    :mod:`dpcg.private.private_ci_pc` replaces it by the released law).
 
     PrivGCM releases ``groups`` group sums (default ``default_groups(n)``, i.e.
     ``min(20, n // 2)``; ``0``: the paper's release of all ``n`` products), from the
@@ -116,7 +137,9 @@ def build_private_test(
     if test == "privcrt":
         if model is None:
             raise CITestError(
-                "privcrt needs the public model-X law of the variables (model= / --model-x)"
+                "privcrt needs the public model-X law of the variables (model= / --model-x "
+                "law.json), or --model-x private to release one from the data with a share "
+                "of the budget"
             )
         return PrivCRTTest(dataset.values, _bounds(dataset), session, test_epsilon, model,
                            m=m, residual_bound=residual_bound,
@@ -124,7 +147,8 @@ def build_private_test(
                            lam=DEFAULT_CRT_LAMBDA if lam is None else lam, alpha=alpha,
                            names=dataset.names, regression=regression, features=features,
                            feature_seed=feature_seed,
-                           release="threshold" if release is None else release)
+                           release="threshold" if release is None else release,
+                           y_fit=default_y_fit(model) if y_fit is None else y_fit)
     raise CITestError(f"test={test!r}: choose one of {TESTS}")
 
 
@@ -224,9 +248,21 @@ class PrivCRTOptions(KernelOptions):
     """PrivCRT's options: the kernel's plus the public model-X law and resampling."""
 
     model_x: Path | None = option(  # noqa: RUF009 - option() is a dataclass field
-        None, type=Path, metavar="JSON",
-        help="public Gaussian law {'mean': [...], 'cov': [[...]]} of the variables "
-             "(required)")
+        None, type=Path, metavar="JSON|private",
+        help="public Gaussian law {'mean': [...], 'cov': [[...]]} of the variables, or "
+             "'private': release a Gaussian law from the data first (one Laplace release "
+             "of the bounded moment vector with --model-x-share of epsilon; the CRT's level "
+             "is then approximate, docs/privacy/privcrt-released-law.md); required")
+    model_x_share: float | None = option(
+        None, type=float, metavar="F",
+        help=f"--model-x private only: public share of epsilon spent on the law's release, "
+             f"in (0, 1) (default {DEFAULT_LAW_SHARE})")
+    crt_y_fit: str | None = option(
+        None, type=str, metavar="ridge|law",
+        help="how PrivCRT residualises Y on Z: 'ridge' (the kernel / RFF ridge of "
+             "--bandwidth/--lam; default with a law file) or 'law' (the conditional mean "
+             "of Y under the Gaussian law, residual clipped to --residual-bound; default "
+             "with --model-x private)")
     crt_resamples: int | None = option(
         None, type=int, help="number m of model-X resamples (default ceil(1/alpha)-1)")
     residual_bound: float | None = option(
@@ -236,21 +272,47 @@ class PrivCRTOptions(KernelOptions):
         help="PrivCRT's release: 'threshold' (default; one Laplace release of the margin "
              "against the k-th largest noisy resample, type-I error exactly k/(m+1)) or "
              "'rank' (Kalemaj et al.'s Report-Noisy-Max rank, level at most alpha)")
-    #: The public law as an object (Python API; the CLI gives ``model_x``, a JSON file).
-    model: GaussianModelX | None = None
+    #: The public law as an object (Python API; the CLI gives ``model_x``, a JSON file),
+    #: or ``PrivateModelX(share)`` for a privately released law.
+    model: GaussianModelX | PrivateModelX | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_positive("crt_resamples", self.crt_resamples, integer=True)
         _check_positive("residual_bound", self.residual_bound)
+        if self.crt_y_fit is not None and self.crt_y_fit not in Y_FITS:
+            raise CITestError(f"crt_y_fit: choose one of {Y_FITS}, got {self.crt_y_fit!r}")
         if self.crt_release is not None and self.crt_release not in RELEASES:
             raise CITestError(f"crt_release: choose one of {RELEASES}, got "
                               f"{self.crt_release!r}")
         if self.model is not None and self.model_x is not None:
             raise CITestError("model_x: give the model-X law once (model or model_x)")
+        if self.model_x_share is not None:
+            if not self.private_law:
+                raise CITestError("model_x_share: applies to --model-x private only")
+            PrivateModelX(self.model_x_share)  # validates the share
         for name in ("groups", "fit", "residual_clip"):
             if getattr(self, name) is not None:
                 raise CITestError(f"{name}: applies to --test privgcm only")
+
+
+    @property
+    def private_law(self) -> bool:
+        """The law is released by the run (``--model-x private`` / ``PrivateModelX``)."""
+        return (isinstance(self.model, PrivateModelX)
+                or (self.model_x is not None and str(self.model_x) == PRIVATE_LAW))
+
+    def law(self) -> GaussianModelX | PrivateModelX | None:
+        """The model-X source: the public law (read from ``model_x`` when given), or the
+        private-release placeholder."""
+        if isinstance(self.model, PrivateModelX):
+            return self.model
+        if self.private_law:
+            return PrivateModelX(DEFAULT_LAW_SHARE if self.model_x_share is None
+                                 else self.model_x_share)
+        if self.model_x is not None:
+            return load_model_x(self.model_x)
+        return self.model
 
 
 def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
@@ -258,14 +320,14 @@ def private_test_for(dataset: Dataset, test: str, options: KernelOptions,
                      ) -> PrivGCMTest | PrivCRTTest:
     """``build_private_test`` from a registered test's typed options."""
     if isinstance(options, PrivCRTOptions):
-        model = options.model if options.model_x is None else load_model_x(options.model_x)
         return build_private_test(
-            dataset, test, session, test_epsilon, alpha=alpha, model=model,
+            dataset, test, session, test_epsilon, alpha=alpha, model=options.law(),
             m=options.crt_resamples,
             residual_bound=1.0 if options.residual_bound is None else options.residual_bound,
             bandwidth=options.bandwidth_or_default, lam=options.lam,
             regression=options.regression_or_default, features=options.features,
-            feature_seed=options.feature_seed, release=options.crt_release)
+            feature_seed=options.feature_seed, release=options.crt_release,
+            y_fit=options.crt_y_fit)
     return build_private_test(dataset, test, session, test_epsilon, alpha=alpha,
                               bandwidth=options.bandwidth, lam=options.lam,
                               regression=options.regression_or_default,
@@ -291,8 +353,8 @@ register_test(TestSpec(
                 "default) + vector Laplace"))
 register_test(TestSpec(
     name="privcrt", options=PrivCRTOptions, private=True, data="continuous",
-    description="PrivCRT (Kalemaj et al.): model-X CRT rank by Report Noisy Max; "
-                "needs --model-x"))
+    description="PrivCRT (Kalemaj et al.): model-X CRT, threshold (default) or "
+                "Report-Noisy-Max rank release; needs --model-x law.json or private"))
 register_test(TestSpec(
     name="gcm", options=KernelOptions, build=_build_gcm, data="continuous",
     description="generalised covariance measure with KRR (non-private; "

@@ -85,6 +85,11 @@ DEFAULT_CRT_LAMBDA = 10.0
 #: PrivCRT's releases: ``"threshold"`` (default; exact level ``floor(alpha (m+1))/(m+1)``)
 #: and ``"rank"`` (Kalemaj et al.'s Report-Noisy-Max rank; level at most alpha).
 RELEASES = ("threshold", "rank")
+#: How PrivCRT residualises Y on Z: ``"ridge"`` (KRR / RFF ridge, the default) or
+#: ``"law"`` (the conditional mean of Y under the public Gaussian model-X law, clipped to
+#: ``[-B_r, B_r]``: every summand of ``T_j`` depends on its own row only, so
+#: ``Delta_T = 2 B_r^2 / n``; docs/privacy/privcrt-released-law.md, Lemma L2).
+Y_FITS = ("ridge", "law")
 
 
 # ---------------------------------------------------------------------------------
@@ -303,6 +308,27 @@ class GaussianModelX:
         )
 
 
+#: Default public share of the run's epsilon spent on the model-X law's release.
+DEFAULT_LAW_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class PrivateModelX:
+    """The model-X law is released privately by the run (``--model-x private``): a
+    public ``share`` in ``(0, 1)`` of the run's epsilon goes to one Laplace release of the
+    bounded moment vector, the rest to the tests."""
+
+    share: float = DEFAULT_LAW_SHARE
+
+    def __post_init__(self) -> None:
+        s = self.share
+        if isinstance(s, bool) or not isinstance(s, int | float) or not (
+                math.isfinite(s) and 0.0 < s < 1.0):
+            raise CITestError(f"model_x_share: expected a number strictly between 0 and 1, "
+                              f"got {s!r}")
+        object.__setattr__(self, "share", float(s))
+
+
 # ---------------------------------------------------------------------------------
 # Parameters and exact statistics
 # ---------------------------------------------------------------------------------
@@ -344,6 +370,14 @@ def crt_sensitivity(residual_bound: float, lam: float, n: int) -> float:
     (docs/privacy/privcrt.md, Lemma 2); never larger than the paper's bound."""
     a = 1.0 + 1.0 / math.sqrt(lam)
     return residual_bound * a * min(2.0 * (1.0 + 1.0 / lam), 2.0 + 1.0 / math.sqrt(lam)) / n
+
+
+def crt_law_sensitivity(residual_bound: float, n: int) -> float:
+    """Replace-one sensitivity ``2 B_r^2 / n`` of every ``T_j`` when both residuals
+    are clipped to ``[-B_r, B_r]`` and computed with a public law (``y_fit="law"``):
+    only the replaced row's summand changes (docs/privacy/privcrt-released-law.md,
+    Lemma L2)."""
+    return 2.0 * residual_bound * residual_bound / n
 
 
 def crt_statistics(
@@ -474,10 +508,14 @@ def _x_residuals(
 # CI testers
 # ---------------------------------------------------------------------------------
 
-SamplerSource = ConditionalSampler | GaussianModelX | Callable[[int, tuple[int, ...]], Any]
+SamplerSource = (ConditionalSampler | GaussianModelX | PrivateModelX
+                 | Callable[[int, tuple[int, ...]], Any])
 
 
 def _resolve_sampler(model: SamplerSource, x: int, S: tuple[int, ...]) -> ConditionalSampler:
+    if isinstance(model, PrivateModelX):
+        raise CITestError("model-X law: the private law has not been released yet (the run "
+                          "releases it before its first test; dpcg.citests.crt_law)")
     if isinstance(model, GaussianModelX):
         return model.sampler(x, S)
     if hasattr(model, "conditional_mean") and hasattr(model, "sample"):
@@ -508,14 +546,23 @@ class _CRTBase:
         regression: str = "krr",
         features: int | None = None,
         feature_seed: int | None = None,
+        y_fit: str = "ridge",
     ) -> None:
+        if y_fit not in Y_FITS:
+            raise CITestError(f"y_fit: choose one of {Y_FITS}, got {y_fit!r}")
+        if y_fit == "law" and (hasattr(model, "conditional_mean") or not (
+                isinstance(model, GaussianModelX | PrivateModelX) or callable(model))):
+            raise CITestError("y_fit='law' needs a law of every variable (GaussianModelX, "
+                              "--model-x private, or a callable (x, S) -> sampler), not "
+                              "one sampler of X")
+        self.y_fit = y_fit
         self.alpha = check_alpha(alpha)
         self.m = default_resamples(self.alpha) if m is None else check_resamples(m, self.alpha)
         self.residual_bound = check_residual_bound(residual_bound)
         self.krr: Ridge = make_ridge(regression, bandwidth, lam, features=features,
                                      feature_seed=feature_seed)
         self.data = ContinuousData.build(values, bounds, names)
-        if isinstance(model, GaussianModelX):
+        if isinstance(model, GaussianModelX) or hasattr(model, "check_columns"):
             # public input only (the law and the bounds): refused before any charge
             model.check_columns(self.data.lower, self.data.upper)
         self.model = model
@@ -559,7 +606,19 @@ class _CRTBase:
         scale = 2.0 / (d.upper[x] - d.lower[x])
         rx = _x_residuals(x_raw, z_raw, sampler, self.m, self._rng(), scale,
                           (float(d.lower[x]), float(d.upper[x])))
-        ry = _y_residuals(d.scaled[y], self._factors.get(S))
+        if self.y_fit == "law":
+            # Y's residual from the same public law, clipped: row i's summand depends on
+            # row i only (docs/privacy/privcrt-released-law.md, Lemma L2)
+            y_raw = np.clip(d.values[y], d.lower[y], d.upper[y])
+            mu_y = np.asarray(_resolve_sampler(self.model, y, S).conditional_mean(z_raw),
+                              dtype=np.float64)
+            if mu_y.shape != y_raw.shape or not np.all(np.isfinite(mu_y)):
+                raise CITestError("sampler returned a conditional mean of Y of the wrong "
+                                  "shape or with non-finite values")
+            ry = np.clip((y_raw - mu_y) * (2.0 / (d.upper[y] - d.lower[y])),
+                         -self.residual_bound, self.residual_bound)
+        else:
+            ry = _y_residuals(d.scaled[y], self._factors.get(S))
         out: FloatArray = np.abs(crt_statistics(rx, ry, self.residual_bound))
         return out
 
@@ -583,11 +642,12 @@ class CRTTest(_CRTBase):
         regression: str = "krr",
         features: int | None = None,
         feature_seed: int | None = None,
+        y_fit: str = "ridge",
     ) -> None:
         super().__init__(
             values, bounds, model, m=m, residual_bound=residual_bound, bandwidth=bandwidth,
             lam=lam, alpha=alpha, names=names, generator=generator, regression=regression,
-            features=features, feature_seed=feature_seed,
+            features=features, feature_seed=feature_seed, y_fit=y_fit,
         )
 
     def test(self, x: int, y: int, S: tuple[int, ...]) -> CIResult:
@@ -631,13 +691,14 @@ class PrivCRTTest(_CRTBase):
         features: int | None = None,
         feature_seed: int | None = None,
         release: str = "threshold",
+        y_fit: str = "ridge",
     ) -> None:
         if release not in RELEASES:
             raise CITestError(f"release: choose one of {RELEASES}, got {release!r}")
         super().__init__(
             values, bounds, model, m=m, residual_bound=residual_bound, bandwidth=bandwidth,
             lam=lam, alpha=alpha, names=names, generator=generator, regression=regression,
-            features=features, feature_seed=feature_seed,
+            features=features, feature_seed=feature_seed, y_fit=y_fit,
         )
         self.epsilon = check_epsilon(epsilon)
         self.session = session
@@ -652,6 +713,8 @@ class PrivCRTTest(_CRTBase):
 
     @property
     def sensitivity(self) -> float:
+        if self.y_fit == "law":
+            return crt_law_sensitivity(self.residual_bound, self.data.n)
         return crt_sensitivity(self.residual_bound, self.krr.lam, self.data.n)
 
     def mechanism(self) -> Any:
@@ -681,6 +744,8 @@ class PrivCRTTest(_CRTBase):
         sampler = self.check_sampler(xi, Si)
         settings = (f"(m={self.m}, B_r={self.residual_bound}, lam={self.krr.lam}, "
                     f"bandwidth={self.krr.bandwidth}{_ridge_suffix(self.krr)}")
+        if self.y_fit == "law":
+            settings = f"(m={self.m}, B_r={self.residual_bound}, Y fitted by the law"
         query = (f"{names[xi]} _||_ {names[yi]} | "
                  f"{{{', '.join(names[s] for s in Si)}}}")
 

@@ -13,6 +13,8 @@ CLI::
     dpcg discover --data t.csv --schema s.json --dataset-id ID --algorithm private-ci-pc \\
         --test privgcm --epsilon 10 [--plan-size K | --test-epsilon E] [--bandwidth 0.5]
     dpcg discover ... --algorithm private-ci-pc --test privcrt --model-x law.json
+    dpcg discover ... --algorithm private-ci-pc --test privcrt --model-x private \\
+        [--model-x-share 0.25] [--regression rff]
 
 Every CI test is one self-contained private release (PrivGCM: a vector Laplace release of
 the residual products' group sums; PrivCRT: one Report-Noisy-Max release of a rank),
@@ -27,6 +29,12 @@ epsilon-DP: ``delta`` is 0. Like every private algorithm it is recorded in the d
 ledger by default (:mod:`dpcg.private.ledger`). Proof notes:
 ``docs/privacy/privgcm.md``, ``docs/privacy/privcrt.md`` (one test) and basic
 composition under the filter (``docs/privacy/costs-and-filter.md``).
+
+PrivCRT with ``--model-x private`` (:class:`~dpcg.citests.crt.PrivateModelX`): before
+its first test the run releases the bounded moment vector with a public share of epsilon
+(one ``Laplace`` release, :mod:`dpcg.citests.crt_law`), derives a Gaussian model-X law
+from it (post-processing) and runs the tests with the rest; the plan shows both parts
+(``docs/privacy/privcrt-released-law.md``).
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ from accounting.errors import BudgetExceededError
 from accounting.session import Session
 from dpcg.citests.base import CIResult, validate_query
 from dpcg.citests.continuous_pc import TESTS, KernelOptions, private_test_for
-from dpcg.citests.crt import PrivCRTTest
+from dpcg.citests.crt import PrivateModelX, PrivCRTTest
+from dpcg.citests.crt_law import law_mechanism, release_model_x, split_law_budget
 from dpcg.citests.gcm import PrivGCMTest, check_epsilon
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, CITestError
@@ -102,6 +111,12 @@ class PrivateCIPlan:
     budget_split: str = "tests"
     depth: int = 0
     levels: list[dict[str, Any]] = field(default_factory=list)
+    #: ``--model-x private``: the law's release (its mechanism, epsilon and share)
+    law: Any = None
+    law_epsilon: float | None = None
+    law_share: float | None = None
+    #: epsilon left for the tests (the whole budget unless the law is released)
+    total_tests_epsilon: float | None = None
 
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -113,6 +128,12 @@ class PrivateCIPlan:
             out["horizon"] = self.depth
         if isinstance(self.probe, PrivCRTTest):
             out.update({"m": self.probe.m, "residual_bound": self.probe.residual_bound})
+            if self.law is not None:
+                out.update({"model_x": "private", "model_x_share": self.law_share,
+                            "model_x_epsilon": self.law_epsilon,
+                            "model_x_sensitivity_l1": self.law.sensitivity,
+                            "tests_epsilon": self.total_tests_epsilon,
+                            "y_fit": self.probe.y_fit})
         else:
             out["sensitivity_c_lambda"] = self.probe.sensitivity
             out["groups"] = self.probe.groups
@@ -162,8 +183,19 @@ class PrivateCIPC:
             raise AlgorithmError(f"delta: private-ci-pc is pure epsilon-DP (basic "
                                  f"composition of Laplace / Report-Noisy-Max tests); got "
                                  f"delta={settings.delta!r}, leave it 0")
-        eps = check_epsilon(settings.epsilon)
+        total = check_epsilon(settings.epsilon)
         p = len(source.dataset.names)
+        # --model-x private: a public share of epsilon goes to the law's release first
+        law_source = source.options.law() if source.test == "privcrt" and hasattr(
+            source.options, "law") else None
+        law = None
+        law_eps: float | None = None
+        share: float | None = None
+        eps = total
+        if isinstance(law_source, PrivateModelX):
+            share = law_source.share
+            law_eps, eps = split_law_budget(total, share)
+            law = law_mechanism(source.dataset.n, p, law_eps)
         levels = params.test_epsilon is None and params.plan_size is None
         if levels:
             # the floor: the per-test epsilon of the former default plan (public)
@@ -172,8 +204,9 @@ class PrivateCIPC:
         elif params.test_epsilon is not None:
             per_test = check_epsilon(params.test_epsilon)
             if per_test > eps:
-                raise AlgorithmError(f"test_epsilon={per_test} exceeds the total "
-                                     f"epsilon={eps}")
+                raise AlgorithmError(f"test_epsilon={per_test} exceeds the "
+                                     + ("tests' share of epsilon" if law is not None
+                                        else "total epsilon") + f"={eps}")
             k = math.floor(eps / per_test)
         else:
             k = params.plan_size if params.plan_size is not None else default_plan_size(p)
@@ -182,15 +215,23 @@ class PrivateCIPC:
         probe = private_test_for(source.dataset, source.test, source.options, None,
                                  per_test, source.alpha)
         probe.preflight()  # a per-test epsilon its sampler cannot represent fails here
+        extra: dict[str, Any] = {"law": law, "law_epsilon": law_eps,
+                                 "law_share": share,
+                                 "total_tests_epsilon": eps}
         if not levels:
-            return PrivateCIPlan("basic", k, per_test, settings.max_depth, probe)
+            return PrivateCIPlan("basic", k, per_test, settings.max_depth, probe, **extra)
         depth = planned_depth(p, settings.max_depth, LEVELS_PLANNED_DEPTH)
         return PrivateCIPlan("basic", k, per_test, settings.max_depth, probe,
-                             budget_split="levels", depth=depth)
+                             budget_split="levels", depth=depth, **extra)
 
     def tester(self, plan: PrivateCIPlan, source: ContinuousSource,
                session: Session) -> PrivGCMTest | PrivCRTTest | LevelPlannedCITest:
         plan.probe.session = session
+        if plan.law is not None:
+            # the law's release comes first (charged, in the ledger); the tests use the
+            # released law as a public input and the filter's remainder
+            assert isinstance(plan.probe, PrivCRTTest)
+            plan.probe.model = release_model_x(session, plan.probe.data, plan.law)
         if plan.budget_split == "levels":
             return LevelPlannedCITest(plan, session)
         return plan.probe

@@ -100,8 +100,11 @@ def test_suite_end_to_end(tmp_path: Path) -> None:
     cl = next(r for r in res.rows if r.method.startswith("causal-learn"))
     if cl.status == "ok":
         assert res.parity is True
-    crt = next(r for r in res.rows if r.method == "private-ci-pc / privcrt")
-    assert crt.status.startswith("refused")  # needs a public model-X law: nothing ran
+    # no public model-X law: the row releases one (--model-x private) and runs
+    crt = next(r for r in res.rows
+               if r.method == "private-ci-pc / privcrt --model-x private")
+    assert crt.status == "ok" or "exhausted" in crt.status, crt.status
+    assert len(crt.f1) == 1
     gcm = next(r for r in res.rows if r.method == "private-ci-pc / privgcm")
     assert gcm.status == "ok" or "stopped" in gcm.status or "exhausted" in gcm.status
     assert len(res.null) == 1
@@ -109,3 +112,23 @@ def test_suite_end_to_end(tmp_path: Path) -> None:
     md = markdown(cfg, res, "dpcg bench real --test")
     assert "| sachs | pc / fisherz (non-private) | - | 1.000 | 1.00 |" in md
     assert "Skeleton parity" in md
+
+
+def test_methods_filter_and_crt_fit_study() -> None:
+    from benchmarks.real import CrtFitConfig, crt_fit_rep, crt_fit_table, run_crt_fit
+
+    cfg = Config(wheel=None, workdir=Path("."), methods="privcrt")
+    assert cfg.wanted("private-ci-pc", "privcrt")
+    assert not cfg.wanted("private-ci-pc", "privgcm")
+    for model in ("gauss", "skew", "nonlinear"):
+        values, bounds = crt_fit_table(model, 300, 1)
+        assert values.shape == (3, 300)
+        assert all(lo <= float(v.min()) and float(v.max()) <= hi
+                   for v, (lo, hi) in zip(values, bounds, strict=True))
+    with pytest.raises(DpcgError):
+        crt_fit_table("other", 300, 1)
+    cc = CrtFitConfig(ns=(300,), models=("gauss",), reps=4, reps_large=4)
+    out = crt_fit_rep("gauss", 300, 0, cc)
+    assert set(out) == {"priv@1", "priv@5", "point@1", "crt-exact"}
+    md = run_crt_fit(cc)
+    assert "| gauss | 300 | 4 |" in md
