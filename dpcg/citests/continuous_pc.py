@@ -251,8 +251,10 @@ class PrivCRTOptions(KernelOptions):
         None, type=Path, metavar="JSON|private",
         help="public Gaussian law {'mean': [...], 'cov': [[...]]} of the variables, or "
              "'private': release a Gaussian law from the data first (one Laplace release "
-             "of the bounded moment vector with --model-x-share of epsilon; the CRT's level "
-             "is then approximate, docs/privacy/privcrt-released-law.md); required")
+             "of the bounded moment vector with --model-x-share of epsilon; EXPERIMENTAL: "
+             "the CRT's level is then not guaranteed (measured in band only for linear "
+             "dependence from n = 1e4 at eps 1), docs/privacy/privcrt-released-law.md); "
+             "required")
     model_x_share: float | None = option(
         None, type=float, metavar="F",
         help=f"--model-x private only: public share of epsilon spent on the law's release, "
