@@ -160,4 +160,5 @@ def test_marginal_pc_refuses_the_rule_and_runs_without_it() -> None:
                       sparse_rule="pcalg", noise_seed=1)
     res = dpcg.discover(d, algorithm="marginal-pc", epsilon=1.0, ledger=dpcg.NO_LEDGER,
                         noise_seed=1)
-    assert res.pc is not None and res.pc.n_tests > 0
+    assert res.pc is not None
+    assert res.pc.n_tests > 0
