@@ -254,8 +254,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def render(runs: list[ScaleRun], args: argparse.Namespace) -> str:
-    budget = f" --run-budget {args.run_budget}" if args.run_budget else ""
-    if args.networks:
+    budget = (f" --run-budget {args.run_budget}" if getattr(args, "run_budget", "")
+              else "")
+    if getattr(args, "networks", ""):
         head = ["## Scale: named networks (peak memory and time)", "",
                 f"`dpcg bench scale --networks {args.networks} --rows {args.rows} "
                 f"--algorithms {args.algorithms} --epsilons {args.epsilons}{budget}` (each "

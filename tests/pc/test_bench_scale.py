@@ -67,3 +67,22 @@ def test_pc_speed_measures_a_run_and_the_reference() -> None:
     row = render_speed(r)
     assert row.startswith("| hub-10 | 2,000 | 2 | complete |")
     assert row.count("|") == SPEED_HEADER.splitlines()[0].count("|")
+
+
+def test_named_networks_and_a_run_budget(tmp_path: Path) -> None:
+    from benchmarks.scale import network_label
+
+    assert network_label(hub_network(8)) == "hub-8"
+    assert network_label("nets/pathfinder.bif.gz") == "pathfinder"
+    assert network_label("asia") == "asia"
+    r = run_one("asia", 500, "pc", None, timeout=300,
+                extra=("--max-seconds", "60", "--max-memory", "2GB"))
+    assert r.status == "ok"
+    assert r.tests is not None
+    args = argparse.Namespace(nodes="", networks="asia", run_budget="60,2GB", rows=500,
+                              algorithms="pc", epsilons="1", mem_cap_mb=4096,
+                              timeout=300.0)
+    text = render([r], args)
+    assert text.startswith("## Scale: named networks")
+    assert "--run-budget 60,2GB" in text
+    assert "| asia | 500 | pc |" in text
