@@ -61,6 +61,7 @@ from dpcg.citests.registry import option
 from dpcg.engines.grouped import column_set
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import CandidateSets, LevelCandidates, Pair, Sepset, hand_over
+from dpcg.private import planning
 from dpcg.private.common import (
     SETS_PER_SIDE,
     DiscreteAlgorithm,
@@ -73,6 +74,7 @@ from dpcg.private.common import (
     check_screen_selection,
     exhaustion_note,
     fits,
+    marginal_utilities,
     plan_count,
     plan_level0_selection,
     ranked_sets,
@@ -83,6 +85,7 @@ from dpcg.private.common import (
     unspent,
 )
 from dpcg.private.contract import RunSettings
+from dpcg.private.hub_pc import HUB_MARGIN, HUB_NEIGHBOURS, HUB_SELECT_SHARE, HUB_WIDE_AT
 from dpcg.private.planning import (
     HUB_DEPTH,
     PRIV_PC_ROUNDS_PER_PAIR,
@@ -112,6 +115,19 @@ DEFAULT_TWEAK = 0.5
 #: measured on generated families (``docs/privacy/algorithm-priv-pc.md``, "A pair asked
 #: twice").
 PRIV_PC_SIEVE_ASKS = 2
+
+#: The hub switch (``hub_mode='auto'``, ``docs/privacy/algorithm-priv-pc.md``, "The hub
+#: switch"): the share of the budget its one Laplace release costs (epsilon under
+#: ``basic``, rho under ``zcdp``), the noise sd of the released mean it aims at, and the
+#: two cuts the noisy mean must both reach for the run to take Hub-PC's per-node
+#: selection: the mean itself (most pairs strongly dependent) and the mean times
+#: ``p - 1`` (strongly dependent partners per node, far more than a global selection
+#: of ``2p`` pairs keeps); measured on the tuning seeds 11, 12
+#: (``docs/benchmarks/hubs-private.md``, section 5).
+HUB_CHECK_SHARE = Fraction(1, 25)
+HUB_CHECK_SD = 0.05
+HUB_CHECK_DENSITY = 0.35
+HUB_CHECK_PARTNERS = 22.0
 
 #: Most column sets announced to a round's subsample at a time (``_announce_sub``): one
 #: ``GROUPING SETS`` scan of the DuckDB and Spark engines (``SETS_PER_SCAN``).
@@ -143,6 +159,18 @@ class PrivPCParams(PlanSizeParams):
         help="per-level plans: level 0 first keeps each node's K strongest partners by one "
              "top-K release per node (Hub-PC's selection, for hub networks) instead of "
              "the top KAPPA p pairs, and sieves only those (default: off)")
+
+    hub_mode: str | None = option(
+        None, type=str, metavar="MODE",
+        help="per-level plans at rows x epsilon >= 100,000 where level 0 would make its "
+             "top-K selection: 'auto' releases how densely the pairs depend (one Laplace "
+             "release) and, on a dense network, uses Hub-PC's per-node selection, margin "
+             "and depth instead; 'on': always that; 'off': never (default: 'auto')")
+    margin: float | None = option(
+        None, type=float, metavar="M",
+        help="per-level plans: an examine removes a pair when its noisy value is at most "
+             "M standard deviations of its Laplace noise above the threshold (M >= 0; "
+             "0: at most the threshold; default 0)")
 
     release: str | None = option(
         None, type=str, metavar="WHAT",
@@ -181,6 +209,25 @@ class PrivPCParams(PlanSizeParams):
                                      "neither plan_size nor test_epsilon)")
         if self.m is not None:
             check_count_field("m", self.m)
+        if self.hub_mode is not None:
+            if self.hub_mode not in ("auto", "on", "off"):
+                raise AlgorithmError(f"hub_mode: expected 'auto', 'on' or 'off', got "
+                                     f"{self.hub_mode!r}")
+            if self.plan_size is not None or self.test_epsilon is not None:
+                raise AlgorithmError("hub_mode: applies only to the per-level plans (give "
+                                     "neither plan_size nor test_epsilon)")
+            if self.hub_mode != "off" and (
+                    self.node_select is not None or self.select is not None
+                    or self.screen_selection is not None or self.release == "test"):
+                raise AlgorithmError("hub_mode: 'auto' and 'on' apply to the default "
+                                     "selection and per-pair levels; give hub_mode='off' "
+                                     "with node_select, select, screen_selection or "
+                                     "release='test'")
+        if self.margin is not None:
+            check_number_field("margin", self.margin, nonnegative=True)
+            if self.plan_size is not None or self.test_epsilon is not None:
+                raise AlgorithmError("margin: applies only to the per-level plans (give "
+                                     "neither plan_size nor test_epsilon)")
         check_screen_selection(self.screen_selection)
         if self.node_select is not None:
             check_count_field("node_select", self.node_select)
@@ -239,6 +286,26 @@ class PrivPCPlan:
     #: with ``node_select``: partners kept per node by the per-node selection (0: the
     #: top-K selection, or none); ``select_k`` is then ``p node_k``, its step count
     node_k: int = 0
+    #: an examine removes a pair when its noisy value is at most ``margin`` sd of its
+    #: Laplace noise above the threshold (0: at most the threshold)
+    margin: float = 0.0
+    #: the hub switch (``hub_mode``; 0 partners: off): level 0 first releases the mean
+    #: over its pairs of ``min(max(u, 0), clip)/clip`` (``u`` the selections' marginal
+    #: utility, sensitivity 1) by ``Laplace(1/clip, check_epsilon)``; when that times
+    #: ``p - 1`` is at least ``check_partners`` and the mean at least ``check_density``
+    #: (``hub_force``: always, nothing
+    #: released), level 0 is instead the per-node selection (``hub_k`` partners,
+    #: ``hub_select_epsilon`` per step) and levels 1..``hub_depth`` remove below
+    #: ``hub_margin`` sd
+    hub_k: int = 0
+    hub_force: bool = False
+    check_epsilon: float = 0.0
+    check_clip: float = 0.0
+    check_partners: float = 0.0
+    check_density: float = 0.0
+    hub_select_epsilon: float = 0.0
+    hub_depth: int = 0
+    hub_margin: float = 0.0
 
     @property
     def first(self) -> RoundParams:
@@ -260,7 +327,15 @@ class PrivPCPlan:
                 "screen_epsilon": self.screen_epsilon,
                 **({"release": "pair" if self.pair_release else "test",
                     "sieve_asks": self.sieve_asks} if self.per_level else {}),
-                **({"node_select": self.node_k} if self.node_k else {})}
+                **({"node_select": self.node_k} if self.node_k else {}),
+                **({"margin": self.margin} if self.margin else {}),
+                **({"hub_switch": {
+                    "mode": "on" if self.hub_force else "auto",
+                    "check_epsilon": self.check_epsilon, "check_clip": self.check_clip,
+                    "check_partners": self.check_partners,
+                    "check_density": self.check_density, "neighbours": self.hub_k,
+                    "select_epsilon": self.hub_select_epsilon, "depth": self.hub_depth,
+                    "margin": self.hub_margin}} if self.hub_k else {})}
 
 
 def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> SubsampledSparseVector:
@@ -332,6 +407,14 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r rounds
         node_k = 0
         got: tuple[int, float] | None
+        hub = hub_switch_applies(params, n, float(budget.epsilon))
+        check = Fraction(0)
+        if hub and params.hub_mode != "on" and plan_level0_selection(
+                rule, level0, source, params.select, gain=PRIV_PC_SELECT_GAIN,
+                grow=PRIV_PC_SELECT_GROW) is not None:
+            # the check's release comes first; the default plan shares the rest
+            check = Fraction(HUB_CHECK_SHARE)
+            level0 = Fraction(total) * (1 - check) / max(depth + 1, 1)
         if params.node_select is not None:  # Hub-PC's per-node selection, p node_k steps
             node_k = min(params.node_select, max(source.p - 1, 1))
             steps = source.p * node_k
@@ -356,8 +439,13 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                 k, eps_sel = screen.k, screen.epsilon
             r = k
         first = checked_round(round_params(n, eps_half, source, params.m), n, sens_n)
+        if got is None or not hub:
+            check = Fraction(0)
+        switch = (hub_switch_plan(rule, Fraction(total), check, source, settings.max_depth)
+                  if check > 0 or (hub and params.hub_mode == "on") else {})
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, cap,
+                          **switch,
                           per_level=True, depth=depth, pairs=pairs, m_fixed=params.m,
                           select_k=k, select_epsilon=eps_sel,
                           screened=screen is not None,
@@ -369,7 +457,8 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                           pair_release=params.release != "test",
                           sieve_asks=(PRIV_PC_SIEVE_ASKS if params.sieve_asks is None
                                       else params.sieve_asks),
-                          node_k=node_k)
+                          node_k=node_k,
+                          margin=0.0 if params.margin is None else float(params.margin))
     r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
         rule = "basic"
@@ -382,6 +471,46 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
     return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n, first.m,
                       tweak, sens_n, first.sensitivity_sub, settings.max_depth,
                       pairs=pairs, m_fixed=params.m)
+
+
+def hub_switch_applies(params: PrivPCParams, n: int, epsilon: float) -> bool:
+    """Whether the hub switch is considered (public: the options and ``n epsilon``): the
+    default per-level plan (no ``node_select``, ``select``, ``screen_selection``, and
+    per-pair levels), ``hub_mode`` not ``'off'``, and ``n epsilon >= HUB_WIDE_AT``
+    (Hub-PC's wide defaults; below it the default plan is unchanged). With ``'auto'``
+    it is then used only where level 0 would make its top-K selection."""
+    if params.hub_mode == "off" or params.plan_size is not None \
+            or params.test_epsilon is not None:
+        return False
+    if params.node_select is not None or params.select is not None \
+            or params.screen_selection is not None or params.release == "test":
+        return False
+    return params.hub_mode == "on" or n * epsilon >= HUB_WIDE_AT
+
+
+def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: StatisticSource,
+                    max_depth: int | None) -> dict[str, Any]:
+    """The switch's public plan fields for a run of ``total`` (epsilon under ``basic``,
+    rho under ``zcdp``): the check's Laplace costs ``check`` of it (``check = 0``: no
+    check, the switch is forced), its clip is ``sqrt(2)/(HUB_CHECK_SD eps_check)``
+    sensitivities (so the released mean has noise sd ``HUB_CHECK_SD``); the per-node
+    selection costs ``HUB_SELECT_SHARE`` of what the check leaves, over ``p k`` steps."""
+    p = source.p
+    k = min(HUB_NEIGHBOURS, max(p - 1, 1))
+    rest = total * (1 - check)
+    sel = selection_epsilon(rule, rest * Fraction(HUB_SELECT_SHARE), max(p * k, 1))
+    if sel <= 0.0:
+        raise AlgorithmError("epsilon: too small for priv-pc's per-node selection; give a "
+                             "larger budget or hub_mode='off'")
+    out: dict[str, Any] = {"hub_k": k, "hub_force": check == 0,
+                           "hub_select_epsilon": sel,
+                           "hub_depth": planned_depth(p, max_depth, default=HUB_DEPTH),
+                           "hub_margin": HUB_MARGIN}
+    if check > 0:
+        eps = unit_epsilon(total * check, rule)
+        out.update(check_epsilon=eps, check_clip=math.sqrt(2.0) / (HUB_CHECK_SD * eps),
+                   check_partners=HUB_CHECK_PARTNERS, check_density=HUB_CHECK_DENSITY)
+    return out
 
 
 def _show(cost: Cost) -> str:
@@ -427,6 +556,14 @@ class SieveExamineTester(ScreenedPairs):
         self._index: dict[Pair, int] = {}  # pair -> its place in _upcoming (per-test mode)
         self._window = SUB_WINDOW_MIN  # column sets of the next subsample announcement
         self._sub_reads = 0  # tables the current round's sieve read
+        #: the levels the per-level plans provision for, and the examines' removal
+        #: margin (both switch to the hub plan's when level 0 takes the hub switch)
+        self._horizon = plan.depth
+        self._margin = plan.margin
+        #: the hub switch's decision (``None``: not made / not planned) and the noisy
+        #: mean it released (``None``: forced, or not made)
+        self.hub: bool | None = None
+        self.hub_density: float | None = None
 
     def _examine_mech(self, params: RoundParams, sensitivity: float | None = None) -> Laplace:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
@@ -507,7 +644,7 @@ class SieveExamineTester(ScreenedPairs):
             owed = pending.epsilon if self.plan.rule == "basic" else pending.rho
             assert owed is not None
             total = max(total - owed, Fraction(0))
-        eps_half = unit_epsilon(level_share(total, units, level, self.plan.depth),
+        eps_half = unit_epsilon(level_share(total, units, level, self._horizon),
                                 self.plan.rule, parts=2)
         record: dict[str, Any] = {"level": level, "open_pairs": open_pairs,
                                   "rounds_planned": units, "rounds": 0,
@@ -662,14 +799,19 @@ class SieveExamineTester(ScreenedPairs):
             lambda rows: k * (bar - self._sub_score(rows, x, y, S))))
         if not positive:
             return CIResult(False, None, None)
-        noisy = self._examine((
-            self._examine_mech(rp, src.sensitivity(pair=(x, y), S=bound_given(S))),
-            lambda: src.score(x, y, S),
-            f"priv-pc examine {x} _||_ {y} | {list(S)}"))
-        independent = noisy <= T
+        mech = self._examine_mech(rp, src.sensitivity(pair=(x, y), S=bound_given(S)))
+        noisy = self._examine((mech, lambda: src.score(x, y, S),
+                               f"priv-pc examine {x} _||_ {y} | {list(S)}"))
+        independent = noisy <= T + self._margin * laplace_noise_sd(mech)
         if independent:
             self._removed += 1
         return CIResult(independent, noisy, None)
+
+
+def laplace_noise_sd(mech: Laplace) -> float:
+    """The standard deviation ``sqrt(2) Delta/eps`` of an examine's Laplace noise (a
+    function of the public mechanism)."""
+    return math.sqrt(2.0) * mech.scale
 
 
 def split_examine(epsilon_half: float, rule: str) -> tuple[float, float]:
@@ -719,6 +861,10 @@ class PairSieveTester(SieveExamineTester):
         pairs = [pair for pair in candidates if candidates[pair]]
         removals: dict[Pair, Sepset] = {}
         try:
+            if level == 0 and self.plan.hub_k and self._hub_switch(pairs):
+                return self._hub_level_zero(pairs, candidates)
+            if self.hub and level > self._horizon:
+                return removals  # the hub plan's depth: nothing more is asked
             if level == 0:
                 self._stream([(x, y, ((),)) for x, y in pairs])
                 for i, (x, y) in enumerate(pairs):
@@ -746,6 +892,68 @@ class PairSieveTester(SieveExamineTester):
         except (BudgetExceededError, SessionHaltedError) as exc:
             hand_over(exc, removals)
             raise
+
+    def _hub_switch(self, pairs: Sequence[Pair]) -> bool:
+        """Level 0's hub switch: forced (nothing released), or one
+        ``Laplace(1/clip, check_epsilon)`` release of the mean over level 0's pairs of
+        ``min(max(u, 0), clip)/clip``, ``u = (s(x, y | {}) - T(x, y))/Delta(x, y)`` the
+        selections' marginal utility (each term moves by at most ``1/clip`` between
+        neighbours, so the mean does too); the switch is taken when the noisy mean is
+        at least ``check_density`` and times ``p - 1`` at least ``check_partners``
+        (post-processing)."""
+        plan = self.plan
+        if plan.hub_force:
+            self.hub = True
+            return True
+        src = self.source
+        clip = plan.check_clip
+
+        def density() -> float:
+            u = marginal_utilities(src, pairs, planning.SELECTION_EMPTY_SET_BOUND)
+            return float(np.mean(np.clip(u, 0.0, clip))) / clip if len(u) else 0.0
+
+        try:
+            noisy = float(np.asarray(self.session.release(
+                Laplace(1.0 / clip, plan.check_epsilon), density,
+                purpose=f"priv-pc level 0: hub check, mean over {len(pairs)} pairs of the "
+                        f"marginal utility clipped to [0, {clip:.6g}] / {clip:.6g}")))
+        except (BudgetExceededError, SessionHaltedError) as exc:
+            self.exhaustion_note = exhaustion_note(0, str(exc))
+            raise
+        self.hub_density = noisy
+        self.hub = (noisy >= plan.check_density
+                    and noisy * (src.p - 1) >= plan.check_partners)
+        return self.hub
+
+    def _hub_level_zero(self, pairs: list[Pair], candidates: LevelCandidates
+                        ) -> dict[Pair, Sepset]:
+        """Level 0 under the hub switch: Hub-PC's per-node selection (one top-k release
+        per node with more than ``hub_k`` pairs, :func:`select_node_partners`); the pairs
+        no endpoint keeps are removed with the empty set, the kept ones are not tested
+        at level 0; levels ``1..hub_depth`` then share what is left, and their examines
+        remove below ``hub_margin`` sd."""
+        plan = self.plan
+        self._level = 0
+        try:
+            strength = select_node_partners(self.source, self.session, plan.hub_k,
+                                            plan.hub_select_epsilon, "priv-pc", pairs=pairs)
+        except BudgetExceededError as exc:
+            self.exhaustion_note = exhaustion_note(0, str(exc))
+            raise
+        self._kept = set(strength)
+        self._strength = dict(strength)  # post-processing of the selection
+        self._horizon = plan.hub_depth
+        self._margin = plan.hub_margin
+        removals: dict[Pair, Sepset] = {}
+        for x, y in pairs:
+            kept = (x, y) in strength
+            candidates.record(x, y, (), CIResult(not kept, None, None))
+            if not kept:
+                removals[(x, y)] = ()
+        self._removed += len(removals)
+        self.levels.append({"level": 0, "open_pairs": len(pairs), "hub": True,
+                            "selected": len(strength), "rounds_planned": 0, "rounds": 0})
+        return removals
 
     def _pair(self, x: int, y: int, sets: tuple[Sepset, ...]) -> tuple[CIResult, Sepset]:
         """One pair at a level >= 1: sieve query, examine, separating-set pick."""
@@ -775,7 +983,7 @@ class PairSieveTester(SieveExamineTester):
             lambda: min(src.score(x, y, S) - src.threshold(x, y, S) for S in sets),
             f"priv-pc examine: min over {len(sets)} level-{len(sets[0])} sets of score - T, "
             f"{x} _||_ {y}"))
-        if noisy > 0.0:
+        if noisy > self._margin * laplace_noise_sd(Laplace(sens, e_x)):
             return CIResult(False, noisy, None), sets[0]
         self._removed += 1
         S = sets[0]
@@ -887,6 +1095,9 @@ class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
             "used_unspent": unspent(tester.session)}
         if isinstance(tester, PairSieveTester):
             out["used_sepset_picks"] = tester.picks
+        if tester.plan.hub_k:
+            out["used_hub_switch"] = bool(tester.hub)
+            out["used_hub_density"] = tester.hub_density
         return out
 
 
