@@ -407,11 +407,11 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r rounds
         node_k = 0
         got: tuple[int, float] | None
-        hub = hub_switch_applies(params, n, float(budget.epsilon))
+        hub = hub_switch_mode(params, n, float(budget.epsilon))
         check = Fraction(0)
-        if hub and params.hub_mode != "on" and plan_level0_selection(
+        if hub == "check" and (params.hub_mode == "auto" or plan_level0_selection(
                 rule, level0, source, params.select, gain=PRIV_PC_SELECT_GAIN,
-                grow=PRIV_PC_SELECT_GROW) is not None:
+                grow=PRIV_PC_SELECT_GROW) is not None):
             # the check's release comes first; the default plan shares the rest
             check = Fraction(HUB_CHECK_SHARE)
             level0 = Fraction(total) * (1 - check) / max(depth + 1, 1)
@@ -439,10 +439,10 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                 k, eps_sel = screen.k, screen.epsilon
             r = k
         first = checked_round(round_params(n, eps_half, source, params.m), n, sens_n)
-        if got is None or not hub:
-            check = Fraction(0)
+        if got is None and params.hub_mode is None:
+            check = Fraction(0)  # the default checks only where level 0 would select
         switch = (hub_switch_plan(rule, Fraction(total), check, source, settings.max_depth)
-                  if check > 0 or (hub and params.hub_mode == "on") else {})
+                  if check > 0 or hub == "force" else {})
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, cap,
                           **switch,
@@ -473,19 +473,23 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                       pairs=pairs, m_fixed=params.m)
 
 
-def hub_switch_applies(params: PrivPCParams, n: int, epsilon: float) -> bool:
-    """Whether the hub switch is considered (public: the options and ``n epsilon``): the
-    default per-level plan (no ``node_select``, ``select``, ``screen_selection``, and
-    per-pair levels), ``hub_mode`` not ``'off'``, and ``n epsilon >= HUB_WIDE_AT``
-    (Hub-PC's wide defaults; below it the default plan is unchanged). With ``'auto'``
-    it is then used only where level 0 would make its top-K selection."""
+def hub_switch_mode(params: PrivPCParams, n: int, epsilon: float) -> str:
+    """The hub switch from public facts (the options and ``n epsilon``): ``'off'``
+    outside the default per-level plan (``node_select``, ``select``,
+    ``screen_selection``, ``release='test'``, a fixed plan) or with ``hub_mode='off'``;
+    ``'force'`` with ``hub_mode='on'``; ``'check'`` with ``hub_mode='auto'``, and by
+    default when ``n epsilon >= HUB_WIDE_AT`` (Hub-PC's wide defaults; below it the
+    default plan is unchanged). By default the check is then made only where level 0
+    would make its top-K selection (:func:`make_plan`)."""
     if params.hub_mode == "off" or params.plan_size is not None \
             or params.test_epsilon is not None:
-        return False
+        return "off"
     if params.node_select is not None or params.select is not None \
             or params.screen_selection is not None or params.release == "test":
-        return False
-    return params.hub_mode == "on" or n * epsilon >= HUB_WIDE_AT
+        return "off"
+    if params.hub_mode == "on":
+        return "force"
+    return "check" if params.hub_mode == "auto" or n * epsilon >= HUB_WIDE_AT else "off"
 
 
 def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: StatisticSource,
