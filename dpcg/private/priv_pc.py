@@ -128,6 +128,11 @@ HUB_CHECK_SHARE = Fraction(1, 25)
 HUB_CHECK_SD = 0.05
 HUB_CHECK_DENSITY = 0.35
 HUB_CHECK_PARTNERS = 22.0
+#: Sieve queries per pair at levels >= 1 under the hub switch (a dependent answer is
+#: free): with the margin, a pair the sieve lets through is removed by the examine more
+#: often than a pair the sieve never lets through; measured 2 / 4 / 8 / 16 on the tuning
+#: seeds (``docs/benchmarks/hubs-private.md``, section 5).
+HUB_SIEVE_ASKS = 8
 
 #: Most column sets announced to a round's subsample at a time (``_announce_sub``): one
 #: ``GROUPING SETS`` scan of the DuckDB and Spark engines (``SETS_PER_SCAN``).
@@ -306,6 +311,7 @@ class PrivPCPlan:
     hub_select_epsilon: float = 0.0
     hub_depth: int = 0
     hub_margin: float = 0.0
+    hub_sieve_asks: int = 0
 
     @property
     def first(self) -> RoundParams:
@@ -335,7 +341,8 @@ class PrivPCPlan:
                     "check_partners": self.check_partners,
                     "check_density": self.check_density, "neighbours": self.hub_k,
                     "select_epsilon": self.hub_select_epsilon, "depth": self.hub_depth,
-                    "margin": self.hub_margin}} if self.hub_k else {})}
+                    "margin": self.hub_margin, "sieve_asks": self.hub_sieve_asks}}
+                   if self.hub_k else {})}
 
 
 def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> SubsampledSparseVector:
@@ -441,7 +448,8 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         first = checked_round(round_params(n, eps_half, source, params.m), n, sens_n)
         if got is None and params.hub_mode is None:
             check = Fraction(0)  # the default checks only where level 0 would select
-        switch = (hub_switch_plan(rule, Fraction(total), check, source, settings.max_depth)
+        switch = (hub_switch_plan(rule, Fraction(total), check, source, settings.max_depth,
+                                  params.sieve_asks)
                   if check > 0 or hub == "force" else {})
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, cap,
@@ -493,12 +501,14 @@ def hub_switch_mode(params: PrivPCParams, n: int, epsilon: float) -> str:
 
 
 def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: StatisticSource,
-                    max_depth: int | None) -> dict[str, Any]:
+                    max_depth: int | None, sieve_asks: int | None = None) -> dict[str, Any]:
     """The switch's public plan fields for a run of ``total`` (epsilon under ``basic``,
     rho under ``zcdp``): the check's Laplace costs ``check`` of it (``check = 0``: no
     check, the switch is forced), its clip is ``sqrt(2)/(HUB_CHECK_SD eps_check)``
     sensitivities (so the released mean has noise sd ``HUB_CHECK_SD``); the per-node
-    selection costs ``HUB_SELECT_SHARE`` of what the check leaves, over ``p k`` steps."""
+    selection costs ``HUB_SELECT_SHARE`` of what the check leaves, over ``p k`` steps;
+    the levels' sieve asks a pair ``HUB_SIEVE_ASKS`` times unless ``sieve_asks`` is
+    given."""
     p = source.p
     k = min(HUB_NEIGHBOURS, max(p - 1, 1))
     rest = total * (1 - check)
@@ -509,7 +519,9 @@ def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: Statist
     out: dict[str, Any] = {"hub_k": k, "hub_force": check == 0,
                            "hub_select_epsilon": sel,
                            "hub_depth": planned_depth(p, max_depth, default=HUB_DEPTH),
-                           "hub_margin": HUB_MARGIN}
+                           "hub_margin": HUB_MARGIN,
+                           "hub_sieve_asks": HUB_SIEVE_ASKS if sieve_asks is None
+                           else sieve_asks}
     if check > 0:
         eps = unit_epsilon(total * check, rule)
         out.update(check_epsilon=eps, check_clip=math.sqrt(2.0) / (HUB_CHECK_SD * eps),
@@ -564,6 +576,7 @@ class SieveExamineTester(ScreenedPairs):
         #: margin (both switch to the hub plan's when level 0 takes the hub switch)
         self._horizon = plan.depth
         self._margin = plan.margin
+        self._asks = plan.sieve_asks
         #: the hub switch's decision (``None``: not made / not planned) and the noisy
         #: mean it released (``None``: forced, or not made)
         self.hub: bool | None = None
@@ -934,8 +947,9 @@ class PairSieveTester(SieveExamineTester):
         """Level 0 under the hub switch: Hub-PC's per-node selection (one top-k release
         per node with more than ``hub_k`` pairs, :func:`select_node_partners`); the pairs
         no endpoint keeps are removed with the empty set, the kept ones are not tested
-        at level 0; levels ``1..hub_depth`` then share what is left, and their examines
-        remove below ``hub_margin`` sd."""
+        at level 0; levels ``1..hub_depth`` then share what is left, their sieve asks a
+        pair up to ``hub_sieve_asks`` times, and their examines remove below
+        ``hub_margin`` sd."""
         plan = self.plan
         self._level = 0
         try:
@@ -948,6 +962,7 @@ class PairSieveTester(SieveExamineTester):
         self._strength = dict(strength)  # post-processing of the selection
         self._horizon = plan.hub_depth
         self._margin = plan.hub_margin
+        self._asks = plan.hub_sieve_asks
         removals: dict[Pair, Sepset] = {}
         for x, y in pairs:
             kept = (x, y) in strength
@@ -974,7 +989,7 @@ class PairSieveTester(SieveExamineTester):
                            for S in sets)
 
         positive = False
-        for _ in range(self.plan.sieve_asks):  # a dependent answer is free (SVT)
+        for _ in range(self._asks):  # a dependent answer is free (SVT)
             if sieve.test(query):
                 positive = True
                 break
