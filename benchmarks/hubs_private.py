@@ -3,7 +3,8 @@
 One process per call; each cell is a network (``hub-P``: the scale-free family of
 ``benchmarks.scale.hub_network(P, seed=S)``, or any dataset name with ``{seed}``), a data
 seed ``S`` (sample seed ``S``, noise seed ``1000 + S``, delta ``1e-6``) and an algorithm
-label ``NAME`` or ``NAME:opt=value;opt=value`` (e.g. ``priv-pc:node_select=4``; the
+label ``NAME`` or ``NAME:opt=value;opt=value`` (e.g. ``priv-pc:hub_mode=off``, Priv-PC's
+default before its hub switch, or ``priv-pc:node_select=4``; the
 algorithm's options, plus ``depth`` for the run's ``max_depth`` and ``test`` for its
 score, e.g. ``hub-pc:neighbours=6;depth=2``); ``g2`` is non-private G^2 PC
 (``--g2-depth``, default 3; ``0`` or less: no depth cap). Prints one JSON line per run (skeleton
@@ -164,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--network", default="hub-50", help="hub-P or a dataset name with {seed}")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--epsilons", default="1,5")
-    ap.add_argument("--algorithms", default="hub-pc,laplace-pc,priv-pc,priv-pc:node_select=4")
+    ap.add_argument("--algorithms", default="priv-pc,priv-pc:hub_mode=off,hub-pc,laplace-pc")
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--g2-depth", type=int, default=3)
     ap.add_argument("--table", nargs="+", metavar="FILE", help="render JSON-line files")
