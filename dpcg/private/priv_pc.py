@@ -449,7 +449,7 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         if got is None and params.hub_mode is None:
             check = Fraction(0)  # the default checks only where level 0 would select
         switch = (hub_switch_plan(rule, Fraction(total), check, source, settings.max_depth,
-                                  params.sieve_asks)
+                                  params.sieve_asks, params.margin)
                   if check > 0 or hub == "force" else {})
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, cap,
@@ -501,14 +501,15 @@ def hub_switch_mode(params: PrivPCParams, n: int, epsilon: float) -> str:
 
 
 def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: StatisticSource,
-                    max_depth: int | None, sieve_asks: int | None = None) -> dict[str, Any]:
+                    max_depth: int | None, sieve_asks: int | None = None,
+                    margin: float | None = None) -> dict[str, Any]:
     """The switch's public plan fields for a run of ``total`` (epsilon under ``basic``,
     rho under ``zcdp``): the check's Laplace costs ``check`` of it (``check = 0``: no
     check, the switch is forced), its clip is ``sqrt(2)/(HUB_CHECK_SD eps_check)``
     sensitivities (so the released mean has noise sd ``HUB_CHECK_SD``); the per-node
     selection costs ``HUB_SELECT_SHARE`` of what the check leaves, over ``p k`` steps;
-    the levels' sieve asks a pair ``HUB_SIEVE_ASKS`` times unless ``sieve_asks`` is
-    given."""
+    the levels' sieve asks a pair ``HUB_SIEVE_ASKS`` times and their examines remove
+    below ``HUB_MARGIN`` sd, unless ``sieve_asks`` / ``margin`` are given."""
     p = source.p
     k = min(HUB_NEIGHBOURS, max(p - 1, 1))
     rest = total * (1 - check)
@@ -519,7 +520,7 @@ def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: Statist
     out: dict[str, Any] = {"hub_k": k, "hub_force": check == 0,
                            "hub_select_epsilon": sel,
                            "hub_depth": planned_depth(p, max_depth, default=HUB_DEPTH),
-                           "hub_margin": HUB_MARGIN,
+                           "hub_margin": HUB_MARGIN if margin is None else float(margin),
                            "hub_sieve_asks": HUB_SIEVE_ASKS if sieve_asks is None
                            else sieve_asks}
     if check > 0:

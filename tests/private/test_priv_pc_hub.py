@@ -174,14 +174,15 @@ def _examine_sds(entries: list[dict[str, Any]]) -> dict[tuple[int, int, int], fl
     return out
 
 
-@pytest.mark.parametrize("kwargs", [{"hub_mode": "on"}, {"margin": 1.5},
-                                    {"margin": 1.5, "hub_mode": "off"}])
+@pytest.mark.parametrize("kwargs", [{"hub_mode": "on"}, {"hub_mode": "on", "margin": 0.5},
+                                    {"margin": 1.5}, {"margin": 1.5, "hub_mode": "off"}])
 def test_removals_are_below_the_margin(hub16: Any, tmp_path: Path,
                                        kwargs: dict[str, Any]) -> None:
     res, entries = _run(hub16, tmp_path / "l.db", epsilon=2.0, seed=7, **kwargs)
-    margin = HUB_MARGIN if kwargs.get("hub_mode") == "on" else kwargs["margin"]
+    margin = kwargs.get("margin", HUB_MARGIN)
     if kwargs.get("hub_mode") == "on":
         assert res.plan["hub_switch"]["mode"] == "on"
+        assert res.plan["hub_switch"]["margin"] == margin
         assert not [e for e in entries if "hub check" in e["purpose"]]  # forced: none
         assert res.plan["used_hub_switch"] is True
     else:
