@@ -71,6 +71,7 @@ def run_cell(spec: str, seed: int, labels: Sequence[str], epsilons: Sequence[flo
         test = opts.pop("test", None)
         for eps in ([None] if name == "g2" else list(epsilons)):
             t0 = time.process_time()
+            hub = None
             if name == "g2":
                 cpdag = discover(data, algorithm="pc", test="g2", ledger=None,
                                  max_depth=g2_depth if g2_depth > 0 else None).cpdag
@@ -85,11 +86,14 @@ def run_cell(spec: str, seed: int, labels: Sequence[str], epsilons: Sequence[flo
                     max_depth=None if depth is None else int(depth),
                     params=get_algorithm(name).params(**opts))
                 cpdag, exhausted, label_out = res.cpdag, bool(res.budget_exhausted), label
+                hub = res.plan.get("used_hub_switch")
             s = skeleton_scores(cpdag, truth)
             row = {"net": spec, "seed": seed, "algo": label_out, "eps": eps,
                    "f1": round(s.f1, 3), "P": round(s.precision, 3), "R": round(s.recall, 3),
                    "edges": cpdag.n_edges, "true": truth.n_edges, "exh": exhausted,
                    "cpu": round(time.process_time() - t0, 1)}
+            if hub is not None:  # Priv-PC's hub switch: whether the run took it
+                row["hub"] = bool(hub)
             print(json.dumps(row), flush=True)
             out.append(row)
     return out
