@@ -85,7 +85,7 @@ from dpcg.private.common import (
     unspent,
 )
 from dpcg.private.contract import RunSettings
-from dpcg.private.hub_pc import HUB_MARGIN, HUB_NEIGHBOURS, HUB_SELECT_SHARE, HUB_WIDE_AT
+from dpcg.private.hub_pc import HUB_NEIGHBOURS, HUB_SELECT_SHARE, HUB_WIDE_AT
 from dpcg.private.planning import (
     HUB_DEPTH,
     PRIV_PC_ROUNDS_PER_PAIR,
@@ -133,6 +133,11 @@ HUB_CHECK_PARTNERS = 22.0
 #: often than a pair the sieve never lets through; measured 2 / 4 / 8 / 16 on the tuning
 #: seeds (``docs/benchmarks/hubs-private.md``, section 5).
 HUB_SIEVE_ASKS = 8
+#: The examines' removal margin under the hub switch, in sd of their Laplace noise
+#: (Hub-PC's rule with a smaller default than its ``HUB_MARGIN = 1``: an examine's noise is
+#: larger than a Hub-PC release's, half a round's budget split with the pick); measured
+#: 0.5 / 0.75 / 1 on the tuning seeds (``docs/benchmarks/hubs-private.md``, section 5).
+HUB_BRANCH_MARGIN = 0.75
 
 #: Most column sets announced to a round's subsample at a time (``_announce_sub``): one
 #: ``GROUPING SETS`` scan of the DuckDB and Spark engines (``SETS_PER_SCAN``).
@@ -509,7 +514,7 @@ def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: Statist
     sensitivities (so the released mean has noise sd ``HUB_CHECK_SD``); the per-node
     selection costs ``HUB_SELECT_SHARE`` of what the check leaves, over ``p k`` steps;
     the levels' sieve asks a pair ``HUB_SIEVE_ASKS`` times and their examines remove
-    below ``HUB_MARGIN`` sd, unless ``sieve_asks`` / ``margin`` are given."""
+    below ``HUB_BRANCH_MARGIN`` sd, unless ``sieve_asks`` / ``margin`` are given."""
     p = source.p
     k = min(HUB_NEIGHBOURS, max(p - 1, 1))
     rest = total * (1 - check)
@@ -520,7 +525,7 @@ def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: Statist
     out: dict[str, Any] = {"hub_k": k, "hub_force": check == 0,
                            "hub_select_epsilon": sel,
                            "hub_depth": planned_depth(p, max_depth, default=HUB_DEPTH),
-                           "hub_margin": HUB_MARGIN if margin is None else float(margin),
+                           "hub_margin": HUB_BRANCH_MARGIN if margin is None else float(margin),
                            "hub_sieve_asks": HUB_SIEVE_ASKS if sieve_asks is None
                            else sieve_asks}
     if check > 0:

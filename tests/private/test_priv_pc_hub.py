@@ -29,7 +29,7 @@ from dpcg.datasets import load_network
 from dpcg.errors import AlgorithmError
 from dpcg.private import priv_pc
 from dpcg.private.common import marginal_utilities
-from dpcg.private.hub_pc import HUB_MARGIN, HUB_WIDE_AT
+from dpcg.private.hub_pc import HUB_WIDE_AT
 from dpcg.private.planning import HUB_DEPTH, SELECTION_EMPTY_SET_BOUND
 from tests.engine_room import private_run
 
@@ -147,7 +147,7 @@ def test_each_branch_makes_the_releases_it_names(hub16: Any, tmp_path: Path,
         assert all(e["params"]["k"] == sw["neighbours"] == 8 for e in tops)
         assert all(e["params"]["epsilon"] == sw["select_epsilon"] for e in tops)
         assert sw["depth"] == HUB_DEPTH
-        assert sw["margin"] == HUB_MARGIN
+        assert sw["margin"] == priv_pc.HUB_BRANCH_MARGIN
         assert sw["sieve_asks"] == priv_pc.HUB_SIEVE_ASKS
         assert not [t for t in res.pc.tests if t.level == 0 and t.statistic is not None]
         lv0 = res.plan["used_levels"][0]
@@ -179,7 +179,7 @@ def _examine_sds(entries: list[dict[str, Any]]) -> dict[tuple[int, int, int], fl
 def test_removals_are_below_the_margin(hub16: Any, tmp_path: Path,
                                        kwargs: dict[str, Any]) -> None:
     res, entries = _run(hub16, tmp_path / "l.db", epsilon=2.0, seed=7, **kwargs)
-    margin = kwargs.get("margin", HUB_MARGIN)
+    margin = kwargs.get("margin", priv_pc.HUB_BRANCH_MARGIN)
     if kwargs.get("hub_mode") == "on":
         assert res.plan["hub_switch"]["mode"] == "on"
         assert res.plan["hub_switch"]["margin"] == margin
