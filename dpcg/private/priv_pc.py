@@ -36,6 +36,14 @@ undecided pair keeps a round, then one per-pair query each (:class:`TestThenPair
 so it never runs out either. When a plan is used up (a user's fixed plan) the run stops,
 flagged, before admitting anything more (``exhaustion_note`` says what the user gets).
 Subsample rate ``m/n = (e^{eps_r/2} - 1)/3.9216`` clipped to ``[1/20, 1]``.
+
+Hub switch (``hub_mode``; default when ``n eps >= 100,000`` and level 0 would select):
+level 0 first releases, by one Laplace of sensitivity ``1/clip`` (1/25 of the budget),
+the mean over the pairs of the selections' marginal utility clipped to ``[0, clip]``
+over ``clip``; when it and it times ``p - 1`` pass public cuts (post-processing), level
+0 is Hub-PC's per-node selection instead, with no level-0 test, and the per-pair levels
+run to depth 3 with more sieve asks and a removal margin (:meth:`PairSieveTester.
+_hub_switch`, :meth:`PairSieveTester._hub_level_zero`).
 Proof note: ``docs/privacy/algorithm-priv-pc.md``.
 """
 
