@@ -538,7 +538,13 @@ def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: Statist
                            else sieve_asks}
     if check > 0:
         eps = unit_epsilon(total * check, rule)
-        out.update(check_epsilon=eps, check_clip=math.sqrt(2.0) / (HUB_CHECK_SD * eps),
+        if eps <= 0.0:
+            raise AlgorithmError("epsilon: too small for priv-pc's hub check; give a larger "
+                                 "budget or hub_mode='off'")
+        clip = math.sqrt(2.0) / (HUB_CHECK_SD * eps)
+        Laplace(1.0 / clip, eps)  # the check's mechanism: an unrepresentable one fails
+        # here, before the session opens, not at the release
+        out.update(check_epsilon=eps, check_clip=clip,
                    check_partners=HUB_CHECK_PARTNERS, check_density=HUB_CHECK_DENSITY)
     return out
 

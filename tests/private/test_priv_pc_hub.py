@@ -212,7 +212,8 @@ def test_seeded_runs_are_reproducible(hub16: Any) -> None:
      {"hub_mode": "auto", "select": 4.0}, {"hub_mode": "on", "screen_selection": 1},
      {"hub_mode": "auto", "release": "test"}, {"hub_mode": "off", "plan_size": 10},
      {"margin": -1.0}, {"margin": float("nan")}, {"margin": "1"},
-     {"margin": 1.0, "test_epsilon": 0.1}, {"hub_mode": "on", "epsilon": 1e-300}],
+     {"margin": 1.0, "test_epsilon": 0.1}, {"hub_mode": "on", "epsilon": 1e-300},
+     {"hub_mode": "auto", "epsilon": 1e-300}],
 )
 def test_bad_input_is_refused_before_anything_is_recorded(hub16: Any, tmp_path: Path,
                                                           kwargs: dict[str, Any]) -> None:
