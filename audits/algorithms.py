@@ -97,6 +97,12 @@ SCREENED: dict[str, Any] = {"select": 0.8, "screen_selection": 1}
 HUB_SELECT: dict[str, Any] = {"neighbours": 2, "margin": 1.0}
 #: The same selection as Priv-PC's opt-in option.
 PRIV_NODE_SELECT: dict[str, Any] = {"node_select": 2}
+#: Priv-PC's hub switch on the hub fixture (``docs/privacy/algorithm-priv-pc.md``, "The hub
+#: switch"): ``'auto'`` makes the check's Laplace release at any ``n eps`` (on 200 rows the
+#: mean stays below the cuts: the default path follows it); ``'on'`` takes the hub
+#: branch without a check (per-node selection, the margin and the repeated sieve asks).
+PRIV_HUB_CHECK: dict[str, Any] = {"hub_mode": "auto"}
+PRIV_HUB_FORCED: dict[str, Any] = {"hub_mode": "on"}
 
 
 def private_pc(name: str, **options: Any) -> Callable[[Any, int], Hashable]:
@@ -145,6 +151,13 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
             EmpiricalItem("algorithm", f"{name} (eps={EPS:g}, whole run, per-node selection)",
                           algorithm_sampler(private_pc(name, **opts)), hub, EPS, scale=-1.0)
             for name, opts in (("hub-pc", HUB_SELECT), ("priv-pc", PRIV_NODE_SELECT))
+        ]
+        out += [
+            EmpiricalItem("algorithm", f"priv-pc (eps={EPS:g}, whole run, {what})",
+                          algorithm_sampler(private_pc("priv-pc", **opts)), hub, EPS,
+                          scale=-1.0)
+            for what, opts in (("hub check", PRIV_HUB_CHECK),
+                               ("hub branch forced", PRIV_HUB_FORCED))
         ]
     try:
         out.extend(ci_test_items())

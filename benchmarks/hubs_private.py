@@ -3,7 +3,8 @@
 One process per call; each cell is a network (``hub-P``: the scale-free family of
 ``benchmarks.scale.hub_network(P, seed=S)``, or any dataset name with ``{seed}``), a data
 seed ``S`` (sample seed ``S``, noise seed ``1000 + S``, delta ``1e-6``) and an algorithm
-label ``NAME`` or ``NAME:opt=value;opt=value`` (e.g. ``priv-pc:node_select=4``; the
+label ``NAME`` or ``NAME:opt=value;opt=value`` (e.g. ``priv-pc:hub_mode=off``, Priv-PC's
+default before its hub switch, or ``priv-pc:node_select=4``; the
 algorithm's options, plus ``depth`` for the run's ``max_depth`` and ``test`` for its
 score, e.g. ``hub-pc:neighbours=6;depth=2``); ``g2`` is non-private G^2 PC
 (``--g2-depth``, default 3; ``0`` or less: no depth cap). Prints one JSON line per run (skeleton
@@ -70,6 +71,7 @@ def run_cell(spec: str, seed: int, labels: Sequence[str], epsilons: Sequence[flo
         test = opts.pop("test", None)
         for eps in ([None] if name == "g2" else list(epsilons)):
             t0 = time.process_time()
+            hub = None
             if name == "g2":
                 cpdag = discover(data, algorithm="pc", test="g2", ledger=None,
                                  max_depth=g2_depth if g2_depth > 0 else None).cpdag
@@ -84,11 +86,14 @@ def run_cell(spec: str, seed: int, labels: Sequence[str], epsilons: Sequence[flo
                     max_depth=None if depth is None else int(depth),
                     params=get_algorithm(name).params(**opts))
                 cpdag, exhausted, label_out = res.cpdag, bool(res.budget_exhausted), label
+                hub = res.plan.get("used_hub_switch")
             s = skeleton_scores(cpdag, truth)
             row = {"net": spec, "seed": seed, "algo": label_out, "eps": eps,
                    "f1": round(s.f1, 3), "P": round(s.precision, 3), "R": round(s.recall, 3),
                    "edges": cpdag.n_edges, "true": truth.n_edges, "exh": exhausted,
                    "cpu": round(time.process_time() - t0, 1)}
+            if hub is not None:  # Priv-PC's hub switch: whether the run took it
+                row["hub"] = bool(hub)
             print(json.dumps(row), flush=True)
             out.append(row)
     return out
@@ -164,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--network", default="hub-50", help="hub-P or a dataset name with {seed}")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--epsilons", default="1,5")
-    ap.add_argument("--algorithms", default="hub-pc,laplace-pc,priv-pc,priv-pc:node_select=4")
+    ap.add_argument("--algorithms", default="priv-pc,priv-pc:hub_mode=off,hub-pc,laplace-pc")
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--g2-depth", type=int, default=3)
     ap.add_argument("--table", nargs="+", metavar="FILE", help="render JSON-line files")

@@ -1,7 +1,8 @@
 """The whole-run audits on the hub fixture (full profile) exercise what they name: on both
 neighbouring datasets Laplace-PC and Priv-PC make the screened level-0 selection and
-carry its dropped pairs into level 1's candidate sets, and Hub-PC makes one per-node
-top-k release for every node."""
+carry its dropped pairs into level 1's candidate sets, Hub-PC makes one per-node
+top-k release for every node, and Priv-PC's hub switch makes its check ('auto') or
+takes the hub branch ('on')."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from audits.algorithms import HUB_SELECT, PRIV_NODE_SELECT, SCREENED, hub_pair
+from audits.algorithms import (
+    HUB_SELECT,
+    PRIV_HUB_CHECK,
+    PRIV_HUB_FORCED,
+    PRIV_NODE_SELECT,
+    SCREENED,
+    hub_pair,
+)
 from tests.engine_room import private_run
 
 
@@ -46,3 +54,18 @@ def test_hub_fixture_runs_every_per_node_selection(algorithm: str,
         res = private_run(data, algorithm=algorithm, epsilon=1.0, seed=5, **options)
         assert res.mechanisms.get("top-k") == 5  # one per node: each has 4 > 2 pairs
         assert res.plan.get("neighbours", res.plan.get("node_select")) == 2
+
+
+def test_hub_fixture_runs_priv_pc_hub_switch() -> None:
+    """'auto' releases the check on both datasets (and stays on the default path there);
+    'on' takes the hub branch without a check, with its margin and sieve asks."""
+    pair = hub_pair()
+    for data in (pair.d, pair.d_prime):
+        res = private_run(data, algorithm="priv-pc", epsilon=1.0, seed=5, **PRIV_HUB_CHECK)
+        assert res.plan["hub_switch"]["mode"] == "auto"
+        assert res.plan["used_hub_density"] is not None
+        assert res.plan["used_hub_switch"] is False
+        res = private_run(data, algorithm="priv-pc", epsilon=1.0, seed=5, **PRIV_HUB_FORCED)
+        assert res.plan["used_hub_switch"] is True
+        assert res.plan["used_hub_density"] is None
+        assert res.plan["used_levels"][0]["hub"] is True

@@ -36,6 +36,14 @@ undecided pair keeps a round, then one per-pair query each (:class:`TestThenPair
 so it never runs out either. When a plan is used up (a user's fixed plan) the run stops,
 flagged, before admitting anything more (``exhaustion_note`` says what the user gets).
 Subsample rate ``m/n = (e^{eps_r/2} - 1)/3.9216`` clipped to ``[1/20, 1]``.
+
+Hub switch (``hub_mode``; default when ``n eps >= 100,000`` and level 0 would select):
+level 0 first releases, by one Laplace of sensitivity ``1/clip`` (1/25 of the budget),
+the mean over the pairs of the selections' marginal utility clipped to ``[0, clip]``
+over ``clip``; when it and it times ``p - 1`` pass public cuts (post-processing), level
+0 is Hub-PC's per-node selection instead, with no level-0 test, and the per-pair levels
+run to depth 3 with more sieve asks and a removal margin (:meth:`PairSieveTester.
+_hub_switch`, :meth:`PairSieveTester._hub_level_zero`).
 Proof note: ``docs/privacy/algorithm-priv-pc.md``.
 """
 
@@ -61,6 +69,7 @@ from dpcg.citests.registry import option
 from dpcg.engines.grouped import column_set
 from dpcg.errors import AlgorithmError
 from dpcg.pc.engine import CandidateSets, LevelCandidates, Pair, Sepset, hand_over
+from dpcg.private import planning
 from dpcg.private.common import (
     SETS_PER_SIDE,
     DiscreteAlgorithm,
@@ -73,6 +82,7 @@ from dpcg.private.common import (
     check_screen_selection,
     exhaustion_note,
     fits,
+    marginal_utilities,
     plan_count,
     plan_level0_selection,
     ranked_sets,
@@ -83,6 +93,7 @@ from dpcg.private.common import (
     unspent,
 )
 from dpcg.private.contract import RunSettings
+from dpcg.private.hub_pc import HUB_NEIGHBOURS, HUB_SELECT_SHARE, HUB_WIDE_AT
 from dpcg.private.planning import (
     HUB_DEPTH,
     PRIV_PC_ROUNDS_PER_PAIR,
@@ -112,6 +123,29 @@ DEFAULT_TWEAK = 0.5
 #: measured on generated families (``docs/privacy/algorithm-priv-pc.md``, "A pair asked
 #: twice").
 PRIV_PC_SIEVE_ASKS = 2
+
+#: The hub switch (``hub_mode='auto'``, ``docs/privacy/algorithm-priv-pc.md``, "The hub
+#: switch"): the share of the budget its one Laplace release costs (epsilon under
+#: ``basic``, rho under ``zcdp``), the noise sd of the released mean it aims at, and the
+#: two cuts the noisy mean must both reach for the run to take Hub-PC's per-node
+#: selection: the mean itself (most pairs strongly dependent) and the mean times
+#: ``p - 1`` (strongly dependent partners per node, far more than a global selection
+#: of ``2p`` pairs keeps); measured on the tuning seeds 11, 12
+#: (``docs/benchmarks/hubs-private.md``, section 5).
+HUB_CHECK_SHARE = Fraction(1, 25)
+HUB_CHECK_SD = 0.05
+HUB_CHECK_DENSITY = 0.35
+HUB_CHECK_PARTNERS = 22.0
+#: Sieve queries per pair at levels >= 1 under the hub switch (a dependent answer is
+#: free): with the margin, a pair the sieve lets through is removed by the examine more
+#: often than a pair the sieve never lets through; measured 2 / 4 / 8 / 16 on the tuning
+#: seeds (``docs/benchmarks/hubs-private.md``, section 5).
+HUB_SIEVE_ASKS = 8
+#: The examines' removal margin under the hub switch, in sd of their Laplace noise
+#: (Hub-PC's rule with a smaller default than its ``HUB_MARGIN = 1``: an examine's noise is
+#: larger than a Hub-PC release's, half a round's budget split with the pick); measured
+#: 0.5 / 0.75 / 1 on the tuning seeds (``docs/benchmarks/hubs-private.md``, section 5).
+HUB_BRANCH_MARGIN = 0.75
 
 #: Most column sets announced to a round's subsample at a time (``_announce_sub``): one
 #: ``GROUPING SETS`` scan of the DuckDB and Spark engines (``SETS_PER_SCAN``).
@@ -143,6 +177,18 @@ class PrivPCParams(PlanSizeParams):
         help="per-level plans: level 0 first keeps each node's K strongest partners by one "
              "top-K release per node (Hub-PC's selection, for hub networks) instead of "
              "the top KAPPA p pairs, and sieves only those (default: off)")
+
+    hub_mode: str | None = option(
+        None, type=str, metavar="MODE",
+        help="per-level plans at rows x epsilon >= 100,000 where level 0 would make its "
+             "top-K selection: 'auto' releases how densely the pairs depend (one Laplace "
+             "release) and, on a dense network, uses Hub-PC's per-node selection, margin "
+             "and depth instead; 'on': always that; 'off': never (default: 'auto')")
+    margin: float | None = option(
+        None, type=float, metavar="M",
+        help="per-level plans: an examine removes a pair when its noisy value is at most "
+             "M standard deviations of its Laplace noise above the threshold (M >= 0; "
+             "0: at most the threshold; default 0)")
 
     release: str | None = option(
         None, type=str, metavar="WHAT",
@@ -181,6 +227,25 @@ class PrivPCParams(PlanSizeParams):
                                      "neither plan_size nor test_epsilon)")
         if self.m is not None:
             check_count_field("m", self.m)
+        if self.hub_mode is not None:
+            if self.hub_mode not in ("auto", "on", "off"):
+                raise AlgorithmError(f"hub_mode: expected 'auto', 'on' or 'off', got "
+                                     f"{self.hub_mode!r}")
+            if self.plan_size is not None or self.test_epsilon is not None:
+                raise AlgorithmError("hub_mode: applies only to the per-level plans (give "
+                                     "neither plan_size nor test_epsilon)")
+            if self.hub_mode != "off" and (
+                    self.node_select is not None or self.select is not None
+                    or self.screen_selection is not None or self.release == "test"):
+                raise AlgorithmError("hub_mode: 'auto' and 'on' apply to the default "
+                                     "selection and per-pair levels; give hub_mode='off' "
+                                     "with node_select, select, screen_selection or "
+                                     "release='test'")
+        if self.margin is not None:
+            check_number_field("margin", self.margin, nonnegative=True)
+            if self.plan_size is not None or self.test_epsilon is not None:
+                raise AlgorithmError("margin: applies only to the per-level plans (give "
+                                     "neither plan_size nor test_epsilon)")
         check_screen_selection(self.screen_selection)
         if self.node_select is not None:
             check_count_field("node_select", self.node_select)
@@ -239,6 +304,27 @@ class PrivPCPlan:
     #: with ``node_select``: partners kept per node by the per-node selection (0: the
     #: top-K selection, or none); ``select_k`` is then ``p node_k``, its step count
     node_k: int = 0
+    #: an examine removes a pair when its noisy value is at most ``margin`` sd of its
+    #: Laplace noise above the threshold (0: at most the threshold)
+    margin: float = 0.0
+    #: the hub switch (``hub_mode``; 0 partners: off): level 0 first releases the mean
+    #: over its pairs of ``min(max(u, 0), clip)/clip`` (``u`` the selections' marginal
+    #: utility, sensitivity 1) by ``Laplace(1/clip, check_epsilon)``; when that times
+    #: ``p - 1`` is at least ``check_partners`` and the mean at least ``check_density``
+    #: (``hub_force``: always, nothing
+    #: released), level 0 is instead the per-node selection (``hub_k`` partners,
+    #: ``hub_select_epsilon`` per step) and levels 1..``hub_depth`` remove below
+    #: ``hub_margin`` sd
+    hub_k: int = 0
+    hub_force: bool = False
+    check_epsilon: float = 0.0
+    check_clip: float = 0.0
+    check_partners: float = 0.0
+    check_density: float = 0.0
+    hub_select_epsilon: float = 0.0
+    hub_depth: int = 0
+    hub_margin: float = 0.0
+    hub_sieve_asks: int = 0
 
     @property
     def first(self) -> RoundParams:
@@ -260,7 +346,16 @@ class PrivPCPlan:
                 "screen_epsilon": self.screen_epsilon,
                 **({"release": "pair" if self.pair_release else "test",
                     "sieve_asks": self.sieve_asks} if self.per_level else {}),
-                **({"node_select": self.node_k} if self.node_k else {})}
+                **({"node_select": self.node_k} if self.node_k else {}),
+                **({"margin": self.margin} if self.margin else {}),
+                **({"hub_switch": {
+                    "mode": "on" if self.hub_force else "auto",
+                    "check_epsilon": self.check_epsilon, "check_clip": self.check_clip,
+                    "check_partners": self.check_partners,
+                    "check_density": self.check_density, "neighbours": self.hub_k,
+                    "select_epsilon": self.hub_select_epsilon, "depth": self.hub_depth,
+                    "margin": self.hub_margin, "sieve_asks": self.hub_sieve_asks}}
+                   if self.hub_k else {})}
 
 
 def _sieve(n: int, m: int, eps_base: float, sens_m: float) -> SubsampledSparseVector:
@@ -332,6 +427,14 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
         level0 = Fraction(total) / max(depth + 1, 1)  # what level_share gives r rounds
         node_k = 0
         got: tuple[int, float] | None
+        hub = hub_switch_mode(params, n, float(budget.epsilon))
+        check = Fraction(0)
+        if hub == "check" and (params.hub_mode == "auto" or plan_level0_selection(
+                rule, level0, source, params.select, gain=PRIV_PC_SELECT_GAIN,
+                grow=PRIV_PC_SELECT_GROW) is not None):
+            # the check's release comes first; the default plan shares the rest
+            check = Fraction(HUB_CHECK_SHARE)
+            level0 = Fraction(total) * (1 - check) / max(depth + 1, 1)
         if params.node_select is not None:  # Hub-PC's per-node selection, p node_k steps
             node_k = min(params.node_select, max(source.p - 1, 1))
             steps = source.p * node_k
@@ -356,8 +459,14 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                 k, eps_sel = screen.k, screen.epsilon
             r = k
         first = checked_round(round_params(n, eps_half, source, params.m), n, sens_n)
+        if got is None and params.hub_mode is None:
+            check = Fraction(0)  # the default checks only where level 0 would select
+        switch = (hub_switch_plan(rule, Fraction(total), check, source, settings.max_depth,
+                                  params.sieve_asks, params.margin)
+                  if check > 0 or hub == "force" else {})
         return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n,
                           first.m, tweak, sens_n, first.sensitivity_sub, cap,
+                          **switch,
                           per_level=True, depth=depth, pairs=pairs, m_fixed=params.m,
                           select_k=k, select_epsilon=eps_sel,
                           screened=screen is not None,
@@ -369,7 +478,8 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                           pair_release=params.release != "test",
                           sieve_asks=(PRIV_PC_SIEVE_ASKS if params.sieve_asks is None
                                       else params.sieve_asks),
-                          node_k=node_k)
+                          node_k=node_k,
+                          margin=0.0 if params.margin is None else float(params.margin))
     r = plan_count(params, settings, default_rounds(source.p))
     if params.test_epsilon is not None:
         rule = "basic"
@@ -382,6 +492,61 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
     return PrivPCPlan(rule, r, 2.0 * eps_half, eps_half, first.epsilon_base, n, first.m,
                       tweak, sens_n, first.sensitivity_sub, settings.max_depth,
                       pairs=pairs, m_fixed=params.m)
+
+
+def hub_switch_mode(params: PrivPCParams, n: int, epsilon: float) -> str:
+    """The hub switch from public facts (the options and ``n epsilon``): ``'off'``
+    outside the default per-level plan (``node_select``, ``select``,
+    ``screen_selection``, ``release='test'``, a fixed plan) or with ``hub_mode='off'``;
+    ``'force'`` with ``hub_mode='on'``; ``'check'`` with ``hub_mode='auto'``, and by
+    default when ``n epsilon >= HUB_WIDE_AT`` (Hub-PC's wide defaults; below it the
+    default plan is unchanged). By default the check is then made only where level 0
+    would make its top-K selection (:func:`make_plan`)."""
+    if params.hub_mode == "off" or params.plan_size is not None \
+            or params.test_epsilon is not None:
+        return "off"
+    if params.node_select is not None or params.select is not None \
+            or params.screen_selection is not None or params.release == "test":
+        return "off"
+    if params.hub_mode == "on":
+        return "force"
+    return "check" if params.hub_mode == "auto" or n * epsilon >= HUB_WIDE_AT else "off"
+
+
+def hub_switch_plan(rule: str, total: Fraction, check: Fraction, source: StatisticSource,
+                    max_depth: int | None, sieve_asks: int | None = None,
+                    margin: float | None = None) -> dict[str, Any]:
+    """The switch's public plan fields for a run of ``total`` (epsilon under ``basic``,
+    rho under ``zcdp``): the check's Laplace costs ``check`` of it (``check = 0``: no
+    check, the switch is forced), its clip is ``sqrt(2)/(HUB_CHECK_SD eps_check)``
+    sensitivities (so the released mean has noise sd ``HUB_CHECK_SD``); the per-node
+    selection costs ``HUB_SELECT_SHARE`` of what the check leaves, over ``p k`` steps;
+    the levels' sieve asks a pair ``HUB_SIEVE_ASKS`` times and their examines remove
+    below ``HUB_BRANCH_MARGIN`` sd, unless ``sieve_asks`` / ``margin`` are given."""
+    p = source.p
+    k = min(HUB_NEIGHBOURS, max(p - 1, 1))
+    rest = total * (1 - check)
+    sel = selection_epsilon(rule, rest * Fraction(HUB_SELECT_SHARE), max(p * k, 1))
+    if sel <= 0.0:
+        raise AlgorithmError("epsilon: too small for priv-pc's per-node selection; give a "
+                             "larger budget or hub_mode='off'")
+    out: dict[str, Any] = {"hub_k": k, "hub_force": check == 0,
+                           "hub_select_epsilon": sel,
+                           "hub_depth": planned_depth(p, max_depth, default=HUB_DEPTH),
+                           "hub_margin": HUB_BRANCH_MARGIN if margin is None else float(margin),
+                           "hub_sieve_asks": HUB_SIEVE_ASKS if sieve_asks is None
+                           else sieve_asks}
+    if check > 0:
+        eps = unit_epsilon(total * check, rule)
+        if eps <= 0.0:
+            raise AlgorithmError("epsilon: too small for priv-pc's hub check; give a larger "
+                                 "budget or hub_mode='off'")
+        clip = math.sqrt(2.0) / (HUB_CHECK_SD * eps)
+        Laplace(1.0 / clip, eps)  # the check's mechanism: an unrepresentable one fails
+        # here, before the session opens, not at the release
+        out.update(check_epsilon=eps, check_clip=clip,
+                   check_partners=HUB_CHECK_PARTNERS, check_density=HUB_CHECK_DENSITY)
+    return out
 
 
 def _show(cost: Cost) -> str:
@@ -427,6 +592,15 @@ class SieveExamineTester(ScreenedPairs):
         self._index: dict[Pair, int] = {}  # pair -> its place in _upcoming (per-test mode)
         self._window = SUB_WINDOW_MIN  # column sets of the next subsample announcement
         self._sub_reads = 0  # tables the current round's sieve read
+        #: the levels the per-level plans provision for, and the examines' removal
+        #: margin (both switch to the hub plan's when level 0 takes the hub switch)
+        self._horizon = plan.depth
+        self._margin = plan.margin
+        self._asks = plan.sieve_asks
+        #: the hub switch's decision (``None``: not made / not planned) and the noisy
+        #: mean it released (``None``: forced, or not made)
+        self.hub: bool | None = None
+        self.hub_density: float | None = None
 
     def _examine_mech(self, params: RoundParams, sensitivity: float | None = None) -> Laplace:
         """``Laplace(Delta, eps/2)``; the pair's own bound when given (same cost)."""
@@ -507,7 +681,7 @@ class SieveExamineTester(ScreenedPairs):
             owed = pending.epsilon if self.plan.rule == "basic" else pending.rho
             assert owed is not None
             total = max(total - owed, Fraction(0))
-        eps_half = unit_epsilon(level_share(total, units, level, self.plan.depth),
+        eps_half = unit_epsilon(level_share(total, units, level, self._horizon),
                                 self.plan.rule, parts=2)
         record: dict[str, Any] = {"level": level, "open_pairs": open_pairs,
                                   "rounds_planned": units, "rounds": 0,
@@ -662,14 +836,19 @@ class SieveExamineTester(ScreenedPairs):
             lambda rows: k * (bar - self._sub_score(rows, x, y, S))))
         if not positive:
             return CIResult(False, None, None)
-        noisy = self._examine((
-            self._examine_mech(rp, src.sensitivity(pair=(x, y), S=bound_given(S))),
-            lambda: src.score(x, y, S),
-            f"priv-pc examine {x} _||_ {y} | {list(S)}"))
-        independent = noisy <= T
+        mech = self._examine_mech(rp, src.sensitivity(pair=(x, y), S=bound_given(S)))
+        noisy = self._examine((mech, lambda: src.score(x, y, S),
+                               f"priv-pc examine {x} _||_ {y} | {list(S)}"))
+        independent = noisy <= T + self._margin * laplace_noise_sd(mech)
         if independent:
             self._removed += 1
         return CIResult(independent, noisy, None)
+
+
+def laplace_noise_sd(mech: Laplace) -> float:
+    """The standard deviation ``sqrt(2) Delta/eps`` of an examine's Laplace noise (a
+    function of the public mechanism)."""
+    return math.sqrt(2.0) * mech.scale
 
 
 def split_examine(epsilon_half: float, rule: str) -> tuple[float, float]:
@@ -719,6 +898,10 @@ class PairSieveTester(SieveExamineTester):
         pairs = [pair for pair in candidates if candidates[pair]]
         removals: dict[Pair, Sepset] = {}
         try:
+            if level == 0 and self.plan.hub_k and self._hub_switch(pairs):
+                return self._hub_level_zero(pairs, candidates)
+            if self.hub and level > self._horizon:
+                return removals  # the hub plan's depth: nothing more is asked
             if level == 0:
                 self._stream([(x, y, ((),)) for x, y in pairs])
                 for i, (x, y) in enumerate(pairs):
@@ -747,6 +930,70 @@ class PairSieveTester(SieveExamineTester):
             hand_over(exc, removals)
             raise
 
+    def _hub_switch(self, pairs: Sequence[Pair]) -> bool:
+        """Level 0's hub switch: forced (nothing released), or one
+        ``Laplace(1/clip, check_epsilon)`` release of the mean over level 0's pairs of
+        ``min(max(u, 0), clip)/clip``, ``u = (s(x, y | {}) - T(x, y))/Delta(x, y)`` the
+        selections' marginal utility (each term moves by at most ``1/clip`` between
+        neighbours, so the mean does too); the switch is taken when the noisy mean is
+        at least ``check_density`` and times ``p - 1`` at least ``check_partners``
+        (post-processing)."""
+        plan = self.plan
+        if plan.hub_force:
+            self.hub = True
+            return True
+        src = self.source
+        clip = plan.check_clip
+
+        def density() -> float:
+            u = marginal_utilities(src, pairs, planning.SELECTION_EMPTY_SET_BOUND)
+            return float(np.mean(np.clip(u, 0.0, clip))) / clip if len(u) else 0.0
+
+        try:
+            noisy = float(np.asarray(self.session.release(
+                Laplace(1.0 / clip, plan.check_epsilon), density,
+                purpose=f"priv-pc level 0: hub check, mean over {len(pairs)} pairs of the "
+                        f"marginal utility clipped to [0, {clip:.6g}] / {clip:.6g}")))
+        except (BudgetExceededError, SessionHaltedError) as exc:
+            self.exhaustion_note = exhaustion_note(0, str(exc))
+            raise
+        self.hub_density = noisy
+        self.hub = (noisy >= plan.check_density
+                    and noisy * (src.p - 1) >= plan.check_partners)
+        return self.hub
+
+    def _hub_level_zero(self, pairs: list[Pair], candidates: LevelCandidates
+                        ) -> dict[Pair, Sepset]:
+        """Level 0 under the hub switch: Hub-PC's per-node selection (one top-k release
+        per node with more than ``hub_k`` pairs, :func:`select_node_partners`); the pairs
+        no endpoint keeps are removed with the empty set, the kept ones are not tested
+        at level 0; levels ``1..hub_depth`` then share what is left, their sieve asks a
+        pair up to ``hub_sieve_asks`` times, and their examines remove below
+        ``hub_margin`` sd."""
+        plan = self.plan
+        self._level = 0
+        try:
+            strength = select_node_partners(self.source, self.session, plan.hub_k,
+                                            plan.hub_select_epsilon, "priv-pc", pairs=pairs)
+        except BudgetExceededError as exc:
+            self.exhaustion_note = exhaustion_note(0, str(exc))
+            raise
+        self._kept = set(strength)
+        self._strength = dict(strength)  # post-processing of the selection
+        self._horizon = plan.hub_depth
+        self._margin = plan.hub_margin
+        self._asks = plan.hub_sieve_asks
+        removals: dict[Pair, Sepset] = {}
+        for x, y in pairs:
+            kept = (x, y) in strength
+            candidates.record(x, y, (), CIResult(not kept, None, None))
+            if not kept:
+                removals[(x, y)] = ()
+        self._removed += len(removals)
+        self.levels.append({"level": 0, "open_pairs": len(pairs), "hub": True,
+                            "selected": len(strength), "rounds_planned": 0, "rounds": 0})
+        return removals
+
     def _pair(self, x: int, y: int, sets: tuple[Sepset, ...]) -> tuple[CIResult, Sepset]:
         """One pair at a level >= 1: sieve query, examine, separating-set pick."""
         self._ensure_sieve()
@@ -762,7 +1009,7 @@ class PairSieveTester(SieveExamineTester):
                            for S in sets)
 
         positive = False
-        for _ in range(self.plan.sieve_asks):  # a dependent answer is free (SVT)
+        for _ in range(self._asks):  # a dependent answer is free (SVT)
             if sieve.test(query):
                 positive = True
                 break
@@ -775,7 +1022,7 @@ class PairSieveTester(SieveExamineTester):
             lambda: min(src.score(x, y, S) - src.threshold(x, y, S) for S in sets),
             f"priv-pc examine: min over {len(sets)} level-{len(sets[0])} sets of score - T, "
             f"{x} _||_ {y}"))
-        if noisy > 0.0:
+        if noisy > self._margin * laplace_noise_sd(Laplace(sens, e_x)):
             return CIResult(False, noisy, None), sets[0]
         self._removed += 1
         S = sets[0]
@@ -887,6 +1134,9 @@ class PrivPC(DiscreteAlgorithm[PrivPCParams, PrivPCPlan, SieveExamineTester]):
             "used_unspent": unspent(tester.session)}
         if isinstance(tester, PairSieveTester):
             out["used_sepset_picks"] = tester.picks
+        if tester.plan.hub_k:
+            out["used_hub_switch"] = bool(tester.hub)
+            out["used_hub_density"] = tester.hub_density
         return out
 
 

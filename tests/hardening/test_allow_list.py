@@ -98,6 +98,9 @@ RESULT_FIELDS: dict[str, str] = {
     # hub-pc: options (docs/privacy/algorithm-hub-pc.md)
     "plan.neighbours": PUBLIC, "plan.select_share": PUBLIC, "plan.margin": PUBLIC,
     "plan.node_select": PUBLIC,  # priv-pc: an option
+    # priv-pc: its hub switch's plan (the options, constants and budget shares) and the
+    # option margin (docs/privacy/algorithm-priv-pc.md, "The hub switch")
+    "plan.hub_switch.*": PUBLIC,
     # ... and what the run used (a function of the released decisions)
     "plan.releases": RELEASED, "plan.used_*": RELEASED,
     "plan.orders[].order": RELEASED, "plan.orders[].edges": RELEASED,
