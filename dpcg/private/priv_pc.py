@@ -447,8 +447,9 @@ def make_plan(params: PrivPCParams, settings: RunSettings,
                                         gain=PRIV_PC_SELECT_GAIN, grow=PRIV_PC_SELECT_GROW)
         k, eps_sel = (0, 0.0) if got is None else got
         screen = None
-        if got is None:
-            eps_half = unit_epsilon(level_share(total, r, 0, depth), rule, parts=2)
+        if got is None:  # level 0's rounds share what the check (if any) leaves
+            eps_half = unit_epsilon(level_share(Fraction(total) * (1 - check), r, 0, depth),
+                                    rule, parts=2)
         else:  # the kept pairs' rounds share the rest of level 0's share
             # (a round's budget is that of a plan of k rounds; with a screened selection
             # only its k2 < k kept pairs use one, and the rest carries over)

@@ -230,3 +230,18 @@ def test_bad_input_is_refused_before_anything_is_recorded(hub16: Any, tmp_path: 
         led = Ledger.open(path)
         assert led.verify().ok
         assert not [e for e in led.entries() if e["kind"] == "mechanism"]
+
+
+def test_auto_without_selection_plans_level_0_on_what_the_check_leaves(hub16: Any) -> None:
+    """'auto' on a network without a level-0 selection: the check takes its share first,
+    so level 0's planned rounds and the run's report use the rest (the plan's first
+    round is the one the level records)."""
+    auto = private_run(hub16, "priv-pc", epsilon=EPS_WIDE, seed=4, hub_mode="auto",
+                       max_depth=1)
+    off = private_run(hub16, "priv-pc", epsilon=EPS_WIDE, seed=4, hub_mode="off",
+                      max_depth=1)
+    assert auto.plan["select_k"] == 0
+    level0 = next(r for r in auto.plan["used_levels"] if r["level"] == 0)
+    assert level0["epsilon_per_round"] == pytest.approx(auto.plan["epsilon_per_round"],
+                                                        rel=1e-12)
+    assert auto.plan["epsilon_per_round"] < off.plan["epsilon_per_round"]
