@@ -180,10 +180,11 @@ class PrivPCParams(PlanSizeParams):
 
     hub_mode: str | None = option(
         None, type=str, metavar="MODE",
-        help="per-level plans at rows x epsilon >= 100,000 where level 0 would make its "
-             "top-K selection: 'auto' releases how densely the pairs depend (one Laplace "
-             "release) and, on a dense network, uses Hub-PC's per-node selection, margin "
-             "and depth instead; 'on': always that; 'off': never (default: 'auto')")
+        help="the hub switch of per-level plans: 'auto' releases how densely the pairs "
+             "depend (one Laplace release, 1/25 of the budget) and, on a dense network, "
+             "uses Hub-PC's per-node selection, margin and depth instead; 'on': always "
+             "that; 'off': never (default: 'auto' where rows x epsilon >= 100,000 and "
+             "level 0 would make its top-K selection, else 'off')")
     margin: float | None = option(
         None, type=float, metavar="M",
         help="per-level plans: an examine removes a pair when its noisy value is at most "
