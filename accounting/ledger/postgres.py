@@ -72,8 +72,6 @@ from accounting.ledger._verify import (
     lifetime_rho,
     rho_converted,
     rule_violation,
-    unit_rho,
-    unit_violation,
 )
 from accounting.ledger.signing import (
     METADATA_KEY,
@@ -97,7 +95,9 @@ from accounting.ledger.store import (
     _load_verify,
     _now,
     _refuse_unless_fits,
+    add_entry_costs,
     check_lifetime_rule,
+    check_run_units,
     registration_data,
     run_rho_for,
     validate_draft,
@@ -784,29 +784,10 @@ class PostgresRun:
             raise LedgerError(f"run {self._run_id!r} is closed; open a new run")
         checked = [validate_draft(e, self._relation, self._run_id, self.dataset_id)
                    for e in entries]
-        eps, delta, rho = self._spent
-        for entry in entries:
-            cost = entry.cost
-            eps = None if eps is None or cost.epsilon is None else eps + cost.epsilon
-            delta = delta + cost.delta
-            rho = None if rho is None or cost.rho is None else rho + cost.rho
-        units = self._units
-        if self._reserved_rho is not None:  # checked again by the database
-            total: Fraction | None = units
-            for entry in entries:
-                c = entry.cost
-                unit = unit_rho(c.epsilon, c.delta, c.rho)
-                total = None if total is None or unit is None else total + unit
-            why = unit_violation(self._reserved_rho, total)
-            if total is None:
-                raise LifetimeRuleError(
-                    f"run {self._run_id!r}: dataset {self.dataset_id!r} has a zcdp lifetime "
-                    f"and {why}; nothing was written")
-            if why is not None:
-                raise BudgetExceededError(
-                    f"run {self._run_id!r}: the entries would exceed the run's reservation "
-                    f"under its dataset's zcdp lifetime: {why}")
-            units = total
+        eps, delta, rho = add_entry_costs(self._spent, entries)
+        # under a zcdp lifetime: checked again by the database
+        units = check_run_units(self._run_id, self.dataset_id, self._reserved_rho,
+                                self._units, entries)
         why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
         if why is not None:
             n = len(entries)

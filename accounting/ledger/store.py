@@ -1554,25 +1554,9 @@ class LedgerRun:
 
     def _check_units(self, entries: Sequence[EntryDraft]) -> Fraction:
         """Under a zcdp lifetime: the run's unit rho after ``entries``, or a refusal
-        (nothing written): :class:`LifetimeRuleError` for a mechanism that is no zCDP
-        unit, :class:`BudgetExceededError` past the run's rho reservation."""
-        if self._reserved_rho is None:
-            return self._units
-        total: Fraction | None = self._units
-        for entry in entries:
-            cost = entry.cost
-            unit = unit_rho(cost.epsilon, cost.delta, cost.rho)
-            total = None if total is None or unit is None else total + unit
-        why = unit_violation(self._reserved_rho, total)
-        if total is None:
-            raise LifetimeRuleError(
-                f"run {self._run_id!r}: dataset {self.dataset_id!r} has a zcdp lifetime and "
-                f"{why}; nothing was written")
-        if why is not None:
-            raise BudgetExceededError(
-                f"run {self._run_id!r}: the entries would exceed the run's reservation "
-                f"under its dataset's zcdp lifetime: {why}")
-        return total
+        (:func:`check_run_units`)."""
+        return check_run_units(self._run_id, self.dataset_id, self._reserved_rho,
+                               self._units, entries)
 
     def _refuse_if_closed(self) -> None:
         if self._closed:
@@ -1584,11 +1568,7 @@ class LedgerRun:
                               tuple[Fraction | None, Fraction, Fraction | None], str | None]:
         """The run's totals after ``entries`` (texts and values) and the rule violation
         they would cause (``None`` when they fit the reservation)."""
-        for entry in entries:
-            cost = entry.cost
-            eps = None if eps is None or cost.epsilon is None else eps + cost.epsilon
-            delta = delta + cost.delta
-            rho = None if rho is None or cost.rho is None else rho + cost.rho
+        eps, delta, rho = add_entry_costs((eps, delta, rho), entries)
         why = rule_violation(self._rule, self._eps, self._delta, eps, delta, rho)
         return (_opt_str(eps), fraction_str(delta), _opt_str(rho)), (eps, delta, rho), why
 
@@ -1675,6 +1655,46 @@ class LedgerRun:
             conn.execute("UPDATE runs SET status=?, closed_seq=? WHERE run_id=?",
                          (status, seq, self._run_id))
         self._closed = True
+
+
+def add_entry_costs(totals: tuple[Fraction | None, Fraction, Fraction | None],
+                    entries: Sequence[EntryDraft]
+                    ) -> tuple[Fraction | None, Fraction, Fraction | None]:
+    """A run's ``(eps, delta, rho)`` totals after ``entries`` (exact; ``None`` stays
+    ``None``: a total the run's rule does not track)."""
+    eps, delta, rho = totals
+    for entry in entries:
+        cost = entry.cost
+        eps = None if eps is None or cost.epsilon is None else eps + cost.epsilon
+        delta = delta + cost.delta
+        rho = None if rho is None or cost.rho is None else rho + cost.rho
+    return eps, delta, rho
+
+
+def check_run_units(run_id: str, dataset_id: str, reserved_rho: Fraction | None,
+                    units: Fraction, entries: Sequence[EntryDraft]) -> Fraction:
+    """Under a zcdp lifetime (``reserved_rho`` given): a run's unit rho after
+    ``entries``, or a refusal (nothing written): :class:`LifetimeRuleError` for a
+    mechanism that is no zCDP unit, :class:`BudgetExceededError` past the run's rho
+    reservation. Without one, ``units`` unchanged. Shared by the SQLite and PostgreSQL
+    writers."""
+    if reserved_rho is None:
+        return units
+    total: Fraction | None = units
+    for entry in entries:
+        cost = entry.cost
+        unit = unit_rho(cost.epsilon, cost.delta, cost.rho)
+        total = None if total is None or unit is None else total + unit
+    why = unit_violation(reserved_rho, total)
+    if total is None:
+        raise LifetimeRuleError(
+            f"run {run_id!r}: dataset {dataset_id!r} has a zcdp lifetime and "
+            f"{why}; nothing was written")
+    if why is not None:
+        raise BudgetExceededError(
+            f"run {run_id!r}: the entries would exceed the run's reservation "
+            f"under its dataset's zcdp lifetime: {why}")
+    return total
 
 
 def validate_draft(entry: EntryDraft, relation: Relation, run_id: str,
