@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from accounting.noise import float_laplace
 from dpcg.citests.crt import (
     DEFAULT_LAW_SHARE,
     GaussianLinearSampler,
@@ -196,7 +197,7 @@ class _NoiseAwareSampler:
         L = self.law
         za = np.asarray(z, dtype=np.float64)
         out = np.empty((m, za.shape[0]), dtype=np.float64)
-        noise = rng.laplace(0.0, L.scale, (m, L.released.shape[0]))
+        noise = float_laplace(rng, L.scale, (m, L.released.shape[0]))
         for j in range(m):  # m public resamples (19 by default), one q x q law each
             law_j = law_from_release(L.released + noise[j], L.lower, L.upper, L.floor)
             out[j] = law_j.sampler(self.x, self.S).sample(za, 1, rng)[0]
