@@ -48,7 +48,15 @@ FILE_CHECKS: dict[str, tuple[str, ...]] = {
         "pytest:tests/stats/test_sensitivity_quick.py tests/stats/test_registry.py",
     ),
     "dpcg/private/laplace_pc.py": ("pytest:tests/private/test_laplace_pair.py",),
-    "dpcg/private/priv_pc.py": ("pytest:tests/private/test_priv_pc_pair.py",),
+    "dpcg/private/priv_pc.py": ("pytest:tests/private/test_priv_pc_pair.py",
+                                "pytest:tests/private/test_priv_pc_hub.py"),
+    "dpcg/stats/marginals.py": ("pytest:tests/stats/test_marginals.py",),
+    "dpcg/stats/suffstat.py": (
+        "pytest:tests/continuous/test_cov_pc.py::test_rank_moment_sensitivity_holds "
+        "tests/continuous/test_cov_pc.py::test_rank_moment_sensitivity_two_valued_holds "
+        "tests/continuous/test_cov_pc.py::test_pearson_moment_sensitivity_holds",
+    ),
+    "dpcg/citests/crt_law.py": ("pytest:tests/continuous/test_crt_law.py",),
 }
 
 
@@ -285,6 +293,30 @@ MUTANTS: tuple[Mutant, ...] = (
       "Exponential(sens, e_p),",
       "Exponential(sens / 2.0, e_p),",
       "Priv-PC's separating-set pick declares half the pair's bound (2 x its epsilon)"),
+    M("priv-pc-hub-check-half-sensitivity", "dpcg/private/priv_pc.py",
+      "Laplace(1.0 / clip, plan.check_epsilon), density,",
+      "Laplace(0.5 / clip, plan.check_epsilon), density,",
+      "Priv-PC's hub check declares half the clipped mean's sensitivity 1/clip "
+      "(2 x its epsilon)"),
+    # -- shared releases (Marginal-PC's tables, cov-pc's moments, PrivCRT's law) -------
+    M("marginal-joint-l2-halved", "dpcg/stats/marginals.py",
+      "return d", "return d / 2.0",
+      "Marginal-PC's joint release of T count tables declares L2 sensitivity "
+      "sqrt(2T)/2 (the proven bound is sqrt(2T), attained)",
+      after="def joint_table_l2(tables: int) -> float:"),
+    M("cov-rank-moment-l2-halved", "dpcg/stats/suffstat.py",
+      "return math.sqrt(off * off + diag2) / (n * half2)",
+      "return math.sqrt(off * off + diag2) / (2.0 * n * half2)",
+      "cov-pc's rank-route moment vector: replace-one L2 bound halved"),
+    M("cov-pearson-moment-l2-halved", "dpcg/stats/suffstat.py",
+      "return math.sqrt((q + 1.0) ** 2 + q / 2.0) / n",
+      "return math.sqrt((q + 1.0) ** 2 + q / 2.0) / (2.0 * n)",
+      "cov-pc's Pearson-route moment vector: replace-one L2 bound halved"),
+    M("crt-law-l1-halved", "dpcg/citests/crt_law.py",
+      "return float(q) * (float(q) + 2.0) / float(n)",
+      "return float(q) * (float(q) + 2.0) / (2.0 * float(n))",
+      "PrivCRT's released model-X law: the moment vector's replace-one L1 bound "
+      "q(q+2)/n halved"),
     M("exact-gumbel-keeps-float-order", "accounting/gumbel.py",
       "return sorted(members, key=lambda r: bounds[r][0], reverse=True)",
       "return members",
