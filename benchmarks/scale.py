@@ -148,15 +148,18 @@ def _reference_rates(codes: Any, queries_by_level: dict[int, list[Query]],
 
 def pc_speed(network: str, rows: int, *, workers: int = 2, max_seconds: float = 600.0,
              seed: int = 0, reference_seconds: float = 0.0,
-             reference_queries: int = 3000) -> dict[str, Any]:
+             reference_queries: int = 3000, sparse_rule: str | None = None
+             ) -> dict[str, Any]:
     """Non-private G^2 PC-stable (``FastG2Test``, blocks of shared counting, ``workers``
     processes) on ``network`` to completion or ``max_seconds``, in this process: wall and
     CPU seconds (the parent's and its workers'), peak RSS (parent, largest worker),
     tests per level, tests per second, the stop message, and the load average before and
-    after. With ``reference_seconds > 0``, causal-learn's G^2 on the first
-    ``reference_queries`` of each level of the same run (time-capped per level; its rate
-    per level applied to this run's test counts gives its CPU estimate for the same test
-    sequence)."""
+    after, and the skeleton's F1, precision and recall against the network's DAG.
+    ``sparse_rule`` is the G-test's rule for sparse tables (default: the test's default,
+    ``causal-learn``; ``docs/stats.md``). With ``reference_seconds > 0``, causal-learn's
+    G^2 on the first ``reference_queries`` of each level of the same run (time-capped per
+    level; its rate per level applied to this run's test counts gives its CPU estimate
+    for the same test sequence)."""
     from collections import Counter
 
     from dpcg.citests.nonprivate import FastG2Test
@@ -164,11 +167,13 @@ def pc_speed(network: str, rows: int, *, workers: int = 2, max_seconds: float = 
     from dpcg.pc import pc_stable
     from dpcg.pc.limits import RunLimits
 
-    ds = load_network(network).sample(rows, seed)
+    net = load_network(network)
+    ds = net.sample(rows, seed)
     load0 = os.getloadavg()
     ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = pc_stable(FastG2Test(ds), ds.names, workers=workers,
+    test = FastG2Test(ds) if sparse_rule is None else FastG2Test(ds, sparse_rule=sparse_rule)
+    res = pc_stable(test, ds.names, workers=workers,
                     limits=RunLimits(max_seconds=max_seconds))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     ch = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -180,7 +185,14 @@ def pc_speed(network: str, rows: int, *, workers: int = 2, max_seconds: float = 
         / 1024.0, "worker_rss_mb": ch.ru_maxrss / 1024.0, "tests": res.n_tests,
         "levels": levels, "edges": sum(len(a) for a in res.adjacency) // 2,
         "stopped": res.info.get("stopped", {}).get("message"),
-        "load": (load0, os.getloadavg())}
+        "load": (load0, os.getloadavg()), "sparse_rule": sparse_rule or "causal-learn"}
+    index = {name: i for i, name in enumerate(ds.names)}
+    truth = {frozenset((index[a], index[b])) for a, b in net.dag_edges}
+    got = {frozenset((i, j)) for i, adj in enumerate(res.adjacency) for j in adj if i < j}
+    tp = len(truth & got)
+    prec, rec = tp / max(len(got), 1), tp / max(len(truth), 1)
+    out.update(precision=prec, recall=rec,
+               f1=2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0)
     if reference_seconds > 0:
         by_level: dict[int, list[Query]] = {}
         for t in res.tests:
@@ -203,17 +215,20 @@ def render_speed(r: dict[str, Any]) -> str:
         ref = f"{r['tests'] / est:,.0f} (est. {est:,.0f} CPU s)"
     status = "stopped: " + r["stopped"] if r["stopped"] else "complete"
     lv = ", ".join(f"{k}: {v:,}" for k, v in r["levels"].items())
-    return (f"| hub-{nodes} | {r['rows']:,} | {r['workers']} | {status} | {r['wall']:.0f} | "
+    return (f"| hub-{nodes} | {r['rows']:,} | {r['sparse_rule']} | {r['workers']} | {status} "
+            f"| {r['wall']:.0f} | "
             f"{r['cpu']:.0f} | {r['rss_mb']:.0f} / {r['worker_rss_mb']:.0f} | {r['tests']:,} | "
-            f"{r['tests'] / max(r['cpu'], 1e-9):,.0f} | {ref} | {r['edges']} | {lv} | "
+            f"{r['tests'] / max(r['cpu'], 1e-9):,.0f} | {ref} | {r['edges']} | "
+            f"{r['f1']:.3f} ({r['precision']:.2f} / {r['recall']:.2f}) | {lv} | "
             f"{r['load'][0][0]:.1f} -> {r['load'][1][0]:.1f} |")
 
 
 SPEED_HEADER = (
-    "| network | rows | workers | status | wall s | CPU s | peak RSS MB (parent / worker) "
-    "| tests | tests per CPU s | causal-learn tests per CPU s (same tests) | edges "
+    "| network | rows | sparse rule | workers | status | wall s | CPU s "
+    "| peak RSS MB (parent / worker) | tests | tests per CPU s "
+    "| causal-learn tests per CPU s (same tests) | edges | skeleton F1 (P / R) "
     "| tests per level | load (1 min) |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -250,6 +265,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="--pc-speed: time budget of a run (default 600)")
     p.add_argument("--reference-seconds", type=float, default=0.0,
                    help="--pc-speed: causal-learn CPU seconds per level (default 0: skip)")
+    p.add_argument("--sparse-rule", default=None,
+                   help="--pc-speed: the G-test's sparse-table rule (default causal-learn; "
+                        "e.g. pcalg: pcalg's n < 10 df rule; docs/stats.md)")
     p.set_defaults(func=run)
 
 
@@ -304,7 +322,8 @@ def run(args: argparse.Namespace) -> int:
         for nodes in (int(v) for v in str(args.nodes).split(",")):
             speed = pc_speed(hub_network(nodes), args.rows, workers=args.workers,
                              max_seconds=args.max_seconds,
-                             reference_seconds=args.reference_seconds)
+                             reference_seconds=args.reference_seconds,
+                             sparse_rule=args.sparse_rule)
             print(render_speed(speed), flush=True)
         return 0
     runs: list[ScaleRun] = []

@@ -64,9 +64,27 @@ def test_pc_speed_measures_a_run_and_the_reference() -> None:
     assert set(r["reference"]) == set(r["levels"])
     assert all(n >= 1 for n, _ in r["reference"].values())
     assert r["reference_cpu_estimate"] > 0
+    assert 0.0 <= r["precision"] <= 1.0
+    assert 0.0 <= r["recall"] <= 1.0
+    assert r["f1"] == pytest.approx(2 * r["precision"] * r["recall"]
+                                    / (r["precision"] + r["recall"]))
     row = render_speed(r)
-    assert row.startswith("| hub-10 | 2,000 | 2 | complete |")
+    assert row.startswith("| hub-10 | 2,000 | causal-learn | 2 | complete |")
     assert row.count("|") == SPEED_HEADER.splitlines()[0].count("|")
+
+
+def test_pc_speed_takes_a_sparse_rule() -> None:
+    from benchmarks.scale import pc_speed, render_speed
+    from dpcg.citests.nonprivate import FastG2Test
+    from dpcg.datasets import load_network
+    from dpcg.pc import pc_stable
+
+    r = pc_speed(hub_network(10), 2_000, workers=1, max_seconds=300.0, sparse_rule="pcalg")
+    ds = load_network(hub_network(10)).sample(2_000, 0)
+    ref = pc_stable(FastG2Test(ds, sparse_rule="pcalg"), ds.names)
+    assert r["tests"] == ref.n_tests
+    assert r["edges"] == sum(len(a) for a in ref.adjacency) // 2
+    assert "| pcalg | 1 | complete |" in render_speed(r)
 
 
 def test_named_networks_and_a_run_budget(tmp_path: Path) -> None:
