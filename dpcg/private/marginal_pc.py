@@ -106,7 +106,7 @@ SELECT_BY = ("pairs", "nodes")
 SELECT_SHARE = 0.10
 #: Default pairs kept per node by the selection: ``K = ceil(SELECT_PER_NODE p)`` pairs
 #: (``pairs``), ``SELECT_PER_NODE`` partners per node (``nodes``).
-SELECT_PER_NODE = 4
+SELECT_PER_NODE = 6
 
 
 def level_slots(level: int, depth: int) -> int:
@@ -156,6 +156,11 @@ class MarginalPCParams:
         SELECT_PER_NODE, type=int, metavar="K",
         help="with --level0 select: pairs kept per node (K p pairs in all for 'pairs', K "
              "partners per node for 'nodes')")
+    horizon: int | None = option(
+        None, type=int, metavar="D",
+        help=f"levels the budget is planned over (level l gets 1/(D - l + 2) of what is "
+             f"left; deeper levels still run on half of the rest); default "
+             f"{DEFAULT_DEPTH}, or --max-depth when given")
     kept_tables: int = option(
         1, type=int, metavar="0|1",
         help="with --level0 select: 1 releases the kept pairs' 2-way tables (one joint "
@@ -187,6 +192,8 @@ class MarginalPCParams:
                 math.isfinite(f) and 0.0 < f < 1.0):
             raise AlgorithmError(f"select_share: expected a number in (0, 1), got {f!r}")
         check_count_field("select_per_node", self.select_per_node)
+        if self.horizon is not None:
+            check_count_field("horizon", self.horizon)
         if type(self.kept_tables) is not int or self.kept_tables not in (0, 1):
             raise AlgorithmError(f"kept_tables: expected 0 or 1, got {self.kept_tables!r}")
 
@@ -314,7 +321,8 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
         raise AlgorithmError("delta: marginal-pc releases Gaussian tables (zCDP) and needs "
                              "delta > 0")
     p = source.p
-    depth = planned_depth(p, settings.max_depth, DEFAULT_DEPTH)
+    depth = planned_depth(p, settings.max_depth,
+                          DEFAULT_DEPTH if params.horizon is None else params.horizon)
     rho = Fraction(budget.rho())
     pairs = p * (p - 1) // 2
     mode = (level0_mode(p, source.n, float(budget.epsilon)) if params.level0 == "auto"
@@ -334,7 +342,7 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
             select_k = min(kappa, max(p - 1, 1))
             steps = p * select_k
         kept_at_most = min(pairs, select_k if params.select_by == "pairs" else steps)
-        if select_k >= pairs or kept_at_most >= pairs:
+        if (select_k >= pairs if params.select_by == "pairs" else select_k >= p - 1):
             mode = "tables"  # the selection would keep every pair: test them all
         else:
             select_share = Fraction(params.select_share)
