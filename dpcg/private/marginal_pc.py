@@ -292,16 +292,27 @@ class MarginalPlan:
         return out
 
 
-def level0_mode(p: int, n: int, epsilon: float) -> str:
-    """``auto``'s level 0 from public facts (``docs/benchmarks/marginal-pc.md``,
-    "Level 0 by selection"): ``select`` from :data:`SELECT_AT` variables on, else
-    ``tables``."""
-    return "select" if p >= SELECT_AT else "tables"
+def level0_mode(p: int, n: int, rho: float, level0_share: float = LEVEL0_SHARE) -> str:
+    """``auto``'s level 0 from public facts (``docs/benchmarks/marginal-pc.md``, "Level 0
+    by a private selection"): ``select`` when ``p >= SELECT_AT`` or when ``tables``' level-0
+    per-cell noise sd, ``sqrt(p (p - 1) / 2 / (level0_share rho))`` counts (a function of
+    ``p`` and the budget), is at least :data:`SELECT_SD`; else ``tables``. ``n`` does not
+    enter: the constants were tuned at ``n = 100,000`` only."""
+    pairs = p * (p - 1) // 2
+    if p >= SELECT_AT:
+        return "select"
+    if pairs and rho > 0 and math.sqrt(pairs / (level0_share * rho)) >= SELECT_SD:
+        return "select"
+    return "tables"
 
 
-#: ``auto`` selects from this many variables on (public; tuning networks, eps 1: the
-#: selection gains on 50 and 76 nodes, loses or ties at 27 and 32).
+#: ``auto`` selects from this many variables on (public; tuning seeds 11: the selection
+#: gains at 50 and 76 nodes at eps 1 and 5, the hub network most).
 SELECT_AT = 40
+#: ... and below it where ``tables``' level-0 per-cell noise sd is at least this many
+#: counts (alarm at eps 1, 428: the selection gained; child, insurance, water at eps 1,
+#: 229-370: mixed; every network below 40 nodes at eps 5, <= 100: it lost).
+SELECT_SD = 400.0
 
 
 def make_plan(params: MarginalPCParams, settings: RunSettings,
@@ -325,10 +336,10 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
                           DEFAULT_DEPTH if params.horizon is None else params.horizon)
     rho = Fraction(budget.rho())
     pairs = p * (p - 1) // 2
-    mode = (level0_mode(p, source.n, float(budget.epsilon)) if params.level0 == "auto"
-            else params.level0)
     share = (Fraction(params.level0_share) if params.level0_share is not None
              else Fraction(LEVEL0_SHARE))
+    mode = (level0_mode(p, source.n, float(rho), float(share)) if params.level0 == "auto"
+            else params.level0)
     select_k = steps = 0
     select_eps = 0.0
     select_share = Fraction(0)

@@ -5,6 +5,7 @@ refused before anything is charged."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -167,16 +168,26 @@ def test_plan_costs_fit_the_budget(p: int, eps: float, share: float, level0_shar
 
 
 def test_auto_follows_the_public_rule() -> None:
+    """``auto`` selects from 40 variables on, and below where ``tables``' level-0 noise
+    sd per cell would be at least 400 counts; the rule reads public facts only."""
+    for eps in (0.5, 1.0, 5.0):
+        s = RunSettings(epsilon=eps, delta=1e-6, test="g2")
+        rho = float(s.budget().rho())
+        for p in (5, 20, 30, 37, 39, 40, 80):
+            plan = make_plan(MarginalPCParams(), s, _source(p, 100_000))
+            sd0 = math.sqrt(p * (p - 1) / 2 / (LEVEL0_SHARE * rho))
+            want = "select" if p >= 40 or sd0 >= 400 else "tables"
+            assert plan.level0 == level0_mode(p, 100_000, rho) == want
     s = RunSettings(epsilon=1.0, delta=1e-6, test="g2")
-    for p in (5, 30, 39, 40, 80):
-        plan = make_plan(MarginalPCParams(), s, _source(p, 100_000))
-        assert plan.level0 == level0_mode(p, 100_000, 1.0)
-        assert plan.level0 == ("select" if p >= 40 else "tables")
+    assert make_plan(MarginalPCParams(), s, _source(37, 100_000)).level0 == "select"
+    assert make_plan(MarginalPCParams(), s, _source(27, 100_000)).level0 == "tables"
+    s5 = RunSettings(epsilon=5.0, delta=1e-6, test="g2")
+    assert make_plan(MarginalPCParams(), s5, _source(37, 100_000)).level0 == "tables"
     # a forced 'tables' is the former plan: one 2-way table per pair at the default share
-    plan = make_plan(MarginalPCParams(level0="tables"), s, _source(30, 100_000))
+    plan = make_plan(MarginalPCParams(level0="tables"), s, _source(50, 100_000))
     assert plan.level0 == "tables"
-    assert plan.pairs == 435
-    assert Fraction(plan.level0_rho) * 435 <= Fraction(LEVEL0_SHARE) * Fraction(
+    assert plan.pairs == 1225
+    assert Fraction(plan.level0_rho) * 1225 <= Fraction(LEVEL0_SHARE) * Fraction(
         s.budget().rho())
 
 
