@@ -52,7 +52,7 @@ from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.noisy_g2 import DEFAULT_DRAWS, noisy_g2_test
 from dpcg.citests.nonprivate import G2Options
-from dpcg.citests.private import DEFAULT_SCORE, StatisticSource, source_for_dataset
+from dpcg.citests.private import DEFAULT_SCORE, SCORES, StatisticSource, source_for_dataset
 from dpcg.citests.registry import NoOptions, option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, DpcgError
@@ -156,6 +156,10 @@ class MarginalPCParams:
         SELECT_PER_NODE, type=int, metavar="K",
         help="with --level0 select: pairs kept per node (K p pairs in all for 'pairs', K "
              "partners per node for 'nodes')")
+    select_score: str = option(
+        DEFAULT_SCORE, type=str, metavar="SCORE",
+        help="with --level0 select: the per-test family's score whose marginal utilities "
+             f"the selection ranks (one of {', '.join(SCORES)}; default {DEFAULT_SCORE})")
     horizon: int | None = option(
         None, type=int, metavar="D",
         help=f"levels the budget is planned over (level l gets 1/(D - l + 2) of what is "
@@ -192,6 +196,9 @@ class MarginalPCParams:
                 math.isfinite(f) and 0.0 < f < 1.0):
             raise AlgorithmError(f"select_share: expected a number in (0, 1), got {f!r}")
         check_count_field("select_per_node", self.select_per_node)
+        if not isinstance(self.select_score, str) or self.select_score not in SCORES:
+            raise AlgorithmError(f"select_score: expected one of {', '.join(SCORES)}, got "
+                                 f"{self.select_score!r}")
         if self.horizon is not None:
             check_count_field("horizon", self.horizon)
         if type(self.kept_tables) is not int or self.kept_tables not in (0, 1):
@@ -204,7 +211,7 @@ class MarginalSource:
 
     def __init__(self, codes: NDArray[np.integer], cardinalities: Sequence[int],
                  names: Sequence[str], relation: Relation = Relation.REPLACE_ONE,
-                 selector: Callable[[], StatisticSource] | None = None) -> None:
+                 selector: Callable[[str], StatisticSource] | None = None) -> None:
         self.codes = codes
         self.cardinalities = tuple(int(c) for c in cardinalities)
         self.names = tuple(names)
@@ -212,19 +219,19 @@ class MarginalSource:
         self.n = int(np.asarray(codes).shape[1])
         self.relation = relation
         self._make_selector = selector
-        self._selector: StatisticSource | None = None
+        self._selectors: dict[str, StatisticSource] = {}
 
-    def selector(self) -> StatisticSource:
-        """The per-test family's exact scores of the same rows (the level-0 selection's
-        utilities; built on first use). Nothing here is released."""
-        if self._selector is None:
+    def selector(self, score: str = DEFAULT_SCORE) -> StatisticSource:
+        """The per-test family's exact scores ``score`` of the same rows (the level-0
+        selection's utilities; built on first use). Nothing here is released."""
+        if score not in self._selectors:
             if self._make_selector is None:
-                self._selector = StatisticSource(self.codes, self.cardinalities,
-                                                 DEFAULT_SCORE, relation=self.relation,
-                                                 check=False, names=self.names)
+                self._selectors[score] = StatisticSource(
+                    self.codes, self.cardinalities, score, relation=self.relation,
+                    check=False, names=self.names)
             else:
-                self._selector = self._make_selector()
-        return self._selector
+                self._selectors[score] = self._make_selector(score)
+        return self._selectors[score]
 
     def table(self, variables: Sequence[int]) -> NDArray[np.int64]:
         return marginal_counts(self.codes, self.cardinalities, variables)
@@ -266,6 +273,7 @@ class MarginalPlan:
     select_share: float = 0.0
     kept_tables: int = 1
     level0_asked: str = "tables"
+    select_score: str = DEFAULT_SCORE
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -286,6 +294,7 @@ class MarginalPlan:
                         "select_steps": self.select_steps,
                         "select_epsilon": self.select_epsilon,
                         "select_share": self.select_share,
+                        "select_score": self.select_score,
                         "select_rho": self.select_steps * self.select_epsilon ** 2 / 8.0,
                         "kept_tables": self.kept_tables,
                         "level0_tables_at_most": self.pairs if self.kept_tables else 0})
@@ -396,7 +405,8 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
                         level0=mode, select_by=params.select_by, select_k=select_k,
                         select_steps=steps, select_epsilon=select_eps,
                         select_share=float(select_share),
-                        kept_tables=params.kept_tables, level0_asked=asked)
+                        kept_tables=params.kept_tables, level0_asked=asked,
+                        select_score=params.select_score)
 
 
 @dataclass
@@ -598,7 +608,7 @@ class MarginalTester:
         order (``k - j`` for the ``j``-th kept): post-processing of its output."""
         plan = self.plan
         todo = sorted(pair for pair in pairs if () in candidates[pair])
-        selector = self.source.selector()
+        selector = self.source.selector(plan.select_score)
         who = "marginal-pc"
         try:
             if plan.select_by == "pairs":
@@ -746,9 +756,8 @@ class MarginalPC:
             raise AlgorithmError("data: marginal-pc needs n >= 2 rows")
         relation = Relation.parse(settings.relation)
 
-        def selector() -> StatisticSource:  # level0 = select: the family's own scores
-            return source_for_dataset(dataset, DEFAULT_SCORE, alpha=settings.alpha,
-                                      cache=cache)
+        def selector(score: str) -> StatisticSource:  # level0 = select: the family's
+            return source_for_dataset(dataset, score, alpha=settings.alpha, cache=cache)
 
         return MarginalSource(codes, [int(c) for c in cards if c is not None],
                               dataset.names, relation, selector)

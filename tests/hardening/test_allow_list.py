@@ -98,7 +98,7 @@ RESULT_FIELDS: dict[str, str] = {
     # marginal-pc's level 0 (an option, or the rule of p and the budget) and its
     # selection's plan: options and rules of public facts ("Level 0 by a private selection")
     "plan.level0": PUBLIC, "plan.select_by": PUBLIC, "plan.select_steps": PUBLIC,
-    "plan.select_rho": PUBLIC, "plan.kept_tables": PUBLIC,
+    "plan.select_rho": PUBLIC, "plan.kept_tables": PUBLIC, "plan.select_score": PUBLIC,
     # hub-pc: options (docs/privacy/algorithm-hub-pc.md)
     "plan.neighbours": PUBLIC, "plan.select_share": PUBLIC, "plan.margin": PUBLIC,
     "plan.node_select": PUBLIC,  # priv-pc: an option

@@ -197,6 +197,7 @@ def test_auto_follows_the_public_rule() -> None:
     ("select_share", 1.0), ("select_share", True), ("select_share", float("nan")),
     ("select_share", "0.1"), ("select_per_node", 0), ("select_per_node", 1.5),
     ("select_per_node", True), ("kept_tables", 2), ("kept_tables", True),
+    ("select_score", "g2"), ("select_score", None), ("horizon", 0), ("horizon", 2.0),
     ("kept_tables", "1")])
 def test_bad_selection_options_are_algorithm_errors(field: str, value: object) -> None:
     with pytest.raises(AlgorithmError, match=field):
