@@ -24,6 +24,14 @@ the planned depth), shared equally by the tables it releases (the joint release'
 every cell's noise variance is the level's ``T / rho_level``). A table whose size exceeds
 ``max_cells`` (public: schema and ``n``) is not released; its tests are not asked.
 
+**Level 0 by a private selection** (``level0 = "select"``, or ``"auto"`` by the public
+rule :func:`level0_mode`): level 0 first keeps pairs by the per-test family's top-k on
+the marginal utilities of ``select_score`` (each node's ``select_per_node`` strongest
+partners, Hub-PC's selection, or one global top-K over the pairs), at ``select_share`` of
+the budget; the other pairs are removed with the empty set, and only the kept pairs'
+2-way tables are released (one joint release; ``kept_tables = 0``: none, the selection's
+order ranks level 1's sets). It costs in the number of kept pairs, not of pairs.
+
 Each test is :func:`dpcg.citests.noisy_g2.noisy_g2_test` on the released sub-table
 (negative counts projected to 0, the noise's variance in a Monte-Carlo null), so at zero
 noise it is the G-test. A pair is removed when some asked test does not reject at
