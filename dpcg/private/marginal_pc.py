@@ -69,6 +69,7 @@ from dpcg.private.common import (
     SETS_PER_SIDE,
     check_count_field,
     exhaustion_note,
+    node_pairs,
     select_node_partners,
     select_pairs_ranked,
     unspent,
@@ -632,9 +633,8 @@ class MarginalTester:
             else:
                 strength = select_node_partners(selector, self.session, plan.select_k,
                                                 plan.select_epsilon, who, pairs=todo)
-                asked_nodes = sum(
-                    1 for a in range(self.source.p)
-                    if sum(1 for pair in todo if a in pair) > plan.select_k)
+                asked_nodes = sum(1 for idx in node_pairs(self.source.p, todo)
+                                  if len(idx) > plan.select_k)
                 self.releases += asked_nodes
                 rec["selections"] = asked_nodes
         except BudgetExceededError:

@@ -239,3 +239,24 @@ def test_cli_refusals_leave_the_ledger_intact(extra: list[str], tmp_path: Path,
     assert row_counts(led) == before
     assert cli(["ledger", "show", str(led)], capsys).out == shown
     assert cli(["ledger", "verify", str(led)], capsys).code == 0
+
+
+def test_selection_leaves_background_knowledge_alone(tmp_path: Path) -> None:
+    """A required edge is never a candidate of the selection (nor removed); a forbidden
+    one is not in the skeleton; the selection runs over the other pairs only."""
+    from dpcg.pc.background import BackgroundKnowledge
+
+    bk = BackgroundKnowledge.build(required_edges=[("asia", "smoke")],
+                                   forbidden_edges=[("tub", "either")])
+    path = tmp_path / "runs.db"
+    res = discover_private(_asia(), "marginal-pc", epsilon=1.0, delta=1e-6,
+                           noise_seed=2, background=bk, ledger=LedgerTarget(path, "asia"),
+                           params=MarginalPCParams(level0="select", select_by="pairs",
+                                                   select_per_node=1))
+    skeleton = {frozenset(e) for e in res.cpdag.skeleton()}
+    assert frozenset(("asia", "smoke")) in skeleton
+    assert frozenset(("tub", "either")) not in skeleton
+    assert res.ledger is not None
+    top = _entries(path, res.ledger["run_id"])[0]
+    assert top["mechanism"] == "top-k"
+    assert "of 26 pairs" in top["purpose"]  # 28 pairs less the two fixed ones
