@@ -109,8 +109,9 @@ ROWS_PER_CELL = 20
 #: public rule :func:`level0_mode`).
 LEVEL0_MODES = ("tables", "select", "auto")
 #: ``select_by`` values: ``pairs`` (one global top-K over the pairs, Laplace-PC's and
-#: Priv-PC's level-0 selection) or ``nodes`` (Hub-PC's per-node top-k).
-SELECT_BY = ("pairs", "nodes")
+#: Priv-PC's level-0 selection), ``nodes`` (Hub-PC's per-node top-k) or ``both`` (the
+#: per-node releases and one global top-K, the union kept).
+SELECT_BY = ("pairs", "nodes", "both")
 #: Default share of the budget (rho) the level-0 selection costs under ``select``.
 SELECT_SHARE = 0.10
 #: Default pairs kept per node by the selection: ``K = ceil(SELECT_PER_NODE p)`` pairs
@@ -156,8 +157,9 @@ class MarginalPCParams:
              "public facts (p, n, epsilon)")
     select_by: str = option(
         "nodes", type=str, metavar="pairs|nodes",
-        help="with --level0 select: one global top-K over the pairs ('pairs') or each "
-             "node's top-k partners ('nodes', Hub-PC's selection)")
+        help="with --level0 select: one global top-K over the pairs ('pairs'), each "
+             "node's top-k partners ('nodes', Hub-PC's selection) or the union of both "
+             "('both')")
     select_share: float = option(
         SELECT_SHARE, type=float, metavar="F",
         help="with --level0 select: share of the budget the selection costs (0 < F < 1)")
@@ -364,14 +366,16 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
     tables = pairs  # level 0's 2-way tables (at most, under 'select')
     if mode == "select":
         kappa = params.select_per_node
+        global_k = min(pairs, math.ceil(kappa * p))
         if params.select_by == "pairs":
-            select_k = min(pairs, math.ceil(kappa * p))
+            select_k = global_k
             steps = select_k
         else:
             select_k = min(kappa, max(p - 1, 1))
-            steps = p * select_k
+            steps = p * select_k + (global_k if params.select_by == "both" else 0)
         kept_at_most = min(pairs, select_k if params.select_by == "pairs" else steps)
-        if (select_k >= pairs if params.select_by == "pairs" else select_k >= p - 1):
+        if (select_k >= pairs if params.select_by == "pairs" else select_k >= p - 1
+                or (params.select_by == "both" and global_k >= pairs)):
             mode = "tables"  # the selection would keep every pair: test them all
         else:
             select_share = Fraction(params.select_share)
@@ -637,6 +641,15 @@ class MarginalTester:
                                   if len(idx) > plan.select_k)
                 self.releases += asked_nodes
                 rec["selections"] = asked_nodes
+                big = plan.select_steps - self.source.p * plan.select_k  # 'both'
+                if big > 0 and big < len(todo):
+                    ranked = select_pairs_ranked(selector, self.session, big,
+                                                 plan.select_epsilon, who, todo)
+                    self.releases += 1
+                    rec["selections"] = asked_nodes + 1
+                    for j, pair in enumerate(ranked):  # on the per-node scale 0..k
+                        val = plan.select_k * (big - j) / big
+                        strength[pair] = max(strength.get(pair, -math.inf), val)
         except BudgetExceededError:
             raise self._stop(0, "the budget is used up in level 0's selection") from None
         rec["selected"] = len(strength)

@@ -134,7 +134,7 @@ def _source(p: int, n: int, card: int = 3) -> MarginalSource:
 @settings(max_examples=60, deadline=None)
 @given(p=st.integers(4, 120), eps=st.floats(0.05, 20.0), share=st.floats(0.01, 0.9),
        level0_share=st.floats(0.01, 0.09), kappa=st.integers(1, 10),
-       by=st.sampled_from(["pairs", "nodes"]), kept=st.sampled_from([0, 1]))
+       by=st.sampled_from(["pairs", "nodes", "both"]), kept=st.sampled_from([0, 1]))
 def test_plan_costs_fit_the_budget(p: int, eps: float, share: float, level0_share: float,
                                    kappa: int, by: str, kept: int) -> None:
     """The selection's declared cost (``steps`` exponential-mechanism steps at
@@ -163,8 +163,10 @@ def test_plan_costs_fit_the_budget(p: int, eps: float, share: float, level0_shar
     assert sel + tables <= rho
     if by == "pairs":
         assert plan.select_steps == plan.select_k == min(p * (p - 1) // 2, kappa * p)
-    else:
+    elif by == "nodes":
         assert plan.select_steps == p * plan.select_k
+    else:
+        assert plan.select_steps == p * plan.select_k + min(p * (p - 1) // 2, kappa * p)
 
 
 def test_auto_follows_the_public_rule() -> None:
@@ -260,3 +262,23 @@ def test_selection_leaves_background_knowledge_alone(tmp_path: Path) -> None:
     top = _entries(path, res.ledger["run_id"])[0]
     assert top["mechanism"] == "top-k"
     assert "of 26 pairs" in top["purpose"]  # 28 pairs less the two fixed ones
+
+
+def test_both_selections_release_per_node_then_one_global_top_k(tmp_path: Path) -> None:
+    """``select_by = both``: the per-node releases (8 nodes with 7 > 2 pairs), then one
+    global top-16; the plan's steps count both, and their cost stays within the share."""
+    path = tmp_path / "runs.db"
+    res = discover_private(_asia(), "marginal-pc", epsilon=2.0, delta=1e-6,
+                           noise_seed=6, ledger=LedgerTarget(path, "asia"),
+                           params=MarginalPCParams(level0="select", select_by="both",
+                                                   select_per_node=2))
+    plan = res.plan
+    assert plan["select_steps"] == 8 * 2 + 16
+    assert res.ledger is not None
+    entries = _entries(path, res.ledger["run_id"])
+    tops = [e for e in entries if e["mechanism"] == "top-k"]
+    assert [e["params"]["k"] for e in tops] == [2] * 8 + [16]
+    assert entries[:9] == tops
+    assert sum(Fraction(e["cost"]["rho"]) for e in tops) <= (
+        Fraction(plan["select_share"]) * Fraction(plan["rho"]))
+    assert res.plan["used_levels"][0]["selections"] == 9
