@@ -156,7 +156,7 @@ class MarginalPCParams:
              "releases 2-way tables of the kept pairs only; 'auto' (default) chooses from "
              "public facts (p, n, epsilon)")
     select_by: str = option(
-        "nodes", type=str, metavar="pairs|nodes",
+        "nodes", type=str, metavar="pairs|nodes|both",
         help="with --level0 select: one global top-K over the pairs ('pairs'), each "
              "node's top-k partners ('nodes', Hub-PC's selection) or the union of both "
              "('both')")
