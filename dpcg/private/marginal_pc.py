@@ -153,8 +153,9 @@ class MarginalPCParams:
         "auto", type=str, metavar="tables|select|auto",
         help="level 0: 'tables' releases one 2-way table per pair; 'select' first keeps "
              "pairs by a private top-k on the per-test family's marginal utilities, then "
-             "releases 2-way tables of the kept pairs only; 'auto' (default) chooses from "
-             "public facts (p, n, epsilon)")
+             "releases 2-way tables of the kept pairs only; 'auto' (default): 'select' "
+             "from 40 variables on or where the tables' level-0 noise sd per cell would be "
+             ">= 400 counts (public: p and the budget)")
     select_by: str = option(
         "nodes", type=str, metavar="pairs|nodes|both",
         help="with --level0 select: one global top-K over the pairs ('pairs'), each "
