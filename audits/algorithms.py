@@ -103,6 +103,15 @@ PRIV_NODE_SELECT: dict[str, Any] = {"node_select": 2}
 #: branch without a check (per-node selection, the margin and the repeated sieve asks).
 PRIV_HUB_CHECK: dict[str, Any] = {"hub_mode": "auto"}
 PRIV_HUB_FORCED: dict[str, Any] = {"hub_mode": "on"}
+#: Marginal-PC's level 0 by a private selection on :func:`hub_pair`
+#: (``docs/privacy/algorithm-marginal-pc.md``, "Level 0 by a private selection"): per node
+#: (each node keeps 2 of its 4 pairs: 5 top-k releases, then the kept pairs' 2-way tables
+#: as one Gaussian release) and global (one top-5 of the 10 pairs, no level-0 tables: the
+#: selection's order ranks level 1's sets).
+MARGINAL_SELECT_NODES: dict[str, Any] = {"level0": "select", "select_by": "nodes",
+                                         "select_per_node": 2}
+MARGINAL_SELECT_PAIRS: dict[str, Any] = {"level0": "select", "select_by": "pairs",
+                                         "select_per_node": 1, "kept_tables": 0}
 
 
 def private_pc(name: str, **options: Any) -> Callable[[Any, int], Hashable]:
@@ -158,6 +167,13 @@ def items(notes: list[str], full: bool = False) -> list[Any]:
                           scale=-1.0)
             for what, opts in (("hub check", PRIV_HUB_CHECK),
                                ("hub branch forced", PRIV_HUB_FORCED))
+        ]
+        out += [
+            EmpiricalItem("algorithm", f"marginal-pc (eps={EPS:g}, whole run, {what})",
+                          algorithm_sampler(private_pc("marginal-pc", **opts)), hub, EPS,
+                          scale=-1.0)
+            for what, opts in (("level-0 selection per node", MARGINAL_SELECT_NODES),
+                               ("level-0 selection of pairs", MARGINAL_SELECT_PAIRS))
         ]
     try:
         out.extend(ci_test_items())

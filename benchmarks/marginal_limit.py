@@ -3,7 +3,8 @@ on a network's true edges at the per-table noise its plan gives.
 
 For a network, ``n`` rows (data seed), ``eps`` and ``delta`` the script
 
-1. runs ``marginal-pc`` once (noise seed ``1000 + seed``, default plan) and reads the
+1. runs ``marginal-pc`` once (noise seed ``1000 + seed``, default plan with
+   ``level0 = "tables"``: one 2-way table per pair) and reads the
    per-cell noise standard deviation of its level-0 tables (the plan's ``level0_sigma``)
    and of its level-1 tables (the run's ``used_levels``; a function of the plan and of the
    released decisions), and the run's skeleton recall;
@@ -90,8 +91,12 @@ def limit_row(name: str, rows: int, seed: int, eps: float, delta: float,
     net = load_network(name)
     data = net.sample(rows, seed)
     truth = net.true_cpdag()
+    from dpcg.private.marginal_pc import MarginalPCParams
+
+    # the one-table-per-pair level 0 this analysis is about (auto may select instead)
     res = discover_private(data, "marginal-pc", epsilon=eps, delta=delta,
-                           noise_seed=1000 + seed, alpha=alpha)
+                           noise_seed=1000 + seed, alpha=alpha,
+                           params=MarginalPCParams(level0="tables"))
     plan = res.to_json()["plan"]
     sigma0 = float(plan["level0_sigma"])
     share = float(plan["level0_share"])

@@ -12,6 +12,8 @@ import pytest
 
 from audits.algorithms import (
     HUB_SELECT,
+    MARGINAL_SELECT_NODES,
+    MARGINAL_SELECT_PAIRS,
     PRIV_HUB_CHECK,
     PRIV_HUB_FORCED,
     PRIV_NODE_SELECT,
@@ -69,3 +71,22 @@ def test_hub_fixture_runs_priv_pc_hub_switch() -> None:
         assert res.plan["used_hub_switch"] is True
         assert res.plan["used_hub_density"] is None
         assert res.plan["used_levels"][0]["hub"] is True
+
+
+def test_hub_fixture_runs_marginal_pc_level0_selections() -> None:
+    """Marginal-PC's level-0 selection on both datasets: per node, 5 top-k releases (each
+    node keeps 2 of its 4 pairs) and the kept pairs' tables; of pairs, one top-5 release
+    and no level-0 table."""
+    pair = hub_pair()
+    for data in (pair.d, pair.d_prime):
+        res = private_run(data, algorithm="marginal-pc", epsilon=1.0, seed=5,
+                          **MARGINAL_SELECT_NODES)
+        assert res.plan["level0"] == "select"
+        assert res.mechanisms.get("top-k") == 5
+        level0 = res.plan["used_levels"][0]
+        assert level0["tables"] == level0["selected"] >= 5
+        res = private_run(data, algorithm="marginal-pc", epsilon=1.0, seed=5,
+                          **MARGINAL_SELECT_PAIRS)
+        assert res.mechanisms.get("top-k") == 1
+        assert res.plan["select_k"] == 5
+        assert res.plan["used_levels"][0]["tables"] == 0

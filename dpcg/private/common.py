@@ -213,6 +213,20 @@ def select_pairs(source: StatisticSource, session: Session, k: int, epsilon: flo
                           f"{who} level 0: keep the top {k} of {len(todo)} pairs"))
 
 
+def select_pairs_ranked(source: StatisticSource, session: Session, k: int, epsilon: float,
+                        who: str, pairs: Sequence[tuple[int, int]],
+                        empty_set_bound: bool | None = None) -> list[tuple[int, int]]:
+    """:func:`select_pairs` over ``pairs``, returning the kept pairs in the release's
+    order (strongest first): the same single ``TopK(1, epsilon, k)`` release, admitted and
+    recorded before any score is computed (Marginal-PC's level-0 selection uses the
+    order to rank conditioning sets: post-processing of the output)."""
+    empty_set_bound = _selection_switch(empty_set_bound)
+    todo = list(pairs)
+    return _top_pairs(source, session, k, epsilon, todo,
+                      lambda: marginal_utilities(source, todo, empty_set_bound),
+                      f"{who} level 0: keep the top {k} of {len(todo)} pairs")
+
+
 def node_pairs(p: int, pairs: Sequence[Pair]) -> list[list[int]]:
     """For each node, the indices into ``pairs`` of the pairs it is an endpoint of (in
     ``pairs``' order)."""

@@ -24,6 +24,14 @@ the planned depth), shared equally by the tables it releases (the joint release'
 every cell's noise variance is the level's ``T / rho_level``). A table whose size exceeds
 ``max_cells`` (public: schema and ``n``) is not released; its tests are not asked.
 
+**Level 0 by a private selection** (``level0 = "select"``, or ``"auto"`` by the public
+rule :func:`level0_mode`): level 0 first keeps pairs by the per-test family's top-k on
+the marginal utilities of ``select_score`` (each node's ``select_per_node`` strongest
+partners, Hub-PC's selection, or one global top-K over the pairs), at ``select_share`` of
+the budget; the other pairs are removed with the empty set, and only the kept pairs'
+2-way tables are released (one joint release; ``kept_tables = 0``: none, the selection's
+order ranks level 1's sets). It costs in the number of kept pairs, not of pairs.
+
 Each test is :func:`dpcg.citests.noisy_g2.noisy_g2_test` on the released sub-table
 (negative counts projected to 0, the noise's variance in a Monte-Carlo null), so at zero
 noise it is the G-test. A pair is removed when some asked test does not reject at
@@ -34,7 +42,7 @@ Proof note: ``docs/privacy/algorithm-marginal-pc.md``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
@@ -52,13 +60,22 @@ from accounting.session import Session
 from dpcg.citests.base import CIResult
 from dpcg.citests.noisy_g2 import DEFAULT_DRAWS, noisy_g2_test
 from dpcg.citests.nonprivate import G2Options
+from dpcg.citests.private import DEFAULT_SCORE, SCORES, StatisticSource, source_for_dataset
 from dpcg.citests.registry import NoOptions, option
 from dpcg.data.dataset import Dataset
 from dpcg.errors import AlgorithmError, DpcgError
 from dpcg.pc.engine import LevelCandidates, Pair, Sepset
-from dpcg.private.common import SETS_PER_SIDE, check_count_field, exhaustion_note, unspent
+from dpcg.private.common import (
+    SETS_PER_SIDE,
+    check_count_field,
+    exhaustion_note,
+    node_pairs,
+    select_node_partners,
+    select_pairs_ranked,
+    unspent,
+)
 from dpcg.private.contract import RunSettings, ScoreCache
-from dpcg.private.planning import planned_depth
+from dpcg.private.planning import planned_depth, selection_epsilon
 from dpcg.private.registry import register_algorithm
 from dpcg.stats.marginals import (
     COUNT_TABLE_L2,
@@ -87,6 +104,19 @@ LEVEL0_SHARE = 0.15
 MAX_NOISE = 60.0
 #: Default ``max_cells``: a table is released only if ``n / cells >= ROWS_PER_CELL``.
 ROWS_PER_CELL = 20
+#: ``level0`` values: ``tables`` (one 2-way table per pair), ``select`` (a private
+#: selection of pairs first, then 2-way tables of the kept pairs only), ``auto`` (the
+#: public rule :func:`level0_mode`).
+LEVEL0_MODES = ("tables", "select", "auto")
+#: ``select_by`` values: ``pairs`` (one global top-K over the pairs, Laplace-PC's and
+#: Priv-PC's level-0 selection), ``nodes`` (Hub-PC's per-node top-k) or ``both`` (the
+#: per-node releases and one global top-K, the union kept).
+SELECT_BY = ("pairs", "nodes", "both")
+#: Default share of the budget (rho) the level-0 selection costs under ``select``.
+SELECT_SHARE = 0.10
+#: Default pairs kept per node by the selection: ``K = ceil(SELECT_PER_NODE p)`` pairs
+#: (``pairs``), ``SELECT_PER_NODE`` partners per node (``nodes``).
+SELECT_PER_NODE = 6
 
 
 def level_slots(level: int, depth: int) -> int:
@@ -117,7 +147,41 @@ class MarginalPCParams:
              "releases the most-shared tables that fit")
     level0_share: float | None = option(
         None, type=float, metavar="F",
-        help=f"share of the budget for level 0's 2-way tables (default {LEVEL0_SHARE})")
+        help=f"share of the budget for level 0's 2-way tables (default {LEVEL0_SHARE}); "
+             "with --level0 select, for the kept pairs' tables")
+    level0: str = option(
+        "auto", type=str, metavar="tables|select|auto",
+        help="level 0: 'tables' releases one 2-way table per pair; 'select' first keeps "
+             "pairs by a private top-k on the per-test family's marginal utilities, then "
+             "releases 2-way tables of the kept pairs only; 'auto' (default): 'select' "
+             "from 40 variables on or where the tables' level-0 noise sd per cell would be "
+             ">= 400 counts (public: p and the budget)")
+    select_by: str = option(
+        "nodes", type=str, metavar="pairs|nodes|both",
+        help="with --level0 select: one global top-K over the pairs ('pairs'), each "
+             "node's top-k partners ('nodes', Hub-PC's selection) or the union of both "
+             "('both')")
+    select_share: float = option(
+        SELECT_SHARE, type=float, metavar="F",
+        help="with --level0 select: share of the budget the selection costs (0 < F < 1)")
+    select_per_node: int = option(
+        SELECT_PER_NODE, type=int, metavar="K",
+        help="with --level0 select: pairs kept per node (K p pairs in all for 'pairs', K "
+             "partners per node for 'nodes')")
+    select_score: str = option(
+        DEFAULT_SCORE, type=str, metavar="SCORE",
+        help="with --level0 select: the per-test family's score whose marginal utilities "
+             f"the selection ranks (one of {', '.join(SCORES)}; default {DEFAULT_SCORE})")
+    horizon: int | None = option(
+        None, type=int, metavar="D",
+        help=f"levels the budget is planned over (level l gets 1/(D - l + 2) of what is "
+             f"left; deeper levels still run on half of the rest); default "
+             f"{DEFAULT_DEPTH}, or --max-depth when given")
+    kept_tables: int = option(
+        1, type=int, metavar="0|1",
+        help="with --level0 select: 1 releases the kept pairs' 2-way tables (one joint "
+             "release; their G-tests decide level 0 and rank level 1's sets); 0 ranks by "
+             "the selection's order and tests nothing at level 0")
 
     def __post_init__(self) -> None:
         check_count_field("sets_per_pair", self.sets_per_pair)
@@ -133,6 +197,24 @@ class MarginalPCParams:
             if isinstance(v, bool) or not isinstance(v, int | float) or not (
                     math.isfinite(v) and 0.0 < v < 1.0):
                 raise AlgorithmError(f"level0_share: expected a number in (0, 1), got {v!r}")
+        if not isinstance(self.level0, str) or self.level0 not in LEVEL0_MODES:
+            raise AlgorithmError(f"level0: expected one of {', '.join(LEVEL0_MODES)}, got "
+                                 f"{self.level0!r}")
+        if not isinstance(self.select_by, str) or self.select_by not in SELECT_BY:
+            raise AlgorithmError(f"select_by: expected one of {', '.join(SELECT_BY)}, got "
+                                 f"{self.select_by!r}")
+        f = self.select_share
+        if isinstance(f, bool) or not isinstance(f, int | float) or not (
+                math.isfinite(f) and 0.0 < f < 1.0):
+            raise AlgorithmError(f"select_share: expected a number in (0, 1), got {f!r}")
+        check_count_field("select_per_node", self.select_per_node)
+        if not isinstance(self.select_score, str) or self.select_score not in SCORES:
+            raise AlgorithmError(f"select_score: expected one of {', '.join(SCORES)}, got "
+                                 f"{self.select_score!r}")
+        if self.horizon is not None:
+            check_count_field("horizon", self.horizon)
+        if type(self.kept_tables) is not int or self.kept_tables not in (0, 1):
+            raise AlgorithmError(f"kept_tables: expected 0 or 1, got {self.kept_tables!r}")
 
 
 class MarginalSource:
@@ -140,13 +222,28 @@ class MarginalSource:
     cardinalities, ``n``, ``p`` and names. Nothing here is released."""
 
     def __init__(self, codes: NDArray[np.integer], cardinalities: Sequence[int],
-                 names: Sequence[str], relation: Relation = Relation.REPLACE_ONE) -> None:
+                 names: Sequence[str], relation: Relation = Relation.REPLACE_ONE,
+                 selector: Callable[[str], StatisticSource] | None = None) -> None:
         self.codes = codes
         self.cardinalities = tuple(int(c) for c in cardinalities)
         self.names = tuple(names)
         self.p = len(self.cardinalities)
         self.n = int(np.asarray(codes).shape[1])
         self.relation = relation
+        self._make_selector = selector
+        self._selectors: dict[str, StatisticSource] = {}
+
+    def selector(self, score: str = DEFAULT_SCORE) -> StatisticSource:
+        """The per-test family's exact scores ``score`` of the same rows (the level-0
+        selection's utilities; built on first use). Nothing here is released."""
+        if score not in self._selectors:
+            if self._make_selector is None:
+                self._selectors[score] = StatisticSource(
+                    self.codes, self.cardinalities, score, relation=self.relation,
+                    check=False, names=self.names)
+            else:
+                self._selectors[score] = self._make_selector(score)
+        return self._selectors[score]
 
     def table(self, variables: Sequence[int]) -> NDArray[np.int64]:
         return marginal_counts(self.codes, self.cardinalities, variables)
@@ -175,19 +272,68 @@ class MarginalPlan:
     alpha: float
     max_noise: float = MAX_NOISE
     rule: str = "zcdp"
+    #: ``tables`` or ``select`` (``auto`` resolved by :func:`level0_mode`)
+    level0: str = "tables"
+    #: the selection (``level0 = select``): ``pairs`` or ``nodes``, ``select_k`` pairs
+    #: kept (``pairs``) or partners per node (``nodes``), ``select_steps`` top-k steps
+    #: at most (``K``, or ``p k``), each at ``select_epsilon``; cost at most
+    #: ``select_steps select_epsilon^2 / 8 <= select_share rho``
+    select_by: str = "nodes"
+    select_k: int = 0
+    select_steps: int = 0
+    select_epsilon: float = 0.0
+    select_share: float = 0.0
+    kept_tables: int = 1
+    level0_asked: str = "tables"
+    select_score: str = DEFAULT_SCORE
 
     def describe(self) -> dict[str, Any]:
-        return {"rule": self.rule, "rho": self.rho, "horizon": self.depth,
-                "max_depth": self.max_depth, "level0_tables": self.pairs,
-                "level0_table_rho": self.level0_rho,
-                "level0_sigma": COUNT_TABLE_L2 / math.sqrt(2.0 * self.level0_rho),
-                "level0_releases": 1 if self.pairs else 0,
-                "level0_sensitivity_l2": joint_table_l2(max(self.pairs, 1)),
-                "level0_share": self.level0_share, "sets_per_pair": self.sets_per_pair,
-                "max_cells": self.max_cells, "draws": self.draws,
-                "max_noise": self.max_noise,
-                "sensitivity_l2_per_table": COUNT_TABLE_L2,
-                "releases": "one joint Gaussian release per level"}
+        out: dict[str, Any] = {
+            "rule": self.rule, "rho": self.rho, "horizon": self.depth,
+            "max_depth": self.max_depth, "level0": self.level0,
+            "level0_asked": self.level0_asked, "level0_share": self.level0_share,
+            "sets_per_pair": self.sets_per_pair, "max_cells": self.max_cells,
+            "draws": self.draws, "max_noise": self.max_noise,
+            "sensitivity_l2_per_table": COUNT_TABLE_L2,
+            "releases": "one joint Gaussian release per level"}
+        if self.level0 == "tables":
+            out.update({"level0_tables": self.pairs, "level0_table_rho": self.level0_rho,
+                        "level0_sigma": COUNT_TABLE_L2 / math.sqrt(2.0 * self.level0_rho),
+                        "level0_releases": 1 if self.pairs else 0,
+                        "level0_sensitivity_l2": joint_table_l2(max(self.pairs, 1))})
+        else:
+            out.update({"select_by": self.select_by, "select_k": self.select_k,
+                        "select_steps": self.select_steps,
+                        "select_epsilon": self.select_epsilon,
+                        "select_share": self.select_share,
+                        "select_score": self.select_score,
+                        "select_rho": self.select_steps * self.select_epsilon ** 2 / 8.0,
+                        "kept_tables": self.kept_tables,
+                        "level0_tables_at_most": self.pairs if self.kept_tables else 0})
+        return out
+
+
+def level0_mode(p: int, n: int, rho: float, level0_share: float = LEVEL0_SHARE) -> str:
+    """``auto``'s level 0 from public facts (``docs/benchmarks/marginal-pc.md``, "Level 0
+    by a private selection"): ``select`` when ``p >= SELECT_AT`` or when ``tables``' level-0
+    per-cell noise sd, ``sqrt(p (p - 1) / 2 / (level0_share rho))`` counts (a function of
+    ``p`` and the budget), is at least :data:`SELECT_SD`; else ``tables``. ``n`` does not
+    enter: the constants were tuned at ``n = 100,000`` only."""
+    pairs = p * (p - 1) // 2
+    if p >= SELECT_AT:
+        return "select"
+    if pairs and rho > 0 and math.sqrt(pairs / (level0_share * rho)) >= SELECT_SD:
+        return "select"
+    return "tables"
+
+
+#: ``auto`` selects from this many variables on (public; tuning seeds 11: the selection
+#: gains at 50 and 76 nodes at eps 1 and 5, the hub network most).
+SELECT_AT = 40
+#: ... and below it where ``tables``' level-0 per-cell noise sd is at least this many
+#: counts (alarm at eps 1, 428: the selection gained; child, insurance, water at eps 1,
+#: 229-370: mixed; every network below 40 nodes at eps 5, <= 100: it lost).
+SELECT_SD = 400.0
 
 
 def make_plan(params: MarginalPCParams, settings: RunSettings,
@@ -207,30 +353,74 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
         raise AlgorithmError("delta: marginal-pc releases Gaussian tables (zCDP) and needs "
                              "delta > 0")
     p = source.p
-    depth = planned_depth(p, settings.max_depth, DEFAULT_DEPTH)
+    depth = planned_depth(p, settings.max_depth,
+                          DEFAULT_DEPTH if params.horizon is None else params.horizon)
     rho = Fraction(budget.rho())
     pairs = p * (p - 1) // 2
     share = (Fraction(params.level0_share) if params.level0_share is not None
              else Fraction(LEVEL0_SHARE))
-    each = round_down(rho * share / max(pairs, 1))
+    mode = (level0_mode(p, source.n, float(rho), float(share)) if params.level0 == "auto"
+            else params.level0)
+    select_k = steps = 0
+    select_eps = 0.0
+    select_share = Fraction(0)
+    tables = pairs  # level 0's 2-way tables (at most, under 'select')
+    if mode == "select":
+        kappa = params.select_per_node
+        global_k = min(pairs, math.ceil(kappa * p))
+        if params.select_by == "pairs":
+            select_k = global_k
+            steps = select_k
+        else:
+            select_k = min(kappa, max(p - 1, 1))
+            steps = p * select_k + (global_k if params.select_by == "both" else 0)
+        kept_at_most = min(pairs, select_k if params.select_by == "pairs" else steps)
+        if (select_k >= pairs if params.select_by == "pairs" else select_k >= p - 1
+                or (params.select_by == "both" and global_k >= pairs)):
+            mode = "tables"  # the selection would keep every pair: test them all
+        else:
+            select_share = Fraction(params.select_share)
+            select_eps = selection_epsilon("zcdp", rho * select_share, steps)
+            if select_eps <= 0.0:
+                raise AlgorithmError("epsilon: too small for marginal-pc's level-0 "
+                                     "selection; give a larger budget")
+            tables = kept_at_most if params.kept_tables else 0
+    if mode == "tables":
+        select_k = steps = 0
+        select_eps = 0.0
+        select_share = Fraction(0)
+        tables = pairs
+    each = round_down(rho * share / max(tables, 1)) if tables else 0.0
     too_small = AlgorithmError("epsilon: too small for marginal-pc's level 0 (one 2-way "
                                "table per pair); give a larger budget")
-    if each < MIN_TABLE_RHO:
+    if tables and each < MIN_TABLE_RHO:
         raise too_small
-    try:  # the sampler must draw level 0's joint release (pre-flight, nothing charged)
-        l2 = joint_table_l2(max(pairs, 1))
-        mech = Gaussian.for_rho(l2, Fraction(each) * max(pairs, 1))
-        total = sum(source.cells((x, y)) for x in range(p) for y in range(x + 1, p))
-        check_gaussian_scale(l2, mech.sigma, max(total, 1))
-    except AccountingError:
-        raise too_small from None
+    if tables:
+        try:  # the sampler must draw level 0's joint release (pre-flight, nothing charged)
+            l2 = joint_table_l2(max(tables, 1))
+            mech = Gaussian.for_rho(l2, Fraction(each) * max(tables, 1))
+            if mode == "tables":
+                total = sum(source.cells((x, y)) for x in range(p) for y in range(x + 1, p))
+            else:  # the kept pairs' tables: at most `tables` of the widest 2-way shape
+                total = tables * max(source.cells((x, y)) for x in range(p)
+                                     for y in range(x + 1, p))
+            check_gaussian_scale(l2, mech.sigma, max(total, 1))
+        except AccountingError:
+            raise too_small from None
     max_cells = (params.max_cells if params.max_cells is not None
                  else max(4, source.n // ROWS_PER_CELL))
     if any(source.cells((x, y)) > max_cells for x in range(p) for y in range(x + 1, p)):
         raise AlgorithmError("max_cells: some 2-way table is larger than max_cells; raise it")
-    return MarginalPlan(float(rho), depth, settings.max_depth, pairs, each,
+    asked = ("tables" if mode == "tables" else
+             f"{params.select_by}-selection" + ("+tables" if params.kept_tables else ""))
+    return MarginalPlan(float(rho), depth, settings.max_depth, tables, each,
                         float(share), params.sets_per_pair, int(max_cells),
-                        params.draws, float(settings.alpha), float(params.max_noise))
+                        params.draws, float(settings.alpha), float(params.max_noise),
+                        level0=mode, select_by=params.select_by, select_k=select_k,
+                        select_steps=steps, select_epsilon=select_eps,
+                        select_share=float(select_share),
+                        kept_tables=params.kept_tables, level0_asked=asked,
+                        select_score=params.select_score)
 
 
 @dataclass
@@ -417,6 +607,66 @@ class MarginalTester:
                 widest = c
         return chosen
 
+    # ------------------------------------------------------------------ selection
+    def _select(self, pairs: list[Pair], candidates: LevelCandidates,
+                rec: dict[str, Any]) -> tuple[dict[Pair, tuple[Sepset, ...]],
+                                             dict[Pair, Sepset]]:
+        """Level 0 under ``level0 = select``: the private selection on the per-test
+        family's marginal utilities ``(s(x, y | {}) - T(x, y)) / Delta(x, y)``
+        (sensitivity 1): one ``TopK`` over the pairs (``pairs``) or one per node with
+        more than ``k`` pairs (``nodes``), at the plan's step epsilon, admitted and
+        recorded before any score is computed. The pairs not kept are removed with the
+        empty set (no table is released for them); the kept ones are returned as level
+        0's asked tests (their tables are released next when ``kept_tables``). The
+        strengths that rank level 1's sets are, without kept tables, the selection's
+        order (``k - j`` for the ``j``-th kept): post-processing of its output."""
+        plan = self.plan
+        todo = sorted(pair for pair in pairs if () in candidates[pair])
+        selector = self.source.selector(plan.select_score)
+        who = "marginal-pc"
+        try:
+            if plan.select_by == "pairs":
+                k = min(plan.select_k, len(todo))
+                if k < len(todo):
+                    ranked = select_pairs_ranked(selector, self.session, k,
+                                                 plan.select_epsilon, who, todo)
+                    self.releases += 1
+                else:
+                    ranked = list(todo)
+                strength = {pair: float(k - j) for j, pair in enumerate(ranked)}
+                rec["selections"] = 1 if k < len(todo) else 0
+            else:
+                strength = select_node_partners(selector, self.session, plan.select_k,
+                                                plan.select_epsilon, who, pairs=todo)
+                asked_nodes = sum(1 for idx in node_pairs(self.source.p, todo)
+                                  if len(idx) > plan.select_k)
+                self.releases += asked_nodes
+                rec["selections"] = asked_nodes
+                big = plan.select_steps - self.source.p * plan.select_k  # 'both'
+                if big > 0 and big < len(todo):
+                    ranked = select_pairs_ranked(selector, self.session, big,
+                                                 plan.select_epsilon, who, todo)
+                    self.releases += 1
+                    rec["selections"] = asked_nodes + 1
+                    for j, pair in enumerate(ranked):  # on the per-node scale 0..k
+                        val = plan.select_k * (big - j) / big
+                        strength[pair] = max(strength.get(pair, -math.inf), val)
+        except BudgetExceededError:
+            raise self._stop(0, "the budget is used up in level 0's selection") from None
+        rec["selected"] = len(strength)
+        if not plan.kept_tables:
+            self._strength = dict(strength)
+        removals: dict[Pair, Sepset] = {}
+        for x, y in todo:
+            if (x, y) not in strength:
+                candidates.record(x, y, (), CIResult(True, None, None))
+                removals[(x, y)] = ()
+            elif not plan.kept_tables:
+                candidates.record(x, y, (), CIResult(False, None, None))
+        empty: tuple[Sepset, ...] = ((),)
+        asked = {pair: empty for pair in todo if pair in strength}
+        return asked, removals
+
     # ------------------------------------------------------------------ levels
     def decide_level(self, level: int, candidates: LevelCandidates) -> dict[Pair, Sepset]:
         pairs = [pair for pair in candidates if candidates[pair]]
@@ -426,7 +676,17 @@ class MarginalTester:
             return {}
         plan = self.plan
         asked: dict[Pair, tuple[Sepset, ...]]
-        if level == 0:
+        removals: dict[Pair, Sepset] = {}
+        rho_level0 = Fraction(plan.level0_rho)
+        if level == 0 and plan.level0 == "select":
+            asked, removals = self._select(pairs, candidates, rec)
+            if not plan.kept_tables:
+                rec["tests"] = 0
+                return removals
+            rho_level0 = (Fraction(round_down(Fraction(plan.rho)
+                                              * Fraction(plan.level0_share) / len(asked)))
+                          if asked else Fraction(0))
+        elif level == 0:
             asked = {pair: ((),) for pair in pairs if () in candidates[pair]}
         else:
             asked = {pair: self._ranked(level, pair, candidates) for pair in pairs}
@@ -440,7 +700,7 @@ class MarginalTester:
                     rank[vs] = min(rank.get(vs, i), i)
         if level == 0:
             wanted = list(serves)
-            rho_each = Fraction(plan.level0_rho)
+            rho_each = rho_level0
         else:
             share = self._remaining_rho() / level_slots(level, plan.depth)
             wanted = self._choose(serves, rank, share, level)
@@ -449,7 +709,6 @@ class MarginalTester:
                 self._finished = True
         rec["wanted"] = len(serves)
         self._release(level, wanted, rho_each, rec)
-        removals: dict[Pair, Sepset] = {}
         tests = 0
         for (x, y), sets in asked.items():
             if candidates.out_of_tests():
@@ -517,8 +776,13 @@ class MarginalPC:
             raise AlgorithmError("data: marginal-pc needs declared cardinalities")
         if codes.shape[1] < 2:
             raise AlgorithmError("data: marginal-pc needs n >= 2 rows")
+        relation = Relation.parse(settings.relation)
+
+        def selector(score: str) -> StatisticSource:  # level0 = select: the family's
+            return source_for_dataset(dataset, score, alpha=settings.alpha, cache=cache)
+
         return MarginalSource(codes, [int(c) for c in cards if c is not None],
-                              dataset.names, Relation.parse(settings.relation))
+                              dataset.names, relation, selector)
 
     def plan(self, params: MarginalPCParams, settings: RunSettings,
              source: MarginalSource) -> MarginalPlan:

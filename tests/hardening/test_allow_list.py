@@ -95,6 +95,10 @@ RESULT_FIELDS: dict[str, str] = {
     # options and constants (docs/privacy/algorithm-marginal-pc.md)
     "plan.rho": PUBLIC, "plan.level0_*": PUBLIC, "plan.sets_per_pair": PUBLIC,
     "plan.max_cells": PUBLIC, "plan.draws": PUBLIC, "plan.max_noise": PUBLIC,
+    # marginal-pc's level 0 (an option, or the rule of p and the budget) and its
+    # selection's plan: options and rules of public facts ("Level 0 by a private selection")
+    "plan.level0": PUBLIC, "plan.select_by": PUBLIC, "plan.select_steps": PUBLIC,
+    "plan.select_rho": PUBLIC, "plan.kept_tables": PUBLIC, "plan.select_score": PUBLIC,
     # hub-pc: options (docs/privacy/algorithm-hub-pc.md)
     "plan.neighbours": PUBLIC, "plan.select_share": PUBLIC, "plan.margin": PUBLIC,
     "plan.node_select": PUBLIC,  # priv-pc: an option
@@ -210,6 +214,17 @@ def test_private_run_releases_only_the_allow_list(name: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     _released_only(["discover", *source_args(name, tmp_path), "--algorithm", name,
                     "--max-depth", "1"], tmp_path, capsys)
+
+
+def test_marginal_pc_selection_releases_only_the_allow_list(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # level 0 by the per-node selection, then the kept pairs' tables
+    _released_only(["discover", *source_args("marginal-pc", tmp_path), "--algorithm",
+                    "marginal-pc", "--max-depth", "1", "--level0", "select",
+                    "--select-per-node", "2"], tmp_path, capsys)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["plan"]["level0"] == "select"
+    assert doc["mechanisms"]["top-k"] == 8
 
 
 def test_laplace_pc_selection_releases_only_the_allow_list(
