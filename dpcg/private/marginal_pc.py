@@ -380,6 +380,10 @@ def make_plan(params: MarginalPCParams, settings: RunSettings,
             mode = "tables"  # the selection would keep every pair: test them all
         else:
             select_share = Fraction(params.select_share)
+            if select_share + share >= 1:  # refused before anything is charged
+                raise AlgorithmError("select_share: select_share + level0_share must be "
+                                     "below 1 (the selection and level 0's tables share "
+                                     "the budget with the deeper levels)")
             select_eps = selection_epsilon("zcdp", rho * select_share, steps)
             if select_eps <= 0.0:
                 raise AlgorithmError("epsilon: too small for marginal-pc's level-0 "
@@ -779,7 +783,10 @@ class MarginalPC:
         relation = Relation.parse(settings.relation)
 
         def selector(score: str) -> StatisticSource:  # level0 = select: the family's
-            return source_for_dataset(dataset, score, alpha=settings.alpha, cache=cache)
+            # scores get their own cache: the caller's ``cache`` holds the run's test's
+            # values under (x, y, S) keys that do not name the score, so sharing it would
+            # read another statistic's values as these utilities (a wrong sensitivity)
+            return source_for_dataset(dataset, score, alpha=settings.alpha, cache=None)
 
         return MarginalSource(codes, [int(c) for c in cards if c is not None],
                               dataset.names, relation, selector)

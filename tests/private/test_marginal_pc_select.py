@@ -133,7 +133,7 @@ def _source(p: int, n: int, card: int = 3) -> MarginalSource:
 
 @settings(max_examples=60, deadline=None)
 @given(p=st.integers(4, 120), eps=st.floats(0.05, 20.0), share=st.floats(0.01, 0.9),
-       level0_share=st.floats(0.01, 0.09), kappa=st.integers(1, 10),
+       level0_share=st.floats(0.01, 0.99), kappa=st.integers(1, 10),
        by=st.sampled_from(["pairs", "nodes", "both"]), kept=st.sampled_from([0, 1]))
 def test_plan_costs_fit_the_budget(p: int, eps: float, share: float, level0_share: float,
                                    kappa: int, by: str, kept: int) -> None:
@@ -149,8 +149,9 @@ def test_plan_costs_fit_the_budget(p: int, eps: float, share: float, level0_shar
         plan = make_plan(params, s, _source(p, 100_000))
     except AlgorithmError as exc:
         refusal = str(exc)
-    if refusal:  # a refusal is about a too small budget only
-        assert "too small" in refusal
+    if refusal:  # a too small budget, or shares that leave nothing for the deeper levels
+        assert "too small" in refusal or (
+            "select_share + level0_share" in refusal and share + level0_share >= 1)
         return
     rho = Fraction(s.budget().rho())
     if plan.level0 == "tables":  # the selection would keep every pair
@@ -212,6 +213,43 @@ def test_a_too_small_budget_for_the_selection_is_refused_before_the_session() ->
                          params=MarginalPCParams(level0="select", select_per_node=2))
 
 
+def test_shares_summing_to_one_are_refused_before_anything_is_charged() -> None:
+    """Found by the privacy review: select_share 0.9 and level0_share 0.5 were accepted,
+    the top-k was charged and level 0's tables were then refused by the filter."""
+    s = RunSettings(epsilon=1.0, delta=1e-6, test="g2")
+    for sel, lvl in ((0.9, 0.5), (0.6, 0.6), (0.5, 0.5)):
+        with pytest.raises(AlgorithmError, match="select_share \\+ level0_share"):
+            make_plan(MarginalPCParams(level0="select", select_per_node=2,
+                                       select_share=sel, level0_share=lvl),
+                      s, _source(8, 20_000))
+
+
+def test_the_selection_does_not_read_the_callers_score_cache() -> None:
+    """Found by the privacy review: the selection read its utilities from the caller's
+    cache, which a g2-test run had filled with ``cmi`` values under the same ``(x, y, S)``
+    keys (a utility off by about 1,000 bounds). The selection now scores in its own."""
+    from dpcg.citests.private import source_for_dataset
+
+    data = _asia()
+    cache: dict[tuple[int, int, tuple[int, ...]], float] = {}
+    discover_private(data, "laplace-pc", epsilon=1.0, delta=1e-6, noise_seed=3,
+                     test="cmi", cache=cache)
+    assert cache  # the shared cache now holds cmi values
+    src = ALGORITHM.source(data, RunSettings(1.0, 1e-6, "g2"), _no_options(), cache=cache)
+    exact = source_for_dataset(data, "kendall-split")
+    pairs = [(x, y) for x in range(8) for y in range(x + 1, 8)]
+    assert [src.selector().score(x, y, ()) for x, y in pairs] == [
+        exact.score(x, y, ()) for x, y in pairs]
+    assert any(cache[(x, y, ())] != exact.score(x, y, ()) for x, y in pairs)
+    params = MarginalPCParams(level0="select", select_per_node=2)
+    shared = discover_private(data, "marginal-pc", epsilon=1.0, noise_seed=4,
+                              params=params, cache=cache)
+    fresh = discover_private(data, "marginal-pc", epsilon=1.0, noise_seed=4,
+                             params=params)
+    assert shared.cpdag.to_json() == fresh.cpdag.to_json()
+    assert shared.plan == fresh.plan
+
+
 def test_plan_of_a_source_without_a_selector_uses_the_default_score() -> None:
     src = ALGORITHM.source(_asia(2_000), RunSettings(1.0, 1e-6, "g2"),
                            _no_options())
@@ -226,7 +264,9 @@ def _no_options() -> object:
 
 @pytest.mark.parametrize("extra", [["--level0", "bogus"], ["--select-by", "edges"],
                                    ["--kept-tables", "2"], ["--level0", "select",
-                                                            "--select-share", "1.5"]])
+                                                            "--select-share", "1.5"],
+                                   ["--level0", "select", "--select-share", "0.6",
+                                    "--level0-share", "0.6"]])
 def test_cli_refusals_leave_the_ledger_intact(extra: list[str], tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     led = tmp_path / "l.sqlite"
