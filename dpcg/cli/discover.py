@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dpcg.citests.registry import NoOptions, TestContext, TestSpec, register_test, tests
-from dpcg.cli.discover_args import DEFAULT_ROWS, DEFAULT_TEST, NONPRIVATE, derived_flags
+from dpcg.cli.discover_args import DEFAULT_ROWS, DEFAULT_TEST, NONPRIVATE
 from dpcg.data.dataset import DataClippingWarning
 from dpcg.data.readers import unsafe_debug_errors
 from dpcg.errors import AlgorithmError, CITestError, DataValidationError, DpcgError
@@ -159,9 +159,13 @@ def _background(path: Path | None) -> BackgroundKnowledge | None:
 
 def _options(args: argparse.Namespace) -> dict[str, object]:
     """The derived flags given on the command line (the algorithm's ``Params`` fields and
-    the test's option fields), by field name."""
-    return {d.dest: getattr(args, d.dest) for d in derived_flags().values()
-            if hasattr(args, d.dest)}
+    the test's option fields), by field name: every derived flag the parser itself added
+    (``derived_dests``, from the manifest or, when the command line names a derived
+    flag, live), so a field the manifest does not list yet (a stale
+    ``discover_flags.json``) reaches the request instead of being dropped while the run
+    goes on with its default (found by a privacy review, 2026-12-03)."""
+    dests = getattr(args, "derived_dests", ())
+    return {d: getattr(args, d) for d in dests if hasattr(args, d)}
 
 
 def request_for(args: argparse.Namespace) -> DiscoverRequest:

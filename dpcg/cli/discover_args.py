@@ -4,7 +4,7 @@ Kept light (stdlib only at import) so that ``dpcg discover --help`` answers at o
 run itself is :mod:`dpcg.cli.discover`, imported only when a run starts.
 
 The per-algorithm and per-test flags are derived from each registered private
-algorithm's ``Params`` and each registered CI test's options (:func:`derived_flags`).
+algorithm's ``Params`` and each registered CI test's options (:func:`live_derived_flags`).
 Deriving them imports every plugin module (numpy, scipy.stats, ...: about a second).
 For ``--help`` alone, the parser is built from ``discover_flags.json`` beside this
 module instead: the same derived flags written by ``python -m dpcg.cli.discover_args``
@@ -59,16 +59,6 @@ class DerivedFlag:
         if self.tests:
             parts.append("--test " + ", ".join(self.tests))
         return "; ".join(parts)
-
-
-def derived_flags() -> dict[str, DerivedFlag]:
-    """The derived flags by flag name: from the manifest when it is current (then without
-    their argparse ``type``: what :mod:`dpcg.cli.discover` needs to check which flags
-    apply), else :func:`live_derived_flags`."""
-    found = _from_manifest()
-    if found is not None:
-        return {d.flag: d for d in found[1]}
-    return live_derived_flags()
 
 
 def live_derived_flags() -> dict[str, DerivedFlag]:
@@ -358,7 +348,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], *,
                      help="LOCAL DEBUGGING ONLY: data errors and --clip quote the offending "
                           "value, its row/line and counts (uncharged leaks of the data; "
                           "printed on stderr only, never in a result or the ledger)")
-    p.set_defaults(handler=HANDLER)
+    # the dests of the derived flags THIS parser has (manifest or live): what
+    # dpcg.cli.discover forwards as options, so a field is never parsed and then dropped
+    p.set_defaults(handler=HANDLER, derived_dests=tuple(d.dest for d in flags))
 
 
 if __name__ == "__main__":  # pragma: no cover
