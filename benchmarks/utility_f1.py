@@ -53,8 +53,9 @@ HUB_FAMILY = ("random:nodes={p},max_parents=3,card=2-5,seed={net},conc=0.6,"
               "shape=scale-free,exponent=1")
 SIZES = (20, 50, 100, 200)
 HUB_SIZES = (50, 100, 200)
-#: Networks per hub size (each with ``--seeds`` data seeds).
-HUB_NETWORKS = 1
+#: Networks per hub size (each with ``--seeds`` data seeds), as many as ``--networks-per-size``
+#: of the random families (the page's hub row since v17, 2026-12-03; it was 1).
+HUB_NETWORKS = 3
 #: Depth cap of non-private PC on the hub family (public: its largest in-degree).
 HUB_DEPTH = 3
 EPSILONS = (0.5, 1.0, 2.0, 5.0)

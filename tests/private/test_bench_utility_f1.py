@@ -137,7 +137,8 @@ def test_hub_rows_are_the_scale_free_family_with_its_target() -> None:
 
 
 def test_a_hub_cell_runs_with_the_depth_capped_baseline(tmp_path: Path) -> None:
-    args = _args(tmp_path, sizes="", hubs="7", seeds=1, extra_rows="", named="",
+    args = _args(tmp_path, sizes="", hubs="7", hub_networks=1, seeds=1, extra_rows="",
+                 named="",
                  algorithms="hub-pc", epsilons="1", processes=1, rows=3000)
     assert f1.run(args) == 0
     rows = f1.load_results(args.results)
