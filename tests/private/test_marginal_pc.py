@@ -124,8 +124,12 @@ def _no_options() -> object:
     return NoOptions()
 
 
-@pytest.mark.parametrize("extra", [["--delta", "0"], ["--epsilon", "1e-200"],
-                                   ["--sets-per-pair", "0"]])
+@pytest.mark.parametrize("extra", [
+    ["--delta", "0"], ["--epsilon", "1e-200"], ["--sets-per-pair", "0"],
+    # the level-0 selection's options (tests/private/test_marginal_pc_select.py)
+    ["--level0", "bogus"], ["--select-by", "edges"], ["--kept-tables", "2"],
+    ["--level0", "select", "--select-share", "1.5"],
+    ["--level0", "select", "--select-share", "0.6", "--level0-share", "0.6"]])
 def test_cli_refusals_leave_the_ledger_intact(extra: list[str], tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     led = tmp_path / "l.sqlite"

@@ -30,7 +30,6 @@ from dpcg.private.marginal_pc import (
     make_plan,
 )
 from dpcg.private.run import discover_private
-from tests.hardening.helpers import cli, row_counts
 
 
 def _asia(n: int = 20_000) -> Dataset:
@@ -260,27 +259,6 @@ def _no_options() -> object:
     from dpcg.citests.registry import NoOptions
 
     return NoOptions()
-
-
-@pytest.mark.parametrize("extra", [["--level0", "bogus"], ["--select-by", "edges"],
-                                   ["--kept-tables", "2"], ["--level0", "select",
-                                                            "--select-share", "1.5"],
-                                   ["--level0", "select", "--select-share", "0.6",
-                                    "--level0-share", "0.6"]])
-def test_cli_refusals_leave_the_ledger_intact(extra: list[str], tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    led = tmp_path / "l.sqlite"
-    assert cli(["ledger", "init", str(led), "--dataset-id", "asia-m", "--epsilon", "10",
-                "--delta", "1e-5"], capsys).code == 0
-    before = row_counts(led)
-    shown = cli(["ledger", "show", str(led)], capsys).out
-    got = cli(["discover", "--dataset", "asia", "--rows", "2000", "--algorithm",
-               "marginal-pc", "--epsilon", "0.5", "--noise-seed", "1", "--quiet",
-               "--ledger", str(led), "--dataset-id", "asia-m", *extra], capsys)
-    assert got.code == 2, got.err
-    assert row_counts(led) == before
-    assert cli(["ledger", "show", str(led)], capsys).out == shown
-    assert cli(["ledger", "verify", str(led)], capsys).code == 0
 
 
 def test_selection_leaves_background_knowledge_alone(tmp_path: Path) -> None:
