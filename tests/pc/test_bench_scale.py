@@ -104,3 +104,16 @@ def test_named_networks_and_a_run_budget(tmp_path: Path) -> None:
     assert text.startswith("## Scale: named networks")
     assert "--run-budget 60,2GB" in text
     assert "| asia | 500 | pc |" in text
+
+
+def test_hub_survival_samples_the_hub_edges_deep_sets() -> None:
+    import math
+
+    from benchmarks.hub_survival import survival
+
+    rows = survival(2, 2)
+    assert len(rows) == 8
+    assert len({r["hub"] for r in rows}) == 2
+    for r in rows:
+        assert 0 <= int(str(r["rejected"])) <= int(str(r["sampled"])) == 2
+        assert r["sets_at_level"] == math.comb(int(str(r["degree"])) - 1, 2)
