@@ -50,6 +50,7 @@ FILE_CHECKS: dict[str, tuple[str, ...]] = {
     "dpcg/private/laplace_pc.py": ("pytest:tests/private/test_laplace_pair.py",),
     "dpcg/private/priv_pc.py": ("pytest:tests/private/test_priv_pc_pair.py",
                                 "pytest:tests/private/test_priv_pc_hub.py"),
+    "dpcg/private/marginal_pc.py": ("pytest:tests/private/test_marginal_pc_select.py",),
     "dpcg/stats/marginals.py": ("pytest:tests/stats/test_marginals.py",),
     "dpcg/stats/suffstat.py": (
         "pytest:tests/continuous/test_cov_pc.py::test_rank_moment_sensitivity_holds "
@@ -304,6 +305,12 @@ MUTANTS: tuple[Mutant, ...] = (
       "Marginal-PC's joint release of T count tables declares L2 sensitivity "
       "sqrt(2T)/2 (the proven bound is sqrt(2T), attained)",
       after="def joint_table_l2(tables: int) -> float:"),
+    M("marginal-select-steps-per-node-once", "dpcg/private/marginal_pc.py",
+      'steps = p * select_k + (global_k if params.select_by == "both" else 0)',
+      'steps = select_k + (global_k if params.select_by == "both" else 0)',
+      "Marginal-PC's per-node level-0 selection plans its step epsilon as if one node "
+      "released (p releases of k steps each are made): the selection spends about p "
+      "times its share"),
     M("cov-rank-moment-l2-halved", "dpcg/stats/suffstat.py",
       "return math.sqrt(off * off + diag2) / (n * half2)",
       "return math.sqrt(off * off + diag2) / (2.0 * n * half2)",
